@@ -1,0 +1,33 @@
+"""livessb: interactive single-sideband ptychography with a resident GPU session."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .dataset import Dataset4D, DatasetError
+
+__version__ = "0.1.0"
+__all__ = ["Dataset4D", "DatasetError", "SSBWidget", "Session", "load", "simulate"]
+
+if TYPE_CHECKING:
+    from . import simulate
+    from .io import load
+    from .session import Session
+    from .widget import SSBWidget
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: importing livessb must not pull in anywidget, h5py or optuna.
+    if name == "Session":
+        from .session import Session
+        return Session
+    if name == "SSBWidget":
+        from .widget import SSBWidget
+        return SSBWidget
+    if name == "load":
+        from .io import load
+        return load
+    if name == "simulate":
+        from . import simulate
+        return simulate
+    raise AttributeError(f"module 'livessb' has no attribute {name!r}")
