@@ -1,0 +1,136 @@
+// Per-region panels beside the scan: the crop image (PNG bytes -> blob URL),
+// the fitted parameters and the region's status.
+import { regionColor } from "./canvas";
+import { fmt, type Region, type RegionResult, type Status } from "./model";
+
+const PARAM_ROWS: [key: string, label: string, unit: string, digits: number][] = [
+  ["C10", "C10", "Å", 1],
+  ["C12", "C12", "Å", 1],
+  ["phi12", "φ12", "rad", 3],
+  ["tilt_row_mrad", "tilt r", "mrad", 2],
+  ["tilt_col_mrad", "tilt c", "mrad", 2],
+  ["depth", "depth", "Å", 1],
+];
+
+interface Panel {
+  root: HTMLElement;
+  title: HTMLElement;
+  img: HTMLImageElement;
+  params: HTMLElement;
+  statusEl: HTMLElement;
+  url: string | null;
+  generation: number; // generation of the crop currently shown (-1: none)
+}
+
+export class CropPanels {
+  readonly el: HTMLElement;
+  private panels = new Map<string, Panel>();
+  private onSelect: (id: string) => void;
+
+  constructor(onSelect: (id: string) => void) {
+    this.el = document.createElement("div");
+    this.el.className = "livessb-crops";
+    this.el.setAttribute("aria-label", "region crops");
+    this.onSelect = onSelect;
+  }
+
+  /** Create/remove panels to match the regions; refresh texts from the results. */
+  sync(regions: readonly Region[], results: Record<string, RegionResult>, selected: string | null): void {
+    const ids = new Set(regions.map((r) => r.id));
+    for (const [id, panel] of this.panels) {
+      if (!ids.has(id)) {
+        if (panel.url) URL.revokeObjectURL(panel.url);
+        panel.root.remove();
+        this.panels.delete(id);
+      }
+    }
+    for (const region of regions) {
+      const panel = this.panels.get(region.id) ?? this.create(region.id);
+      this.update(panel, region, results[region.id], region.id === selected);
+    }
+  }
+
+  /** Show a crop if it is not older than the one shown. Returns whether it was used. */
+  setCrop(id: string, generation: number, bytes: Uint8Array): boolean {
+    const panel = this.panels.get(id) ?? this.create(id);
+    if (generation < panel.generation) return false;
+    const url = URL.createObjectURL(new Blob([bytes as BlobPart], { type: "image/png" }));
+    const old = panel.url;
+    panel.url = url;
+    panel.generation = generation;
+    panel.img.onload = () => {
+      panel.img.dataset.generation = String(generation);
+      panel.img.dataset.paintedAt = String(performance.now());
+      panel.img.hidden = false;
+      if (old) URL.revokeObjectURL(old);
+    };
+    panel.img.src = url;
+    return true;
+  }
+
+  /** Generation of the crop shown for each region (to ask for missing ones). */
+  shownGeneration(id: string): number {
+    return this.panels.get(id)?.generation ?? -1;
+  }
+
+  dispose(): void {
+    for (const panel of this.panels.values()) if (panel.url) URL.revokeObjectURL(panel.url);
+    this.panels.clear();
+    this.el.remove();
+  }
+
+  private create(id: string): Panel {
+    const root = document.createElement("section");
+    root.className = "livessb-panel";
+    root.dataset.regionId = id;
+    root.dataset.status = "idle";
+    root.style.borderColor = regionColor(id);
+    root.setAttribute("aria-label", `region panel ${id}`);
+    root.addEventListener("click", () => this.onSelect(id));
+    const title = document.createElement("header");
+    const img = document.createElement("img");
+    img.setAttribute("aria-label", `region crop ${id}`);
+    img.alt = `phase crop of region ${id}`;
+    img.hidden = true;
+    const params = document.createElement("dl");
+    params.className = "livessb-params";
+    const statusEl = document.createElement("div");
+    statusEl.className = "livessb-panel-status";
+    statusEl.setAttribute("role", "status");
+    root.append(title, img, params, statusEl);
+    this.el.append(root);
+    const panel: Panel = { root, title, img, params, statusEl, url: null, generation: -1 };
+    this.panels.set(id, panel);
+    return panel;
+  }
+
+  private update(panel: Panel, region: Region, result: RegionResult | undefined, selected: boolean): void {
+    const status: Status = result?.status ?? "idle";
+    panel.root.dataset.status = status;
+    panel.root.classList.toggle("selected", selected);
+    const h = region.row_stop - region.row_start;
+    const w = region.col_stop - region.col_start;
+    panel.title.textContent = `${region.id}  rows ${region.row_start}–${region.row_stop}, cols ${region.col_start}–${region.col_stop} (${h}×${w})`;
+    panel.title.style.color = regionColor(region.id);
+    const params = result?.params ?? {};
+    panel.params.replaceChildren();
+    for (const [key, label, unit, digits] of PARAM_ROWS) {
+      const dt = document.createElement("dt");
+      dt.textContent = label;
+      const dd = document.createElement("dd");
+      dd.dataset.param = key;
+      const v = params[key];
+      if (typeof v === "number") dd.dataset.value = String(v);
+      dd.textContent = `${fmt(v, digits)} ${unit}`;
+      panel.params.append(dt, dd);
+    }
+    const dt = document.createElement("dt");
+    dt.textContent = "loss";
+    const dd = document.createElement("dd");
+    dd.dataset.param = "loss";
+    if (typeof result?.loss === "number") dd.dataset.value = String(result.loss);
+    dd.textContent = fmt(result?.loss, 4);
+    panel.params.append(dt, dd);
+    panel.statusEl.textContent = status === "error" ? `error: ${result?.error ?? ""}` : status;
+  }
+}
