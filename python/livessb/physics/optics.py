@@ -45,7 +45,9 @@ def unknown_aberration_keys(coeffs: Mapping[str, float]) -> list[str]:
     return sorted(k for k in coeffs if k not in ABERRATION_KEYS and k not in extra)
 
 
-def chi(q_row: Any, q_col: Any, wavelength: float, coeffs: Mapping[str, float], xp: Any = np) -> Any:
+def chi(
+    q_row: Any, q_col: Any, wavelength: float, coeffs: Mapping[str, float], xp: Any = np
+) -> Any:
     """Krivanek aberration phase χ(q) in rad for spatial frequencies q (1/Å).
 
     χ(q) = (2π/λ) Σ C_nm/(n+1) (λ|q|)^(n+1) cos(m(φ - φ_nm)),  φ = atan2(q_col, q_row).

@@ -1,0 +1,149 @@
+"""Detector and scan geometry: BF pixels, COM rotation, frequencies, trotter support.
+
+Pure functions; ``xp`` is numpy or cupy.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class BFPixels:
+    """Bright-field pixel set: detector indices and detector-frame frequencies (1/Å)."""
+
+    rows: np.ndarray  # (B,) int
+    cols: np.ndarray  # (B,) int
+    k_det: np.ndarray  # (B, 2) float64, (row, col) in 1/Å
+
+    @property
+    def count(self) -> int:
+        return int(self.rows.size)
+
+
+def bright_field_pixels(
+    detector_shape: tuple[int, int],
+    center: tuple[float, float],
+    pixel_inv_A: float,
+    k_alpha: float,
+) -> BFPixels:
+    """All detector pixels with |k_det| ≤ k_α (no subsampling), row-major order."""
+    kr = (np.arange(detector_shape[0]) - center[0]) * pixel_inv_A
+    kc = (np.arange(detector_shape[1]) - center[1]) * pixel_inv_A
+    KR, KC = np.meshgrid(kr, kc, indexing="ij")
+    inside = KR**2 + KC**2 <= k_alpha**2
+    rows, cols = np.nonzero(inside)
+    k_det = np.stack([KR[rows, cols], KC[rows, cols]], axis=1)
+    return BFPixels(rows=rows, cols=cols, k_det=k_det)
+
+
+def rotation_matrix(theta: float) -> np.ndarray:
+    c, s = math.cos(theta), math.sin(theta)
+    return np.array([[c, -s], [s, c]])
+
+
+def scan_frame_frequencies(k_det: np.ndarray, theta: float, transpose: bool) -> np.ndarray:
+    """k = R(θ)·T·k_det for (B, 2) detector frequencies."""
+    k = k_det[:, ::-1] if transpose else k_det
+    return np.ascontiguousarray(k @ rotation_matrix(theta).T)
+
+
+def center_of_mass(
+    counts: Any, center: tuple[float, float], rows_per_chunk: int = 16
+) -> np.ndarray:
+    """COM of each pattern in detector px relative to ``center``: (Rr, Rc, 2)."""
+    Rr, Rc, kr, kc = counts.shape
+    ir = np.arange(kr, dtype=np.float64) - center[0]
+    ic = np.arange(kc, dtype=np.float64) - center[1]
+    com = np.zeros((Rr, Rc, 2))
+    for r0 in range(0, Rr, rows_per_chunk):
+        block = np.asarray(counts[r0:r0 + rows_per_chunk], dtype=np.float64)
+        total = block.sum(axis=(2, 3))
+        total = np.where(total > 0, total, 1.0)
+        com[r0:r0 + rows_per_chunk, :, 0] = block.sum(axis=3) @ ir / total
+        com[r0:r0 + rows_per_chunk, :, 1] = block.sum(axis=2) @ ic / total
+    return com
+
+
+@dataclass(frozen=True)
+class RotationEstimate:
+    theta: float  # rad in [0, π); θ + π is the other branch
+    transpose: bool
+    residual: float  # curl energy fraction at the minimum (lower is better)
+    residual_other_transpose: float
+
+
+def estimate_rotation(com: np.ndarray, scan_step_A: tuple[float, float]) -> RotationEstimate:
+    """Minimise the curl of the rotated COM field over θ ∈ [0, π), for T and not-T.
+
+    curl(R(θ)u) = cos θ·curl(u) + sin θ·div(u), so the curl energy is a quadratic
+    form in (cos θ, sin θ) whose smallest eigenvector is the minimiser.
+    """
+    results = []
+    for transpose in (False, True):
+        u = com[..., ::-1] if transpose else com
+        d_ur_dr, d_ur_dc = np.gradient(u[..., 0], *scan_step_A)
+        d_uc_dr, d_uc_dc = np.gradient(u[..., 1], *scan_step_A)
+        curl = (d_uc_dr - d_ur_dc).ravel()
+        div = (d_ur_dr + d_uc_dc).ravel()
+        q = np.array([[curl @ curl, curl @ div], [curl @ div, div @ div]])
+        evals, evecs = np.linalg.eigh(q)
+        v = evecs[:, 0]
+        theta = math.atan2(v[1], v[0]) % math.pi
+        results.append((evals[0] / max(evals.sum(), 1e-300), theta, transpose))
+    best, other = sorted(results)
+    return RotationEstimate(theta=best[1], transpose=best[2], residual=float(best[0]),
+                            residual_other_transpose=float(other[0]))
+
+
+def fft_friendly_size(n: int) -> int:
+    """Smallest m ≥ n whose prime factors are 2, 3 and 5."""
+    m = max(int(n), 1)
+    while True:
+        k = m
+        for p in (2, 3, 5):
+            while k % p == 0:
+                k //= p
+        if k == 1:
+            return m
+        m += 1
+
+
+def scan_frequencies_half(
+    shape: tuple[int, int], step_A: tuple[float, float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row frequencies (full) and column frequencies (half plane, rfft) in 1/Å."""
+    return (np.fft.fftfreq(shape[0], step_A[0]), np.fft.rfftfreq(shape[1], step_A[1]))
+
+
+def half_plane_weights(n_cols: int) -> np.ndarray:
+    """Weight of each rfft column in a full-plane sum of an even function."""
+    w = np.full(n_cols // 2 + 1, 2.0)
+    w[0] = 1.0
+    if n_cols % 2 == 0:
+        w[-1] = 1.0
+    return w
+
+
+def trotter_support(
+    k: Any, nu_r: Any, nu_c: Any, k_alpha: float, xp: Any = np
+) -> Any:
+    """m_b(ν): pixel b lies in exactly one of the discs shifted by ±ν (single sideband).
+
+    ``k`` (B, 2); ``nu_r``/``nu_c`` broadcastable frequency grids. Geometry only.
+    """
+    kr = k[:, 0].reshape((-1,) + (1,) * nu_r.ndim)
+    kc = k[:, 1].reshape((-1,) + (1,) * nu_r.ndim)
+    in_minus = (kr - nu_r) ** 2 + (kc - nu_c) ** 2 <= k_alpha**2
+    in_plus = (kr + nu_r) ** 2 + (kc + nu_c) ** 2 <= k_alpha**2
+    return xp.logical_xor(in_minus, in_plus)
+
+
+def auto_upsample(scan_step_A: tuple[float, float], k_alpha: float) -> int:
+    """Smallest integer f with f × scan Nyquist ≥ 2 k_α on both axes."""
+    nyquist = 1.0 / (2.0 * max(scan_step_A))
+    return max(1, math.ceil(2.0 * k_alpha / nyquist - 1e-9))

@@ -1,0 +1,171 @@
+"""Thin and ThickSample overlap Γ_b(ν), with exact first and second derivatives.
+
+Γ_b(ν) = S1·P(k-ν)P*(k) - S2·P*(k+ν)P(k),  S_i = sinc(β_i Δ/2),
+β1 = πλ(|k-ν|² - |k|²) + 2πν·τ,  β2 = -πλ(|k+ν|² - |k|²) + 2πν·τ.
+
+Parameters (order of ``PARAMS``): C10 Å, C12 Å, phi12 rad, tilt_row_mrad,
+tilt_col_mrad, depth Å. For these six, χ(k∓ν) - χ(k) is a polynomial in (k, ν),
+so everything below is elementwise over a (B, ν) grid; ``xp`` is numpy or cupy.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .optics import aperture, chi
+
+PARAMS: tuple[str, ...] = ("C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")
+N_PARAMS = len(PARAMS)
+MRAD = 1e-3
+# Pairs (i, j), i ≤ j, in the order second derivatives are returned.
+PAIRS: tuple[tuple[int, int], ...] = tuple(
+    (i, j) for i in range(N_PARAMS) for j in range(i, N_PARAMS))
+
+
+@dataclass
+class OverlapGrid:
+    """Frequencies of one block: ``k_r``/``k_c`` (B, 1), ``nu_r``/``nu_c`` (1, M) in 1/Å,
+    and the masked aperture products ``amp_minus`` = m·A(k-ν)A(k), ``amp_plus`` = m·A(k+ν)A(k).
+    """
+
+    k_r: Any
+    k_c: Any
+    nu_r: Any
+    nu_c: Any
+    amp_minus: Any
+    amp_plus: Any
+    wavelength: float
+
+
+def overlap_grid(
+    k: Any, nu_r: Any, nu_c: Any, mask: Any, wavelength: float, k_alpha: float,
+    edge_width: float, xp: Any = np,
+) -> OverlapGrid:
+    """Build the geometry of a block: ``k`` (B, 2); ``nu_r``/``nu_c``/``mask`` (M,) / (B, M)."""
+    k_r = k[:, 0:1]
+    k_c = k[:, 1:2]
+    nr = nu_r.reshape(1, -1)
+    nc = nu_c.reshape(1, -1)
+    a_k = aperture(k_r, k_c, k_alpha, edge_width, xp)
+    amp_minus = mask * aperture(k_r - nr, k_c - nc, k_alpha, edge_width, xp) * a_k
+    amp_plus = mask * aperture(k_r + nr, k_c + nc, k_alpha, edge_width, xp) * a_k
+    return OverlapGrid(k_r, k_c, nr, nc, amp_minus, amp_plus, wavelength)
+
+
+def _basis_differences(g: OverlapGrid, sign: int) -> tuple[Any, Any, Any]:
+    """(f(k + sign·ν) - f(k)) for f = πλ|q|², πλ(qr² - qc²), πλ·2 qr qc."""
+    pl = math.pi * g.wavelength
+    nr, nc = g.nu_r, g.nu_c
+    d10 = pl * (nr * nr + nc * nc + sign * 2 * (g.k_r * nr + g.k_c * nc))
+    dc = pl * (nr * nr - nc * nc + sign * 2 * (g.k_r * nr - g.k_c * nc))
+    ds = pl * (2 * nr * nc + sign * 2 * (g.k_r * nc + g.k_c * nr))
+    return d10, dc, ds
+
+
+def _sinc_and_derivatives(x: Any, xp: Any) -> tuple[Any, Any, Any]:
+    """sinc(x) = sin x / x and its first two derivatives, stable near 0."""
+    small = xp.abs(x) < 1e-3
+    xs = xp.where(small, 1.0, x)
+    s, c = xp.sin(xs), xp.cos(xs)
+    S = xp.where(small, 1 - x * x / 6, s / xs)
+    S1 = xp.where(small, -x / 3 + x**3 / 30, (xs * c - s) / xs**2)
+    S2 = xp.where(small, -1.0 / 3 + x * x / 10, -S - 2 * S1 / xs)
+    return S, S1, S2
+
+
+def gamma(g: OverlapGrid, params: Mapping[str, float], xp: Any = np) -> Any:
+    """Γ on the block for one parameter set (order-0 fast path of ``gamma_derivatives``)."""
+    return gamma_derivatives(g, params, order=0, xp=xp)[0]
+
+
+def gamma_derivatives(
+    g: OverlapGrid, params: Mapping[str, float], order: int = 2, xp: Any = np
+) -> tuple[Any, list[Any], list[Any]]:
+    """Γ, [∂Γ/∂p_i] (6) and [∂²Γ/∂p_i∂p_j for (i, j) in PAIRS] (21) on the block."""
+    C10, C12, phi12 = (float(params.get(k, 0.0)) for k in PARAMS[:3])
+    t_r = float(params.get("tilt_row_mrad", 0.0)) * MRAD
+    t_c = float(params.get("tilt_col_mrad", 0.0)) * MRAD
+    depth = float(params.get("depth", 0.0))
+    c2, s2 = math.cos(2 * phi12), math.sin(2 * phi12)
+    tilt_phase = 2 * math.pi * (g.nu_r * t_r + g.nu_c * t_c)
+
+    terms = []
+    for sign, amp, phase_sign in ((-1, g.amp_minus, -1), (+1, g.amp_plus, +1)):
+        d10, dc, ds = _basis_differences(g, sign)
+        dchi = C10 * d10 + C12 * (c2 * dc + s2 * ds)
+        wave = amp * xp.exp(1j * phase_sign * dchi)
+        # β1 = Δχ-basis d10 for k-ν; β2 = -d10 for k+ν (see module docstring).
+        beta = -sign * d10 + tilt_phase
+        x = beta * (depth / 2)
+        S, dS, d2S = _sinc_and_derivatives(x, xp)
+        terms.append((phase_sign, wave, S, dS, d2S, beta, (d10, dc, ds)))
+
+    gam = terms[0][2] * terms[0][1] - terms[1][2] * terms[1][1]
+    if order == 0:
+        return gam, [], []
+
+    grads: list[Any] = [0] * N_PARAMS
+    hess: list[Any] = [0] * len(PAIRS)
+    for idx, (phase_sign, wave, S, dS, d2S, beta, (d10, dc, ds)) in enumerate(terms):
+        sgn = 1.0 if idx == 0 else -1.0
+        # ∂(Δχ) over the three aberration parameters, and the nonzero second ones.
+        dchi_d = [d10, c2 * dc + s2 * ds, C12 * (-2 * s2 * dc + 2 * c2 * ds)]
+        dchi_12_phi = -2 * s2 * dc + 2 * c2 * ds
+        dchi_phi_phi = C12 * (-4 * c2 * dc - 4 * s2 * ds)
+        # ∂x over the tilt/depth parameters (x = β Δ / 2).
+        dx = [math.pi * depth * MRAD * g.nu_r, math.pi * depth * MRAD * g.nu_c, beta / 2]
+        ip = 1j * phase_sign
+        dwave = [ip * d * wave for d in dchi_d]
+        dS_d = [dS * d for d in dx]
+        for i in range(3):
+            grads[i] = grads[i] + sgn * S * dwave[i]
+            grads[3 + i] = grads[3 + i] + sgn * dS_d[i] * wave
+        for n, (i, j) in enumerate(PAIRS):
+            if j < 3:  # aberration × aberration
+                second = ip * dchi_d[i] * dwave[j]
+                if (i, j) == (1, 2):
+                    second = second + ip * dchi_12_phi * wave
+                elif (i, j) == (2, 2):
+                    second = second + ip * dchi_phi_phi * wave
+                hess[n] = hess[n] + sgn * S * second
+            elif i < 3:  # aberration × tilt/depth
+                hess[n] = hess[n] + sgn * dS_d[j - 3] * dwave[i]
+            else:  # tilt/depth × tilt/depth
+                a, b = i - 3, j - 3
+                d2 = d2S * dx[a] * dx[b]
+                if b == 2 and a < 2:  # ∂²x/∂τ∂Δ = π ν MRAD
+                    d2 = d2 + dS * math.pi * MRAD * (g.nu_r if a == 0 else g.nu_c)
+                hess[n] = hess[n] + sgn * d2 * wave
+    return gam, grads, hess
+
+
+def gamma_general(
+    g: OverlapGrid, params: Mapping[str, float], xp: Any = np
+) -> Any:
+    """Γ with every aberration coefficient up to fifth order (reconstruction path)."""
+    kr, kc, nr, nc = g.k_r, g.k_c, g.nu_r, g.nu_c
+    lam = g.wavelength
+    chi_k = chi(kr, kc, lam, params, xp)
+    a = g.amp_minus * xp.exp(-1j * (chi(kr - nr, kc - nc, lam, params, xp) - chi_k))
+    b = g.amp_plus * xp.exp(1j * (chi(kr + nr, kc + nc, lam, params, xp) - chi_k))
+    depth = float(params.get("depth", 0.0))
+    if depth == 0.0:
+        return a - b
+    tilt_phase = 2 * math.pi * MRAD * (
+        nr * float(params.get("tilt_row_mrad", 0.0)) + nc * float(params.get("tilt_col_mrad", 0.0)))
+    pl = math.pi * lam
+    beta1 = pl * ((kr - nr) ** 2 + (kc - nc) ** 2 - kr**2 - kc**2) + tilt_phase
+    beta2 = -pl * ((kr + nr) ** 2 + (kc + nc) ** 2 - kr**2 - kc**2) + tilt_phase
+    S1 = _sinc_and_derivatives(beta1 * (depth / 2), xp)[0]
+    S2 = _sinc_and_derivatives(beta2 * (depth / 2), xp)[0]
+    return S1 * a - S2 * b
+
+
+def depth_factor(beta: Any, depth: float, xp: Any = np) -> Any:
+    """S = sinc(β Δ / 2): the real weight a slab of depth spread Δ puts on a Γ term."""
+    return _sinc_and_derivatives(beta * (depth / 2), xp)[0]
