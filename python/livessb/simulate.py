@@ -38,6 +38,7 @@ Conventions (the fitting code relies on them):
   the noiseless normalised patterns (float32).
 """
 
+# ruff: noqa: N815  (Å-suffixed field names follow the package convention)
 from __future__ import annotations
 
 import functools
@@ -180,7 +181,7 @@ class SimulationTruth:
 def _periodic_gauss_1d(x: np.ndarray, x0: float, period: float, sigma: float) -> np.ndarray:
     """Σ_i exp(-(x - x0 - i·period)² / 2σ²), summed over the images that matter."""
     d = np.mod(x - x0, period)
-    images = int(math.ceil(6 * sigma / period)) + 1
+    images = math.ceil(6 * sigma / period) + 1
     out = np.zeros_like(d)
     for i in range(-images, images + 1):
         out += np.exp(-((d - i * period) ** 2) / (2 * sigma * sigma))
@@ -252,7 +253,7 @@ def _scan_frame_size(detector_shape: tuple[int, int], center: tuple[float, float
     """Smallest FFT-friendly even window that holds every detector read with margin."""
     k = m @ _detector_offsets(detector_shape, center)
     half = float(np.abs(k).max())
-    n = 2 * (int(math.ceil(round(half, 9))) + 2)
+    n = 2 * (math.ceil(round(half, 9)) + 2)
     while True:
         r = n
         for p in (2, 3, 5):
@@ -382,7 +383,7 @@ def simulate_4dstem(
     dx = 1.0 / (ns * dk)
 
     # Slices: depth z_i of each slice centre, defocus of the first slice.
-    n_slices = max(1, int(math.ceil(depth_A / slice_A - 1e-9))) if depth_A > 0 else 1
+    n_slices = max(1, math.ceil(depth_A / slice_A - 1e-9)) if depth_A > 0 else 1
     dz = depth_A / n_slices
     z = -depth_A / 2 + (np.arange(n_slices) + 0.5) * dz
     tau = np.array(tau_mrad) * 1e-3
