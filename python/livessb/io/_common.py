@@ -301,6 +301,7 @@ def stream_dataset(
                 _check_block(block, stats, name, (a, c0), (a - r0, 0))
                 bar.update(b - a)
     else:
+        binning.warn_trim(source.detector_shape, factor, name)
         window = _bf_window(source, region, factor, margin) if margin is not None else None
         dkr, dkc = kr // factor, kc // factor
         if window is not None:

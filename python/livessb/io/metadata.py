@@ -93,14 +93,14 @@ class FileCalibration:
     that key). ``sources`` says where each value came from (for messages/docs).
     """
 
-    voltage_kV: float | None = None
-    wavelength_A: float | None = None
+    voltage_kV: float | None = None  # noqa: N815
+    wavelength_A: float | None = None  # noqa: N815
     semiangle_mrad: float | None = None
-    scan_step_A: tuple[float, float] | None = None
+    scan_step_A: tuple[float, float] | None = None  # noqa: N815
     detector_sampling_mrad: float | None = None
-    detector_sampling_inv_A: float | None = None
-    detector_pixel_size_A: float | None = None
-    detector_distance_A: float | None = None
+    detector_sampling_inv_A: float | None = None  # noqa: N815
+    detector_pixel_size_A: float | None = None  # noqa: N815
+    detector_distance_A: float | None = None  # noqa: N815
     problems: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 

@@ -1,0 +1,191 @@
+"""Loading 4D-STEM files into :class:`~livessb.Dataset4D` (see ``docs/formats.md``).
+
+``load(path, ...)`` picks the reader from the suffix (and, for HDF5, the layout):
+
+========================  =====================================================
+``.npy``                  memory-mapped; 3D needs ``scan_shape``
+``.npz``                  the 3D/4D member; scalar members fill calibration
+``.h5 .hdf5 .hdf .nxs``   generic HDF5, Dectris/Arina master files (``*_master.h5``)
+``.emd .h5``              py4DSTEM / EMD 1.0 (calibration from dims and metadata)
+``.mib``                  Merlin counting-mode frames; needs ``scan_shape``
+========================  =====================================================
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+from ..dataset import Dataset4D, DatasetError
+from ._common import CorruptFileError, FileFormatError, LoadOptions, UnsupportedFormatError
+from .metadata import CALIBRATION_KEYS, FileCalibration, parse_attrs, resolve_calibration
+
+__all__ = [
+    "CALIBRATION_KEYS",
+    "CorruptFileError",
+    "DatasetError",
+    "FileCalibration",
+    "FileFormatError",
+    "UnsupportedFormatError",
+    "load",
+    "parse_attrs",
+    "read_metadata",
+    "resolve_calibration",
+]
+
+NPY_SUFFIXES = (".npy",)
+NPZ_SUFFIXES = (".npz",)
+HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5", ".nxs", ".nx5", ".emd", ".h4d", ".py4dstem")
+MIB_SUFFIXES = (".mib",)
+_HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+
+
+def load(
+    path: str | Path | io.IOBase,
+    scan_shape: tuple[int, int] | None = None,
+    scan_region: tuple[int, int, int, int] | None = None,
+    *,
+    dataset_path: str | None = None,
+    bin_detector: int | None = None,
+    crop_to_bf: bool | int = False,
+    progress: bool = True,
+    **calibration: Any,
+) -> Dataset4D:
+    """Load a 4D-STEM file as a :class:`~livessb.Dataset4D`.
+
+    Parameters
+    ----------
+    path
+        ``.npy``/``.npz``/HDF5 (``.h5``, ``.hdf5``, ``.emd``, Dectris/Arina master)/
+        ``.mib``; an open binary file object is read as HDF5.
+    scan_shape
+        ``(rows, cols)`` for 3D files (a stack of frames); must hold every frame.
+    scan_region
+        ``(row_start, row_stop, col_start, col_stop)``, stops exclusive: only
+        these positions are read (HDF5: only the chunks that intersect them).
+    dataset_path
+        HDF5 path (or NPZ member) of the counts when the file holds several.
+    bin_detector
+        Sum ``f x f`` detector pixels (explicit only; sampling becomes ``f`` x).
+    crop_to_bf
+        ``True`` keeps the BF disk plus a margin (``max(4 px, 0.25 r)``); an int
+        is the margin in detector pixels. The sampling is unchanged.
+    progress
+        Show a tqdm progress bar while reading (``False`` silences it).
+    **calibration
+        ``voltage_kV``, ``semiangle_mrad``, ``scan_step_A``,
+        ``detector_sampling_mrad``: these win over the file's metadata.
+
+    Raises
+    ------
+    DatasetError
+        Missing/invalid calibration, ambiguous or wrong ``dataset_path``
+        (``FileFormatError``), bad shapes, NaN frames.
+    CorruptFileError
+        Truncated or corrupt files, missing linked data files (also an ``OSError``).
+    UnsupportedFormatError
+        Unknown suffix or an unsupported variant (e.g. raw-mode ``.mib``).
+    FileNotFoundError
+        The path does not exist.
+    """
+    opts = LoadOptions(
+        scan_shape=tuple(scan_shape) if scan_shape is not None else None,  # type: ignore[arg-type]
+        scan_region=scan_region, bin_detector=bin_detector, crop_to_bf=crop_to_bf,
+        progress=progress, calibration={k: v for k, v in calibration.items() if v is not None})
+    unknown = sorted(set(opts.calibration) - set(CALIBRATION_KEYS))
+    if unknown:
+        raise DatasetError(
+            f"unknown keyword(s) {unknown}: calibration keywords are "
+            f"{', '.join(CALIBRATION_KEYS)}")
+    if not isinstance(path, str | Path):
+        if hasattr(path, "read") and hasattr(path, "seek"):
+            from .hdf5 import load_hdf5
+
+            name = str(getattr(path, "name", "<file object>"))
+            return _dispatch_hdf5(path, opts, dataset_path, Path(name).name or name, load_hdf5)
+        raise TypeError(f"path must be a str, Path or binary file object, got {type(path)}")
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise FileNotFoundError(f"no such file: {str(p)!r}")
+    if p.is_dir():
+        raise UnsupportedFormatError(
+            f"{p} is a directory: pass the file itself (for Dectris data, the *_master.h5 file)")
+    suffix = p.suffix.lower()
+    if suffix in NPY_SUFFIXES:
+        from .npy import load_npy
+
+        return load_npy(p, opts)
+    if suffix in NPZ_SUFFIXES:
+        from .npy import load_npz
+
+        return load_npz(p, opts, dataset_path)
+    if suffix in MIB_SUFFIXES:
+        from .mib import load_mib
+
+        return load_mib(p, opts)
+    if suffix in HDF5_SUFFIXES or _is_hdf5(p):
+        from .hdf5 import load_hdf5
+
+        return _dispatch_hdf5(p, opts, dataset_path, p.name, load_hdf5)
+    raise UnsupportedFormatError(
+        f"{p.name}: unknown file type {suffix!r}: livessb loads .npy, .npz, HDF5 (.h5, .hdf5, "
+        ".emd, Dectris/Arina master files) and .mib; convert other formats with rosettasciio "
+        "or HyperSpy and save the counts with numpy.save")
+
+
+def _is_hdf5(p: Path) -> bool:
+    try:
+        with open(p, "rb") as fh:
+            return fh.read(8) == _HDF5_SIGNATURE
+    except OSError:
+        return False
+
+
+def _dispatch_hdf5(source: Any, opts: LoadOptions, dataset_path: str | None, name: str,
+                   load_hdf5: Any) -> Dataset4D:
+    from .emd import emd_groups, load_emd
+    from .hdf5 import open_hdf5
+
+    with open_hdf5(source, name) as f:
+        is_emd = bool(emd_groups(f))
+    if hasattr(source, "seek"):
+        source.seek(0)
+    if is_emd:
+        return load_emd(source, opts, dataset_path, name)
+    result: Dataset4D = load_hdf5(source, opts, dataset_path, name)
+    return result
+
+
+def read_metadata(path: str | Path, dataset_path: str | None = None) -> dict[str, Any]:
+    """The calibration a file's metadata provides (no counts are read), for inspection.
+
+    Returns ``FileCalibration.as_dict()``: values in livessb units (``None`` where
+    the file says nothing), ``problems`` (values present but unusable) and
+    ``sources`` (where each value came from).
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix in NPY_SUFFIXES + MIB_SUFFIXES:
+        return FileCalibration().as_dict()
+    if suffix in NPZ_SUFFIXES:
+        import numpy as np
+
+        from .npy import _npz_metadata
+
+        with np.load(p, allow_pickle=False) as npz:
+            return parse_attrs(_npz_metadata(npz, list(npz.files)), p.name).as_dict()
+    from .emd import _choose_group, dims_calibration, emd_groups
+    from .hdf5 import collect_metadata, dectris_links, find_dataset, open_hdf5
+
+    with open_hdf5(p, p.name) as f:
+        if emd_groups(f):
+            group = _choose_group(f, dataset_path, p.name)
+            dset = group["data"]
+            cal = dims_calibration(group, dset.ndim, p.name)
+            cal.update_missing(collect_metadata(f, dset, p.name))
+        elif dataset_path is None and dectris_links(f):
+            cal = collect_metadata(f, None, p.name)
+        else:
+            cal = collect_metadata(f, find_dataset(f, dataset_path, p.name), p.name)
+        return cal.as_dict()
