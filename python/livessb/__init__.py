@@ -28,6 +28,7 @@ def __getattr__(name: str) -> Any:
         from .io import load
         return load
     if name == "simulate":
-        from . import simulate
-        return simulate
+        import importlib
+
+        return importlib.import_module(".simulate", __name__)
     raise AttributeError(f"module 'livessb' has no attribute {name!r}")

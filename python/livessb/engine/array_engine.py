@@ -105,6 +105,18 @@ class ArrayEngine:
             out[r] = np.asarray(counts[r])[:, rows, cols]
         return self.xp.asarray(out)
 
+    def bf_center_of_mass(self) -> np.ndarray:
+        """COM of each pattern over the BF pixels, detector px from the BF centre: (Rr, Rc, 2)."""
+        self._check_open()
+        xp = self.xp
+        k_px = xp.asarray(self.bf.k_det / self.edge_width)  # edge width = one detector pixel
+        out = xp.empty((*self._bf_counts.shape[:2], 2))
+        for r in range(self._bf_counts.shape[0]):
+            row = self._bf_counts[r].astype(xp.float64)
+            total = row.sum(axis=1, keepdims=True)
+            out[r] = (row @ k_px) / xp.where(total > 0, total, 1.0)
+        return out if xp is np else xp.asnumpy(out)
+
     def _check_open(self) -> None:
         if self._closed:
             raise EngineClosedError("this engine was closed; open a new Session")

@@ -67,6 +67,18 @@ def phase_variance_loss(phase: Any, xp: Any = np) -> float:
     return -float(xp.var(phase))
 
 
+def phase_skewness(phase: Any, xp: Any = np) -> float:
+    """Skewness of a phase image: positive when sparse positive peaks (atoms) dominate.
+
+    The VP loss is exactly invariant under (θ → θ+π, aberrations → -aberrations,
+    tilt → -tilt), which flips the sign of the reconstructed phase; a positive
+    projected potential (atoms bright) breaks that tie.
+    """
+    d = phase - xp.mean(phase)
+    var = float(xp.mean(d * d))
+    return float(xp.mean(d * d * d)) / var**1.5 if var > 0 else 0.0
+
+
 def _host(a: Any, xp: Any) -> np.ndarray:
     if xp is np:
         return np.asarray(a, dtype=np.float64)

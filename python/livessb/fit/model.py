@@ -1,0 +1,59 @@
+"""ThickSampleModel: the fit's view of one prepared scan window on an engine.
+
+The model holds the engine and its spectra; the engine lists its models so it
+can release them on close. That engine↔model cycle is broken explicitly by
+``detach`` (called from ``Engine.close``), never by a global ``gc.collect()``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..results import Bounds
+
+
+class ModelDetachedError(RuntimeError):
+    """The model's engine was closed."""
+
+
+class ThickSampleModel:
+    def __init__(self, engine: Any, bounds: Bounds | None, theta: float, transpose: bool) -> None:
+        self.engine: Any = engine
+        self.spectra: Any = engine.prepare(bounds)
+        engine.set_rotation(self.spectra, theta, transpose)
+        engine.models.append(self)
+
+    @property
+    def bounds(self) -> Bounds:
+        return self._live().spectra.bounds
+
+    def _live(self) -> ThickSampleModel:
+        if self.engine is None:
+            raise ModelDetachedError("this model's session was closed; open a new Session")
+        return self
+
+    def set_rotation(self, theta: float, transpose: bool) -> None:
+        self._live().engine.set_rotation(self.spectra, theta, transpose)
+
+    def evaluate(self, candidates: np.ndarray, objective: str = "vp") -> np.ndarray:
+        return self._live().engine.evaluate(self.spectra, candidates, objective)
+
+    def derivatives(self, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self._live().engine.derivatives(self.spectra, candidates)
+
+    def reconstruct(self, params: dict[str, float], upsample: int, method: str) -> np.ndarray:
+        return self._live().engine.reconstruct(self.spectra, params, upsample, method)
+
+    def release(self) -> None:
+        """Free this model's spectra now (e.g. a region replaced by a newer edit)."""
+        if self.engine is not None:
+            self.engine.release(self.spectra)
+            if self in self.engine.models:
+                self.engine.models.remove(self)
+        self.detach()
+
+    def detach(self) -> None:
+        self.engine = None
+        self.spectra = None

@@ -1,0 +1,152 @@
+"""Bounded trust-region Newton with exact derivatives, several starts in lockstep.
+
+Each iteration scores every active start's trial step in one ``evaluate`` call
+and differentiates the accepted ones in one ``derivatives`` call. Steps are
+taken in scaled coordinates so one trust radius fits all six parameters.
+C12 < 0 is folded to (|C12|, phi12 + π/2) and phi12 wraps into the box,
+so astigmatism crossing zero is a smooth move, not a wall.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..physics.overlap import PARAMS
+from .search import Box
+
+# Scale of each parameter for the trust region (Å, Å, rad, mrad, mrad, Å).
+SCALE = np.array([10.0, 5.0, 0.1, 1.0, 1.0, 20.0])
+I_C12, I_PHI = PARAMS.index("C12"), PARAMS.index("phi12")
+
+
+@dataclass
+class NewtonOptions:
+    max_iterations: int = 30
+    initial_radius: float = 1.0
+    max_radius: float = 20.0
+    min_radius: float = 1e-4
+    min_predicted: float = 1e-11  # stop once the model predicts less than this loss change
+
+
+def trust_region_step(g: np.ndarray, H: np.ndarray, radius: float) -> np.ndarray:
+    """argmin gᵀs + ½ sᵀHs with ‖s‖ ≤ radius (Moré–Sorensen on a 6×6 eigensystem)."""
+    evals, evecs = np.linalg.eigh(H)
+    gt = evecs.T @ g
+
+    def step(lam: float) -> np.ndarray:
+        return -evecs @ (gt / (evals + lam))
+
+    if evals[0] > 0:
+        s = step(0.0)
+        if np.linalg.norm(s) <= radius:
+            return s
+    lo = max(0.0, -evals[0]) + 1e-12 * max(1.0, abs(evals[-1]))
+    hi = lo + np.linalg.norm(g) / radius + abs(evals[-1]) + 1.0
+    for _ in range(100):  # bisection on ‖s(λ)‖ = radius, monotone in λ
+        mid = 0.5 * (lo + hi)
+        if np.linalg.norm(step(mid)) > radius:
+            lo = mid
+        else:
+            hi = mid
+    s = step(hi)
+    if not np.all(np.isfinite(s)):  # hard case: move along the lowest curvature
+        s = -radius * evecs[:, 0] * np.sign(gt[0] or 1.0)
+    return s
+
+
+def fold_into_box(v: np.ndarray, box: Box) -> np.ndarray:
+    """Fold C12 sign into phi12, wrap phi12, clip the rest to the box."""
+    v = v.copy()
+    if v[I_C12] < 0:
+        v[I_C12] = -v[I_C12]
+        v[I_PHI] += math.pi / 2
+    lo, hi = box.low[I_PHI], box.high[I_PHI]
+    period = math.pi
+    v[I_PHI] = lo + np.mod(v[I_PHI] - lo, period) if hi - lo >= period - 1e-12 else v[I_PHI]
+    return np.clip(v, box.low, box.high)
+
+
+def newton_refine(
+    starts: np.ndarray,
+    evaluate: Callable[[np.ndarray], np.ndarray],
+    derivatives: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]],
+    box: Box,
+    options: NewtonOptions | None = None,
+    on_iteration: Callable[[], Any] | None = None,
+) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
+    """Refine each start; returns (params (S, 6), losses (S,), step record)."""
+    opt = options or NewtonOptions()
+    x = np.array([fold_into_box(s, box) for s in starts])
+    loss, grad, hess = derivatives(x)
+    radius = np.full(len(x), opt.initial_radius)
+    active = np.ones(len(x), dtype=bool)
+    record: list[dict[str, Any]] = [
+        _step_entry(i, 0, x[i], loss[i], grad[i], radius[i], True, float("nan"))
+        for i in range(len(x))]
+    for it in range(1, opt.max_iterations + 1):
+        idx = np.flatnonzero(active)
+        if idx.size == 0:
+            break
+        trial = np.empty((idx.size, 6))
+        predicted = np.empty(idx.size)
+        for n, i in enumerate(idx):
+            g_s, H_s = grad[i] * SCALE, hess[i] * np.outer(SCALE, SCALE)
+            s = trust_region_step(g_s, H_s, radius[i])
+            trial[n] = fold_into_box(x[i] + s * SCALE, box)
+            # Re-measure the step actually taken after folding/clipping for the model.
+            s_taken = _taken_step(x[i], trial[n]) / SCALE
+            predicted[n] = -(g_s @ s_taken + 0.5 * s_taken @ H_s @ s_taken)
+        trial_loss = evaluate(trial)
+        accepted: list[int] = []
+        entries: list[dict[str, Any]] = []
+        for n, i in enumerate(idx):
+            actual = loss[i] - trial_loss[n]
+            rho = actual / predicted[n] if predicted[n] > 0 else -1.0
+            ok = bool(rho > 1e-4 and actual > 0)
+            step_norm = np.linalg.norm(_taken_step(x[i], trial[n]) / SCALE)
+            if rho < 0.25:
+                radius[i] = 0.25 * max(step_norm, 1e-12)
+            elif rho > 0.75 and step_norm >= 0.99 * radius[i]:
+                radius[i] = min(2 * radius[i], opt.max_radius)
+            if ok:
+                accepted.append(n)
+            entries.append(_step_entry(int(i), it, trial[n], trial_loss[n], None, radius[i],
+                                       ok, float(rho)))
+            if predicted[n] < opt.min_predicted or radius[i] < opt.min_radius:
+                active[i] = False
+        if accepted:
+            acc_idx = idx[accepted]
+            l_new, g_new, h_new = derivatives(trial[accepted])
+            x[acc_idx], loss[acc_idx], grad[acc_idx], hess[acc_idx] = (
+                trial[accepted], l_new, g_new, h_new)
+            for n, a in enumerate(accepted):
+                entries[a]["grad_norm"] = float(np.linalg.norm(g_new[n] * SCALE))
+        record += entries
+        if on_iteration is not None:
+            on_iteration()
+    return x, loss, record
+
+
+def _taken_step(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """y - x with the phi12 difference taken on the circle."""
+    d = y - x
+    d[I_PHI] = (d[I_PHI] + math.pi / 2) % math.pi - math.pi / 2
+    return d
+
+
+def _step_entry(
+    start: int, iteration: int, v: np.ndarray, loss: float, grad: np.ndarray | None,
+    radius: float, accepted: bool, rho: float,
+) -> dict[str, Any]:
+    return {
+        "start": start, "iteration": iteration,
+        "params": {p: float(x) for p, x in zip(PARAMS, v, strict=True)},
+        "loss": float(loss),
+        "grad_norm": None if grad is None else float(np.linalg.norm(grad * SCALE)),
+        "radius": float(radius), "accepted": accepted, "rho": rho,
+    }

@@ -1,0 +1,141 @@
+"""Seeded batched proposals over the parameter box, and the trial record.
+
+Batch 1 is a scrambled Halton set (space filling); later batches sample around
+the best trials so far with a shrinking spread (a cross-entropy style refine).
+Every batch is scored in one engine call. Proposals depend only on the seed and
+the losses seen, so the same data and seed give the same record.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy.stats import qmc
+
+from ..physics.overlap import PARAMS
+
+DEFAULT_BOX: dict[str, tuple[float, float]] = {
+    "C10": (-500.0, 500.0),
+    "C12": (0.0, 100.0),
+    "phi12": (-math.pi / 2, math.pi / 2),
+    "tilt_row_mrad": (-15.0, 15.0),
+    "tilt_col_mrad": (-15.0, 15.0),
+    "depth": (0.0, 500.0),
+}
+PERIODIC = {"phi12": math.pi}
+ELITES = 8
+SPREAD_START = 0.12  # in unit-cube coordinates
+SPREAD_SHRINK = 0.6
+
+
+@dataclass(frozen=True)
+class Box:
+    low: np.ndarray
+    high: np.ndarray
+
+    @classmethod
+    def from_mapping(cls, box: Mapping[str, tuple[float, float]] | None) -> Box:
+        merged = dict(DEFAULT_BOX)
+        for key, value in (box or {}).items():
+            if key not in DEFAULT_BOX:
+                raise ValueError(f"unknown fit parameter {key!r} in box: use {list(PARAMS)}")
+            lo, hi = (float(x) for x in value)
+            if not hi > lo:
+                raise ValueError(f"box for {key} must have low < high, got {value!r}")
+            merged[key] = (lo, hi)
+        if merged["C12"][0] < 0 or merged["depth"][0] < 0:
+            raise ValueError("C12 and depth are non-negative: their box must start at ≥ 0")
+        return cls(low=np.array([merged[p][0] for p in PARAMS]),
+                   high=np.array([merged[p][1] for p in PARAMS]))
+
+    def to_dict(self) -> dict[str, list[float]]:
+        return {p: [float(lo), float(hi)] for p, lo, hi in zip(PARAMS, self.low, self.high,
+                                                               strict=True)}
+
+    def from_unit(self, u: np.ndarray) -> np.ndarray:
+        return self.low + u * (self.high - self.low)
+
+    def to_unit(self, v: np.ndarray) -> np.ndarray:
+        return (v - self.low) / (self.high - self.low)
+
+
+def batch_sizes(trials: int) -> list[int]:
+    """Half space filling, the rest in four adaptive batches."""
+    if trials < 1:
+        raise ValueError(f"trials must be ≥ 1, got {trials}")
+    first = max(1, trials // 2)
+    rest = trials - first
+    n_adaptive = min(4, rest)
+    sizes = [first] + [rest // n_adaptive + (1 if i < rest % n_adaptive else 0)
+                       for i in range(n_adaptive)] if rest else [first]
+    return sizes
+
+
+def _adaptive_batch(
+    rng: np.random.Generator, unit: np.ndarray, losses: np.ndarray, n: int, spread: float
+) -> np.ndarray:
+    order = np.argsort(losses, kind="stable")[:ELITES]
+    ranks = np.arange(len(order))
+    weights = np.exp(-ranks / 3.0)
+    picks = rng.choice(order, size=n, p=weights / weights.sum())
+    out = unit[picks] + rng.normal(scale=spread, size=(n, unit.shape[1]))
+    phi = PARAMS.index("phi12")
+    out[:, phi] = np.mod(out[:, phi], 1.0)  # periodic: wrap instead of clip
+    return np.clip(out, 0.0, 1.0)
+
+
+def search(
+    score: Callable[[np.ndarray], np.ndarray],
+    box: Box,
+    trials: int,
+    seed: int,
+    on_batch: Callable[[int], Any] | None = None,
+) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Propose and score ``trials`` candidates; returns (params (T, 6), losses (T,), batch ids)."""
+    rng = np.random.default_rng(seed)
+    halton = qmc.Halton(d=len(PARAMS), scramble=True, seed=rng)
+    units: list[np.ndarray] = []
+    losses: list[np.ndarray] = []
+    batch_of: list[int] = []
+    for b, n in enumerate(batch_sizes(trials)):
+        if b == 0:
+            u = halton.random(n)
+        else:
+            u = _adaptive_batch(rng, np.concatenate(units), np.concatenate(losses), n,
+                                SPREAD_START * SPREAD_SHRINK ** (b - 1))
+        values = score(box.from_unit(u))
+        units.append(u)
+        losses.append(np.asarray(values, dtype=np.float64))
+        batch_of += [b] * n
+        if on_batch is not None:
+            on_batch(n)
+    return box.from_unit(np.concatenate(units)), np.concatenate(losses), batch_of
+
+
+def best_distinct(
+    params: np.ndarray, losses: np.ndarray, box: Box, count: int, min_distance: float = 0.05
+) -> list[int]:
+    """Indices of the ``count`` best trials at least ``min_distance`` apart in the unit cube."""
+    unit = box.to_unit(params)
+    chosen: list[int] = []
+    for i in np.argsort(losses, kind="stable"):
+        if all(np.linalg.norm(unit[i] - unit[j]) >= min_distance for j in chosen):
+            chosen.append(int(i))
+        if len(chosen) == count:
+            break
+    return chosen
+
+
+def trial_record(
+    params: np.ndarray, losses: np.ndarray, batch_of: list[int], branch: int, offset: int = 0
+) -> list[dict[str, Any]]:
+    return [
+        {"number": offset + i, "batch": int(batch_of[i]), "branch": branch,
+         "params": {p: float(v) for p, v in zip(PARAMS, params[i], strict=True)},
+         "loss": float(losses[i])}
+        for i in range(len(losses))
+    ]

@@ -1,0 +1,314 @@
+"""Session: owns the dataset, the resident engine and its models, and their lifetime."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .calibration import (
+    CalibrationError,
+    calibration_document,
+    load_calibration,
+    save_calibration,
+)
+from .dataset import Dataset4D
+from .engine import make_engine
+from .fit.joint import BranchFit, joint_fit
+from .fit.model import ThickSampleModel
+from .physics.geometry import auto_upsample, estimate_rotation
+from .physics.objective import phase_skewness
+from .physics.optics import unknown_aberration_keys
+from .results import Bounds, FitResult, Reconstruction, RegionResult
+
+
+BRANCH_TIE = 1e-6  # relative loss difference below which the two branches are equivalent
+
+
+class SessionClosedError(RuntimeError):
+    """The session was closed; results already returned stay valid."""
+
+
+class RegionError(ValueError):
+    """Region bounds that are empty or outside the scan."""
+
+
+class FitRequiredError(RuntimeError):
+    """A regional fit or reconstruction needs the full-field rotation first."""
+
+
+class Session:
+    """Resident SSB session on one dataset (see docs/api.md)."""
+
+    def __init__(
+        self,
+        dataset: Dataset4D,
+        device: str = "auto",
+        calibration: str | Path | None = None,
+        force: bool = False,
+        staging_budget_MiB: float = 256,
+    ) -> None:
+        if not isinstance(dataset, Dataset4D):
+            raise TypeError(
+                f"Session needs a livessb.Dataset4D, got {type(dataset).__name__}: wrap the "
+                "counts with livessb.Dataset4D(counts, voltage_kV=..., semiangle_mrad=..., "
+                "scan_step_A=...) or use livessb.load(path)")
+        self.dataset = dataset
+        self._engine: Any = make_engine(dataset, device, staging_budget_MiB=staging_budget_MiB)
+        self.device: str = self._engine.name
+        self.upsample_factor = auto_upsample(dataset.scan_step_A, dataset.k_alpha)
+        self._full: ThickSampleModel | None = None
+        self.full_fit: FitResult | None = None
+        self.regions: dict[str, RegionResult] = {}
+        self.rotation_deg: float | None = None
+        self.transpose: bool | None = None
+        self._evaluations_at_close = 0
+        self.last_close_s: float | None = None
+        if calibration is not None:
+            self._restore(calibration, force)
+
+    # -- lifetime -----------------------------------------------------------------
+    @property
+    def closed(self) -> bool:
+        return self._engine is None
+
+    @property
+    def evaluations(self) -> int:
+        """Candidate evaluations (losses or derivatives) this session has run."""
+        return self._evaluations_at_close if self._engine is None else self._engine.evaluations
+
+    def _check_open(self) -> Any:
+        if self._engine is None:
+            raise SessionClosedError(
+                "this session is closed; results already returned stay valid — open a new "
+                "Session (optionally with calibration=...) to compute more")
+        return self._engine
+
+    def close(self) -> None:
+        """Break the engine↔model cycle, release device memory; idempotent."""
+        if self._engine is None:
+            return
+        t0 = time.perf_counter()
+        self._evaluations_at_close = self._engine.evaluations
+        self._engine.close()
+        self._engine = None
+        self._full = None
+        self.last_close_s = time.perf_counter() - t0
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def memory_info(self) -> dict[str, Any]:
+        return self._check_open().memory_info()
+
+    # -- geometry -------------------------------------------------------------------
+    @property
+    def _theta(self) -> float:
+        if self.rotation_deg is None or self.transpose is None:
+            raise FitRequiredError(
+                "no full-field rotation yet: call fit() first or restore a calibration "
+                "(Session(ds, calibration=path))")
+        return math.radians(self.rotation_deg)
+
+    def _full_model(self, theta: float, transpose: bool) -> ThickSampleModel:
+        engine = self._check_open()
+        if self._full is None:
+            self._full = ThickSampleModel(engine, None, theta, transpose)
+        else:
+            self._full.set_rotation(theta, transpose)
+        return self._full
+
+    # -- fits -----------------------------------------------------------------------------
+    def fit(
+        self, trials: int = 200, seed: int = 42,
+        box: Mapping[str, tuple[float, float]] | None = None, objective: str = "vp",
+        progress: bool = True,
+    ) -> FitResult:
+        """Full-field joint fit: rotation from the COM curl, both branches θ and θ+π."""
+        engine = self._check_open()
+        t0 = time.perf_counter()
+        rot = estimate_rotation(engine.bf_center_of_mass(), self.dataset.scan_step_A)
+        t_rot = time.perf_counter()
+        branches: list[tuple[float, BranchFit]] = []
+        for i, theta in enumerate((rot.theta, rot.theta + math.pi)):
+            model = self._full_model(theta, rot.transpose)
+            fit = joint_fit(model, trials, seed, box, objective, branch=i, progress=progress,
+                            label=f"full field, branch {i + 1}/2")
+            branches.append((theta, fit))
+        theta, best, choice = self._choose_branch(branches, rot.transpose)
+        self.rotation_deg = math.degrees(theta) % 360.0
+        self.transpose = rot.transpose
+        result = FitResult(
+            params=best.params, loss=best.loss, rotation_deg=self.rotation_deg,
+            transpose=rot.transpose,
+            trials=[t for _, b in branches for t in b.trials],
+            newton=[s for _, b in branches for s in b.newton],
+            timings={"rotation_s": t_rot - t0, "total_s": time.perf_counter() - t0,
+                     **{f"branch{i}_{k}": v for i, (_, b) in enumerate(branches)
+                        for k, v in b.timings.items()}},
+            provenance=self._provenance(trials, seed, box, objective,
+                                        rotation_residual=rot.residual,
+                                        rotation_residual_other_transpose=(
+                                            rot.residual_other_transpose)),
+            on_box_edge=best.on_box_edge,
+            branches=[{"rotation_deg": math.degrees(t) % 360.0, "loss": b.loss,
+                       "params": b.params, **choice[i]} for i, (t, b) in enumerate(branches)],
+        )
+        self.full_fit = result
+        return result
+
+    def _choose_branch(
+        self, branches: list[tuple[float, BranchFit]], transpose: bool
+    ) -> tuple[float, BranchFit, list[dict[str, Any]]]:
+        """Lower loss wins; an exact tie (the loss's θ+π symmetry) goes to atoms-bright phase."""
+        losses = [b.loss for _, b in branches]
+        if abs(losses[0] - losses[1]) > BRANCH_TIE * max(abs(losses[0]), 1e-12):
+            i = int(np.argmin(losses))
+            info = [{"chosen": j == i, "chosen_by": "loss"} for j in range(2)]
+        else:
+            skews = []
+            for theta, b in branches:
+                model = self._full_model(theta, transpose)
+                skews.append(phase_skewness(np.angle(model.reconstruct(b.params, 1, "ssb"))))
+            i = int(np.argmax(skews))
+            info = [{"chosen": j == i, "chosen_by": "phase_skewness", "phase_skewness": skews[j]}
+                    for j in range(2)]
+        theta, best = branches[i]
+        self._full_model(theta, transpose)
+        return theta, best, info
+
+    def fit_region(
+        self, bounds: Bounds, trials: int = 200, seed: int = 42, region_id: str | None = None,
+        box: Mapping[str, tuple[float, float]] | None = None, objective: str = "vp",
+        progress: bool = False,
+    ) -> RegionResult:
+        """Joint fit on the region's sub-scan (rotation held), full-scan reconstruction, crop."""
+        engine = self._check_open()
+        b = self.check_bounds(bounds)
+        theta, transpose = self._theta, bool(self.transpose)
+        t0 = time.perf_counter()
+        model = ThickSampleModel(engine, b, theta, transpose)
+        try:
+            t_prep = time.perf_counter()
+            fit = joint_fit(model, trials, seed, box, objective, progress=progress,
+                            label=f"region {b}")
+        finally:
+            model.release()
+        t_fit = time.perf_counter()
+        rec = self.reconstruct(fit.params)
+        crop = rec.crop(b)
+        t_end = time.perf_counter()
+        timings = {"prepare_s": t_prep - t0, "fit_s": t_fit - t_prep,
+                   "reconstruct_crop_s": t_end - t_fit, "total_s": t_end - t0, **fit.timings}
+        result = FitResult(
+            params=fit.params, loss=fit.loss, rotation_deg=float(self.rotation_deg or 0.0),
+            transpose=transpose, trials=fit.trials, newton=fit.newton, timings=timings,
+            provenance=self._provenance(trials, seed, box, objective),
+            on_box_edge=fit.on_box_edge, bounds=b)
+        rid = region_id or self._next_region_id()
+        region = RegionResult(id=rid, bounds=b, fit=result, crop=crop, timings=timings)
+        self.regions[rid] = region
+        return region
+
+    def remove_region(self, region_id: str) -> None:
+        self.regions.pop(region_id, None)
+
+    def _next_region_id(self) -> str:
+        n = 1
+        while f"r{n}" in self.regions:
+            n += 1
+        return f"r{n}"
+
+    def check_bounds(self, bounds: Any) -> Bounds:
+        """Validated (row_start, row_stop, col_start, col_stop), stops exclusive."""
+        try:
+            r0, r1, c0, c1 = (int(x) for x in bounds)
+            if any(int(x) != x for x in bounds):
+                raise ValueError
+        except (TypeError, ValueError):
+            raise RegionError(
+                f"region bounds must be four integers (row_start, row_stop, col_start, "
+                f"col_stop), got {bounds!r}") from None
+        rows, cols = self.dataset.scan_shape
+        if r1 <= r0 or c1 <= c0:
+            raise RegionError(f"region {bounds!r} is empty: stops are exclusive and must "
+                              "exceed starts")
+        if r0 < 0 or c0 < 0 or r1 > rows or c1 > cols:
+            raise RegionError(f"region {bounds!r} lies outside the {rows}x{cols} scan: keep "
+                              f"0 ≤ start < stop ≤ ({rows}, {cols})")
+        if min(r1 - r0, c1 - c0) < 4:
+            raise RegionError(f"region {bounds!r} is too small to fit: use at least 4x4 "
+                              "scan positions")
+        return (r0, r1, c0, c1)
+
+    # -- reconstruction ---------------------------------------------------------
+    def reconstruct(
+        self, params: Mapping[str, float] | None = None, upsample: int | str = "auto",
+        method: str = "ssb",
+    ) -> Reconstruction:
+        """Full-scan reconstruction (Auto upsampling by default) with ``params``."""
+        self._check_open()
+        if params is None:
+            if self.full_fit is None:
+                raise FitRequiredError("no parameters given and no full-field fit: call fit() "
+                                       "or pass params")
+            params = self.full_fit.params
+        unknown = unknown_aberration_keys(params)
+        if unknown:
+            raise ValueError(f"unknown parameter(s) {unknown}: use C10, C12, phi12, "
+                             "tilt_row_mrad, tilt_col_mrad, depth, C21, phi21, …, C56, phi56")
+        if upsample == "auto":
+            f = self.upsample_factor
+        elif isinstance(upsample, int) and upsample >= 1:
+            f = upsample
+        else:
+            raise ValueError(f"upsample must be 'auto' or a positive integer, got {upsample!r}")
+        model = self._full_model(self._theta, bool(self.transpose))
+        obj = model.reconstruct(dict(params), f, method)
+        rows, cols = self.dataset.scan_shape
+        step = self.dataset.scan_step_A
+        return Reconstruction(
+            object=np.ascontiguousarray(obj[:f * rows, :f * cols]), params=dict(params),
+            upsample=f, sampling_A=(step[0] / f, step[1] / f), method=method)
+
+    # -- calibration --------------------------------------------------------------
+    def save_calibration(self, path: str | Path) -> Path:
+        if self.full_fit is None or self.rotation_deg is None:
+            raise FitRequiredError("nothing to save yet: run fit() first")
+        doc = calibration_document(
+            self.dataset, self.rotation_deg, bool(self.transpose), self.upsample_factor,
+            self.full_fit, [(rid, r.fit) for rid, r in self.regions.items()],
+            {"device": self.device})
+        return save_calibration(path, doc)
+
+    def _restore(self, path: str | Path, force: bool) -> None:
+        doc = load_calibration(path, self.dataset, force)
+        try:
+            self.rotation_deg = float(doc["rotation_deg"])
+            self.transpose = bool(doc["transpose"])
+            self.full_fit = FitResult.from_dict(doc["full_fit"]) if doc["full_fit"] else None
+            fits = [(r["id"], FitResult.from_dict(r["fit"])) for r in doc["regions"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CalibrationError(f"calibration file {path} is corrupt: {exc!r}") from None
+        for rid, fit in fits:
+            b = self.check_bounds(fit.bounds)
+            crop = self.reconstruct(fit.params).crop(b)
+            self.regions[rid] = RegionResult(id=rid, bounds=b, fit=fit, crop=crop)
+
+    def _provenance(
+        self, trials: int, seed: int, box: Mapping[str, tuple[float, float]] | None,
+        objective: str, **extra: Any,
+    ) -> dict[str, Any]:
+        from . import __version__
+        from .fit.search import Box
+
+        return {"livessb": __version__, "device": self.device, "trials": trials, "seed": seed,
+                "objective": objective, "box": Box.from_mapping(box).to_dict(),
+                "dataset_sha256": self.dataset.signature()["content_sha256"], **extra}
