@@ -103,7 +103,7 @@ def load(
             from .hdf5 import load_hdf5
 
             name = str(getattr(path, "name", "<file object>"))
-            return _dispatch_hdf5(path, opts, dataset_path, Path(name).name or name, load_hdf5)
+            return load_hdf5(path, opts, dataset_path, Path(name).name or name)
         raise TypeError(f"path must be a str, Path or binary file object, got {type(path)}")
     p = Path(path).expanduser()
     if not p.exists():
@@ -127,7 +127,7 @@ def load(
     if suffix in HDF5_SUFFIXES or _is_hdf5(p):
         from .hdf5 import load_hdf5
 
-        return _dispatch_hdf5(p, opts, dataset_path, p.name, load_hdf5)
+        return load_hdf5(p, opts, dataset_path, p.name)
     raise UnsupportedFormatError(
         f"{p.name}: unknown file type {suffix!r}: livessb loads .npy, .npz, HDF5 (.h5, .hdf5, "
         ".emd, Dectris/Arina master files) and .mib; convert other formats with rosettasciio "
@@ -140,21 +140,6 @@ def _is_hdf5(p: Path) -> bool:
             return fh.read(8) == _HDF5_SIGNATURE
     except OSError:
         return False
-
-
-def _dispatch_hdf5(source: Any, opts: LoadOptions, dataset_path: str | None, name: str,
-                   load_hdf5: Any) -> Dataset4D:
-    from .emd import emd_groups, load_emd
-    from .hdf5 import open_hdf5
-
-    with open_hdf5(source, name) as f:
-        is_emd = bool(emd_groups(f))
-    if hasattr(source, "seek"):
-        source.seek(0)
-    if is_emd:
-        return load_emd(source, opts, dataset_path, name)
-    result: Dataset4D = load_hdf5(source, opts, dataset_path, name)
-    return result
 
 
 def read_metadata(path: str | Path, dataset_path: str | None = None) -> dict[str, Any]:

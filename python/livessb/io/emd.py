@@ -63,12 +63,17 @@ def looks_like_emd(f: Any) -> bool:
 
 def load_emd(source: Any, opts: LoadOptions, dataset_path: str | None, name: str) -> Dataset4D:
     with open_hdf5(source, name) as f:
-        group = _choose_group(f, dataset_path, name)
-        dset = group["data"] if "data" in group else find_dataset(f, dataset_path, name)
-        cal = dims_calibration(group, dset.ndim, f"{name}:{group.name}")
-        cal.update_missing(collect_metadata(f, dset, name))
-        src = ScanSource(dset, opts.scan_shape, f"{name}:{dset.name}")
-        return stream_dataset(src, opts, cal)
+        return load_emd_file(f, opts, dataset_path, name)
+
+
+def load_emd_file(f: Any, opts: LoadOptions, dataset_path: str | None, name: str) -> Dataset4D:
+    """Load the EMD data group (or ``dataset_path``) from an open ``h5py.File``."""
+    group = _choose_group(f, dataset_path, name)
+    dset = group["data"] if "data" in group else find_dataset(f, dataset_path, name)
+    cal = dims_calibration(group, dset.ndim, f"{name}:{group.name}")
+    cal.update_missing(collect_metadata(f, dset, name))
+    src = ScanSource(dset, opts.scan_shape, f"{name}:{dset.name}")
+    return stream_dataset(src, opts, cal)
 
 
 def _choose_group(f: Any, dataset_path: str | None, name: str) -> Any:

@@ -65,8 +65,20 @@ def open_hdf5(source: Any, name: str) -> Iterator[Any]:
 
 def load_hdf5(source: Any, opts: LoadOptions, dataset_path: str | None,
               name: str) -> Dataset4D:
-    with open_hdf5(source, name) as f, contextlib.ExitStack() as stack:
-        base = Path(source).parent if isinstance(source, str | Path) else Path.cwd()
+    """Open ``source`` (path or binary file object) and load it (EMD layout detected)."""
+    from .emd import emd_groups, load_emd_file
+
+    base = Path(source).parent if isinstance(source, str | Path) else Path.cwd()
+    with open_hdf5(source, name) as f:
+        if emd_groups(f):
+            return load_emd_file(f, opts, dataset_path, name)
+        return load_hdf5_file(f, opts, dataset_path, name, base)
+
+
+def load_hdf5_file(f: Any, opts: LoadOptions, dataset_path: str | None, name: str,
+                   base: Path) -> Dataset4D:
+    """Load from an open ``h5py.File``; ``base`` is where external data files are looked for."""
+    with contextlib.ExitStack() as stack:
         master = None if dataset_path is not None else dectris_links(f)
         if master:
             array: Any = ConcatFrames(_open_links(f, master, base, stack, name), name)

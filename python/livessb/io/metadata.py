@@ -166,6 +166,8 @@ def numbers_and_unit(value: Any) -> tuple[list[float], str | None]:
             value[1], str | bytes | np.bytes_ | np.str_):
         nums, unit = numbers_and_unit(value[0])
         return nums, normalise_unit(value[1]) if value[1] is not None else unit
+    if value is None:
+        raise ValueError("no value")
     if isinstance(value, bool | np.bool_):
         raise ValueError("a boolean is not a number")
     if isinstance(value, str | bytes | bytearray | np.str_ | np.bytes_):
@@ -183,7 +185,10 @@ def numbers_and_unit(value: Any) -> tuple[list[float], str | None]:
         raise ValueError(f"cannot read a number from {type(value).__name__}") from exc
     if arr.dtype.kind in "SUO":
         if arr.size == 1:
-            return numbers_and_unit(arr.reshape(-1)[0])
+            item = arr.reshape(-1)[0]
+            if item is value or isinstance(item, np.ndarray | list | tuple | dict):
+                raise ValueError(f"cannot read a number from {type(value).__name__}")
+            return numbers_and_unit(item)
         raise ValueError("an array of text is not a number")
     if arr.dtype.kind not in "iuf" or arr.size == 0 or arr.size > 2:
         raise ValueError(f"expected one or two numbers, got shape {arr.shape} {arr.dtype}")
