@@ -1,0 +1,157 @@
+"""Writing reconstructions: ``.npy``, 32-bit ``.tif``/``.tiff`` and 8-bit ``.png``.
+
+Every write is atomic: the data go to a temporary file in the target directory,
+which then replaces the target with ``os.replace``. A failing export leaves an
+existing file untouched and no temporary file behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from .results import Reconstruction
+
+SUFFIXES: tuple[str, ...] = (".npy", ".tif", ".tiff", ".png")
+WHAT: tuple[str, ...] = ("phase", "object", "amplitude")
+
+
+class ExportError(ValueError):
+    """The export cannot be done as asked (suffix, content); the message names the fix."""
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | Path) -> Iterator[IO[bytes]]:
+    """Open a temporary file next to ``path``; on success it replaces ``path``.
+
+    On any exception the temporary file is removed and ``path`` is left as it was.
+    """
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise FileNotFoundError(f"the directory {str(directory)!r} does not exist: create it first")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
+    os.close(fd)
+    try:
+        with open(tmp, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _metadata(rec: Reconstruction, what: str, units: str) -> dict[str, Any]:
+    return {
+        "livessb": "reconstruction",
+        "what": what,
+        "units": units,
+        "pixel_size_A": [float(rec.sampling_A[0]), float(rec.sampling_A[1])],
+        "pixel_size_unit": "Angstrom",
+        "upsample": int(rec.upsample),
+        "method": str(rec.method),
+        "origin_px": [int(rec.origin_px[0]), int(rec.origin_px[1])],
+        "params": {str(k): float(v) for k, v in rec.params.items()},
+    }
+
+
+def _array(rec: Reconstruction, what: str) -> tuple[np.ndarray, str]:
+    if what == "phase":
+        return np.ascontiguousarray(rec.phase, dtype=np.float32), "rad"
+    if what == "object":
+        return np.ascontiguousarray(rec.object, dtype=np.complex64), "complex transmission"
+    if what == "amplitude":
+        return np.ascontiguousarray(np.abs(rec.object), dtype=np.float32), "amplitude"
+    raise ExportError(f"what={what!r} is not one of {WHAT}")
+
+
+def save_reconstruction(rec: Reconstruction, path: str | Path, what: str = "phase",
+                        **opts: Any) -> Path:
+    """Write ``rec`` to ``path``; the format follows the suffix.
+
+    * ``.npy``: phase ``float32`` (rad), or the complex64 object (``what="object"``).
+    * ``.tif``/``.tiff``: 32-bit float (``object``: complex64) via tifffile; the
+      calibration (pixel size Å, parameters, upsampling...) is stored as JSON in
+      the image description and the resolution tags hold the pixel size (cm).
+    * ``.png``: 8-bit greyscale phase (or amplitude) via Pillow; contrast from
+      percentiles ``opts["percentiles"]`` (default ``(0.5, 99.5)``); calibration JSON
+      goes into a ``livessb`` text chunk.
+
+    Returns the path written. Raises ``ExportError`` (a ``ValueError``) for an
+    unknown suffix or ``what``; a failed write leaves an existing file untouched.
+    """
+    target = Path(path).expanduser()
+    suffix = target.suffix.lower()
+    if suffix not in SUFFIXES:
+        raise ExportError(
+            f"cannot export to {target.name!r}: unknown suffix {suffix or '(none)'!r}; use "
+            f"one of {', '.join(SUFFIXES)} (or rec.save('name.npy', what='object') for the "
+            "complex object)")
+    if what not in WHAT:
+        raise ExportError(f"what={what!r} is not one of {WHAT}")
+    writers: dict[str, Callable[..., None]] = {
+        ".npy": _write_npy, ".tif": _write_tiff, ".tiff": _write_tiff, ".png": _write_png}
+    data, units = _array(rec, what)
+    meta = _metadata(rec, what, units)
+    if suffix == ".png" and what == "object":
+        raise ExportError(
+            "PNG holds 8-bit grey levels only: export what='phase' or 'amplitude' to PNG, "
+            "or the complex object to .npy/.tif")
+    unknown = set(opts) - {"percentiles", "compression"}
+    if unknown:
+        raise ExportError(
+            f"unknown export option(s) {sorted(unknown)}: use percentiles=(lo, hi) for PNG, "
+            "compression=... for TIFF")
+    with atomic_write(target) as fh:
+        writers[suffix](fh, data, meta, **opts)
+    return target
+
+
+def _write_npy(fh: IO[bytes], data: np.ndarray, meta: dict[str, Any], **_: Any) -> None:
+    np.save(fh, data, allow_pickle=False)
+
+
+def _write_tiff(fh: IO[bytes], data: np.ndarray, meta: dict[str, Any],
+                compression: Any = None, **_: Any) -> None:
+    import tifffile
+
+    px_cm = [1e-8 * s for s in meta["pixel_size_A"]]
+    tifffile.imwrite(
+        fh, data, photometric="minisblack", metadata=meta, compression=compression,
+        resolution=(1.0 / px_cm[1], 1.0 / px_cm[0]), resolutionunit="CENTIMETER",
+        software="livessb")
+
+
+def png_levels(data: np.ndarray, percentiles: tuple[float, float] = (0.5, 99.5)) -> np.ndarray:
+    """8-bit grey levels with contrast from ``percentiles`` of the finite values."""
+    lo_p, hi_p = (float(p) for p in percentiles)
+    if not 0 <= lo_p < hi_p <= 100:
+        raise ExportError(f"percentiles must satisfy 0 <= lo < hi <= 100, got {percentiles!r}")
+    finite = data[np.isfinite(data)]
+    if finite.size == 0:
+        return np.zeros(data.shape, dtype=np.uint8)
+    lo, hi = np.percentile(finite, [lo_p, hi_p])
+    scale = 255.0 / (hi - lo) if hi > lo else 0.0
+    scaled = np.nan_to_num((data.astype(np.float64) - lo) * scale, nan=0.0)
+    return np.clip(np.rint(scaled), 0, 255).astype(np.uint8)
+
+
+def _write_png(fh: IO[bytes], data: np.ndarray, meta: dict[str, Any],
+               percentiles: tuple[float, float] = (0.5, 99.5), **_: Any) -> None:
+    from PIL import Image, PngImagePlugin
+
+    info = PngImagePlugin.PngInfo()
+    info.add_text("livessb", json.dumps({**meta, "percentiles": list(percentiles)}))
+    # No pHYs chunk: Å-scale pixels overflow its pixels-per-metre field; the JSON has them.
+    Image.fromarray(png_levels(data, percentiles)).save(fh, format="PNG", pnginfo=info)
