@@ -244,3 +244,66 @@ def test_demo_dataset_truth():
     totals = ds.counts.reshape(nr * nc, -1).sum(axis=1, dtype=np.float64)
     assert abs(totals.mean() / truth.dose - 1) < 0.01
     assert 1e4 <= truth.dose <= 1e5
+
+
+# -- consistency with the SPEC §2 objective (independent NumPy prototype) ------------------
+
+
+def _vp_loss(ds: Dataset4D, p: dict, rotation_deg: float, transpose: bool) -> float:
+    """SPEC §2 variable-projection loss, written from the SPEC formulas only."""
+    from livessb.physics.optics import probe_spectrum
+
+    lam, ka, dk = ds.wavelength_A, ds.k_alpha, ds.detector_pixel_inv_A
+    counts = ds.counts.astype(np.float64)
+    nr, nc, nkr, nkc = counts.shape
+    bf = ds.bright_field
+    rr, cc = np.meshgrid(np.arange(nkr) - bf.center_row, np.arange(nkc) - bf.center_col,
+                         indexing="ij")
+    sel = np.hypot(rr, cc) * dk <= ka
+    th = math.radians(rotation_deg)
+    m = np.array([[math.cos(th), -math.sin(th)], [math.sin(th), math.cos(th)]])
+    if transpose:
+        m = m @ np.array([[0.0, 1.0], [1.0, 0.0]])
+    k = m @ (np.stack([rr[sel], cc[sel]]) * dk)
+    g = np.fft.fft2(counts[:, :, sel], axes=(0, 1))
+    vr, vc = np.meshgrid(np.fft.fftfreq(nr, ds.scan_step_A[0]),
+                         np.fft.fftfreq(nc, ds.scan_step_A[1]), indexing="ij")
+    vr, vc = vr[..., None], vc[..., None]
+    kr, kc = k[0], k[1]
+    coeffs = {key: p[key] for key in ("C10", "C12", "phi12")}
+
+    def probe(qr, qc):
+        return probe_spectrum(qr, qc, lam, ka, dk, coeffs)
+
+    k2 = kr**2 + kc**2
+    tau = (p["tilt_row_mrad"] * 1e-3, p["tilt_col_mrad"] * 1e-3)
+    nt = 2 * math.pi * (vr * tau[0] + vc * tau[1])
+    b1 = math.pi * lam * ((kr - vr) ** 2 + (kc - vc) ** 2 - k2) + nt
+    b2 = -math.pi * lam * ((kr + vr) ** 2 + (kc + vc) ** 2 - k2) + nt
+    s1 = np.sinc(b1 * p["depth"] / 2 / math.pi)  # np.sinc(x) = sin(πx)/(πx)
+    s2 = np.sinc(b2 * p["depth"] / 2 / math.pi)
+    pk = probe(kr, kc)
+    gam = s1 * probe(kr - vr, kc - vc) * np.conj(pk) - s2 * np.conj(probe(kr + vr, kc + vc)) * pk
+    num = (np.conj(gam) * g).sum(-1)
+    den = (np.abs(gam) ** 2).sum(-1)
+    energy = ((np.abs(gam) > 1e-9) * np.abs(g) ** 2).sum(-1)
+    num[0, 0], den[0, 0], energy[0, 0] = 0, 1, 0
+    return float(1 - (np.abs(num) ** 2 / np.maximum(den, 1e-30)).sum() / energy.sum())
+
+
+def test_thick_slab_matches_the_spec_objective():
+    ds, truth = sim.simulate_4dstem(
+        scan_shape=(24, 24), detector_shape=(32, 32), scan_step_A=0.6,
+        aberrations={"C10": -30.0, "C12": 10.0, "phi12": -0.3}, depth_A=120.0,
+        tilt_mrad=(10.0, -5.0), phase_peak_rad=0.1, rotation_deg=20.0)
+    p = truth.params
+    best = _vp_loss(ds, p, 20.0, False)
+    assert best < 0.15
+    thin = min(_vp_loss(ds, dict(p, depth=0.0, C10=c), 20.0, False) for c in (-70, -50, -30, -10))
+    assert best < 0.5 * thin
+    assert best < _vp_loss(ds, dict(p, tilt_row_mrad=-10.0, tilt_col_mrad=5.0), 20.0, False) - 0.1
+    assert best < _vp_loss(ds, dict(p, C10=-10.0), 20.0, False)
+    assert best < _vp_loss(ds, dict(p, C10=-50.0), 20.0, False)
+    assert best < _vp_loss(ds, dict(p, depth=60.0), 20.0, False)
+    assert _vp_loss(ds, p, 200.0, False) > 0.8  # wrong rotation branch
+    assert _vp_loss(ds, p, 20.0, True) > 0.5  # transposed detector
