@@ -42,8 +42,10 @@ def test_tiff_float32_with_calibration(tmp_path: Path, rec: Reconstruction,
     p = rec.save(tmp_path / f"phase{suffix}")
     with tifffile.TiffFile(p) as tif:
         data = tif.asarray()
-        meta = tif.shaped_metadata[0]
-        page = tif.pages[0]
+        shaped = tif.shaped_metadata
+        assert shaped is not None
+        meta = shaped[0]
+        page: Any = tif.pages[0]
         assert page.tags["ResolutionUnit"].value == 3  # centimetre
         xres = page.tags["XResolution"].value
     assert data.dtype == np.float32
@@ -65,7 +67,7 @@ def test_png_8bit_percentile_contrast(tmp_path: Path, rec: Reconstruction) -> No
     with Image.open(p) as im:
         assert im.mode == "L" and im.size == (10, 12)
         levels = np.asarray(im)
-        meta = json.loads(im.text["livessb"])
+        meta = json.loads(im.info["livessb"])
     np.testing.assert_array_equal(levels, png_levels(rec.phase, (1, 99)))
     assert levels.min() == 0 and levels.max() == 255
     assert meta["pixel_size_A"] == [0.25, 0.3] and meta["percentiles"] == [1, 99]
