@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -239,7 +240,7 @@ def test_demo_dataset_truth():
     assert truth.params["depth"] == 0
     for key in ("C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth"):
         assert key in truth.params
-    d = truth.to_dict()
+    d = json.loads(json.dumps(truth.to_dict()))
     assert d["rotation_deg"] == truth.rotation_deg and d["params"]["C12"] == truth.params["C12"]
     totals = ds.counts.reshape(nr * nc, -1).sum(axis=1, dtype=np.float64)
     assert abs(totals.mean() / truth.dose - 1) < 0.01
