@@ -90,7 +90,7 @@ def load(
         The path does not exist.
     """
     opts = LoadOptions(
-        scan_shape=tuple(scan_shape) if scan_shape is not None else None,  # type: ignore[arg-type]
+        scan_shape=_scan_shape(scan_shape),
         scan_region=scan_region, bin_detector=bin_detector, crop_to_bf=crop_to_bf,
         progress=progress, calibration={k: v for k, v in calibration.items() if v is not None})
     unknown = sorted(set(opts.calibration) - set(CALIBRATION_KEYS))
@@ -132,6 +132,16 @@ def load(
         f"{p.name}: unknown file type {suffix!r}: livessb loads .npy, .npz, HDF5 (.h5, .hdf5, "
         ".emd, Dectris/Arina master files) and .mib; convert other formats with rosettasciio "
         "or HyperSpy and save the counts with numpy.save")
+
+
+def _scan_shape(scan_shape: Any) -> tuple[int, int] | None:
+    if scan_shape is None:
+        return None
+    try:
+        rows, cols = (int(s) for s in scan_shape)
+    except (TypeError, ValueError) as exc:
+        raise DatasetError(f"scan_shape must be (rows, cols), got {scan_shape!r}") from exc
+    return (rows, cols)
 
 
 def _is_hdf5(p: Path) -> bool:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -274,7 +273,6 @@ def _bf_window(source: ScanSource, region: Region, factor: int,
 def stream_dataset(
     source: ScanSource, opts: LoadOptions, file_cal: FileCalibration | None,
     *, allow_view: bool = False,
-    read_hook: Callable[[int, int], None] | None = None,
 ) -> Dataset4D:
     """Read the region in row batches (progress bar), bin/crop when asked, check, build."""
     name = source.name
@@ -317,8 +315,6 @@ def stream_dataset(
                         f"{name}: reading scan rows {a}-{b - 1} failed ({exc}): the file is "
                         "truncated or corrupt; re-copy or re-export it (or load a scan_region "
                         "that avoids the damaged part)") from exc
-                if read_hook is not None:
-                    read_hook(a, b)
                 _check_block(block, stats, name, (a, c0), (a - r0, 0))
                 block = _convert(block, out_dtype, name, (a, c0))
                 if factor > 1:
@@ -356,8 +352,3 @@ def attrs_dict(obj: Any) -> dict[str, Any]:
         except Exception:  # unreadable attribute types: metadata is best effort
             continue
     return out
-
-
-def merged_user(calibration: Mapping[str, Any]) -> dict[str, Any]:
-    """User calibration with ``None`` values dropped (``None`` means "not passed")."""
-    return {k: v for k, v in calibration.items() if v is not None}
