@@ -71,12 +71,12 @@ def test_emd_roundtrip_calibration_from_dims_and_metadata(tmp_path: Path,
 def test_emd_root_attrs_zero_based_linear_dims(tmp_path: Path, make_counts: Any) -> None:
     counts = make_counts(dtype=np.float32)
     _write_emd(tmp_path / "c.h5", counts, step=0.6, step_units="A", zero_based=True,
-               linear_pairs=True, root_attrs={"voltage_kV": 80.0, "semiangle_mrad": 25.0})
+               linear_pairs=True, root_attrs={"voltage_kV": 80.0, "semiangle_mrad": 21.0})
     ds = load(tmp_path / "c.h5", progress=False)
     np.testing.assert_array_equal(ds.counts, counts)
     assert ds.counts.dtype == np.float32
     assert ds.scan_step_A == pytest.approx((0.6, 0.6))
-    assert (ds.voltage_kV, ds.semiangle_mrad) == (80.0, 25.0)
+    assert (ds.voltage_kV, ds.semiangle_mrad) == (80.0, 21.0)
 
 
 def test_emd_reciprocal_dims_need_voltage(tmp_path: Path, make_counts: Any) -> None:

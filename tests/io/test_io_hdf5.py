@@ -73,7 +73,8 @@ def test_ambiguous_and_wrong_dataset_path(tmp_path: Path, make_counts: Any,
         load(tmp_path / "e.h5", progress=False, **cal)
 
 
-def _write_dectris(tmp_path: Path, frames: np.ndarray, per_file: int) -> Path:
+def _write_dectris(tmp_path: Path, frames: np.ndarray, per_file: int,
+                   distance_m: float = 0.02) -> Path:
     names = []
     for i, start in enumerate(range(0, frames.shape[0], per_file)):
         name = f"scan_data_{i + 1:06d}.h5"
@@ -91,7 +92,7 @@ def _write_dectris(tmp_path: Path, frames: np.ndarray, per_file: int) -> Path:
         wl.attrs["units"] = "angstrom"
         det = f.create_group("entry/instrument/detector")
         det.create_dataset("x_pixel_size", data=100e-6).attrs["units"] = "m"
-        det.create_dataset("detector_distance", data=0.02).attrs["units"] = "m"
+        det.create_dataset("detector_distance", data=distance_m).attrs["units"] = "m"
     return master
 
 
@@ -112,6 +113,21 @@ def test_dectris_master_with_external_links(tmp_path: Path, make_counts: Any) ->
     (tmp_path / "scan_data_000002.h5").unlink()
     with pytest.raises(CorruptFileError, match=r"scan_data_000002\.h5.*missing"):
         load(master, scan_shape=(8, 8), semiangle_mrad=20, scan_step_A=0.5, progress=False)
+
+
+def test_dectris_sampling_disagreeing_with_the_disk(tmp_path: Path, make_counts: Any) -> None:
+    frames = make_counts(dtype=np.uint32).reshape(64, 16, 16)
+    master = _write_dectris(tmp_path, frames, per_file=64, distance_m=0.025)
+    with pytest.warns(UserWarning, match=r"4 mrad/px.*5.0 px.*measures 4\.\d px"):
+        ds = load(master, scan_shape=(8, 8), semiangle_mrad=20, scan_step_A=0.5,
+                  progress=False)
+    assert ds.detector_sampling_mrad == pytest.approx(4.0)
+    master = _write_dectris(tmp_path, frames, per_file=64, distance_m=0.05)
+    with pytest.raises(DatasetError, match=r"does not fit.*metadata.*detector_sampling_mrad=2"):
+        load(master, scan_shape=(8, 8), semiangle_mrad=20, scan_step_A=0.5, progress=False)
+    ds = load(master, scan_shape=(8, 8), semiangle_mrad=20, scan_step_A=0.5, progress=False,
+              detector_sampling_mrad=5.0)
+    assert ds.detector_sampling_mrad == 5.0
 
 
 def test_voltage_from_wavelength_inverts() -> None:

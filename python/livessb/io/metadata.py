@@ -1,3 +1,4 @@
+# ruff: noqa: N815, RUF100  (field names carry their units, like the rest of livessb)
 """Calibration metadata: parse what files carry, merge it with what the user passes.
 
 Rules (see ``docs/formats.md``):
@@ -93,14 +94,14 @@ class FileCalibration:
     that key). ``sources`` says where each value came from (for messages/docs).
     """
 
-    voltage_kV: float | None = None  # noqa: N815
-    wavelength_A: float | None = None  # noqa: N815
+    voltage_kV: float | None = None
+    wavelength_A: float | None = None
     semiangle_mrad: float | None = None
-    scan_step_A: tuple[float, float] | None = None  # noqa: N815
+    scan_step_A: tuple[float, float] | None = None
     detector_sampling_mrad: float | None = None
-    detector_sampling_inv_A: float | None = None  # noqa: N815
-    detector_pixel_size_A: float | None = None  # noqa: N815
-    detector_distance_A: float | None = None  # noqa: N815
+    detector_sampling_inv_A: float | None = None
+    detector_pixel_size_A: float | None = None
+    detector_distance_A: float | None = None
     problems: dict[str, str] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)
 
