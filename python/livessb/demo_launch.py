@@ -1,0 +1,54 @@
+"""`livessb demo`: open the demo notebook in JupyterLab."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+__all__ = ["demo_notebook_path", "free_port", "launch_demo_notebook"]
+
+_PACKAGED = Path(__file__).parent / "notebooks" / "demo.ipynb"
+_REPO = Path(__file__).resolve().parents[2] / "notebooks" / "demo.ipynb"
+
+
+def demo_notebook_path() -> Path:
+    """The demo notebook: the repository copy when run from a checkout, else the packaged one."""
+    for p in (_REPO, _PACKAGED):
+        if p.is_file():
+            return p
+    raise FileNotFoundError("demo.ipynb not found (neither in the checkout nor in the package)")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def launch_demo_notebook(port: int | None = None, open_browser: bool = True,
+                         workdir: str | Path | None = None) -> int:
+    """Copy the demo notebook to ``workdir`` (default ``./livessb-demo``) and run JupyterLab on it.
+
+    Blocks until JupyterLab exits; returns its exit code.
+    """
+    work = Path(workdir or "livessb-demo").resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    target = work / "demo.ipynb"
+    if not target.exists():  # never overwrite the user's edits
+        shutil.copyfile(demo_notebook_path(), target)
+    cmd = [sys.executable, "-m", "jupyterlab", f"--ServerApp.root_dir={work}",
+           f"--port={port or free_port()}", "--ServerApp.ip=127.0.0.1"]
+    if not open_browser:
+        cmd.append("--no-browser")
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.append("--allow-root")
+    cmd.append(str(target.name))
+    print(f"livessb demo: {target}")
+    try:
+        return subprocess.call(cmd, cwd=work)
+    except KeyboardInterrupt:
+        return 0
