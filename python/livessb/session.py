@@ -18,16 +18,13 @@ from .calibration import (
 )
 from .dataset import Dataset4D
 from .engine import make_engine
-from .fit.joint import BranchFit, joint_fit
+from .fit.joint import BranchFit, joint_fit, refine_rotation
 from .fit.model import ThickSampleModel
+from .fit.search import Box, mirror_in_box
 from .physics.geometry import auto_upsample, estimate_rotation
 from .physics.objective import phase_skewness
 from .physics.optics import unknown_aberration_keys
 from .results import Bounds, FitResult, Reconstruction, RegionResult
-
-
-BRANCH_TIE = 1e-6  # relative loss difference below which the two branches are equivalent
-
 
 class SessionClosedError(RuntimeError):
     """The session was closed; results already returned stay valid."""
@@ -142,18 +139,25 @@ class Session:
             fit = joint_fit(model, trials, seed, box, objective, branch=i, progress=progress,
                             label=f"full field, branch {i + 1}/2")
             branches.append((theta, fit))
-        theta, best, choice = self._choose_branch(branches, rot.transpose)
+        theta, branch_best, choice = self._choose_branch(branches, rot.transpose, box)
+        t_branch = time.perf_counter()
+        theta, best = refine_rotation(self._full_model(theta, rot.transpose), theta,
+                                      rot.transpose, branch_best.params, box)
         self.rotation_deg = math.degrees(theta) % 360.0
         self.transpose = rot.transpose
         result = FitResult(
             params=best.params, loss=best.loss, rotation_deg=self.rotation_deg,
             transpose=rot.transpose,
             trials=[t for _, b in branches for t in b.trials],
-            newton=[s for _, b in branches for s in b.newton],
+            newton=[s for _, b in branches for s in b.newton] + best.newton,
             timings={"rotation_s": t_rot - t0, "total_s": time.perf_counter() - t0,
+                     "branch_choice_s": t_branch - t_rot - sum(
+                         v for _, b in branches for v in b.timings.values()),
+                     **best.timings,
                      **{f"branch{i}_{k}": v for i, (_, b) in enumerate(branches)
                         for k, v in b.timings.items()}},
             provenance=self._provenance(trials, seed, box, objective,
+                                        rotation_com_deg=math.degrees(rot.theta),
                                         rotation_residual=rot.residual,
                                         rotation_residual_other_transpose=(
                                             rot.residual_other_transpose)),
@@ -165,18 +169,26 @@ class Session:
         return result
 
     def _choose_branch(
-        self, branches: list[tuple[float, BranchFit]], transpose: bool
+        self, branches: list[tuple[float, BranchFit]], transpose: bool,
+        box: Mapping[str, tuple[float, float]] | None,
     ) -> tuple[float, BranchFit, list[dict[str, Any]]]:
-        """Lower loss wins; an exact tie (the loss's θ+π symmetry) goes to atoms-bright phase."""
-        losses = [b.loss for _, b in branches]
-        if abs(losses[0] - losses[1]) > BRANCH_TIE * max(abs(losses[0]), 1e-12):
-            i = int(np.argmin(losses))
+        """Pick θ or θ+π.
+
+        The VP loss is exactly invariant under (θ→θ+π, C10→-C10, phi12→phi12+π/2,
+        tilt→-tilt), so when each branch's optimum has its mirror inside the box the
+        two losses differ only by optimizer tolerance and cannot decide: then the
+        branch whose phase has positive skewness (atoms bright: a positive projected
+        potential) wins. Otherwise the lower loss wins.
+        """
+        b = Box.from_mapping(box)
+        if not all(mirror_in_box(fit.params, b) for _, fit in branches):
+            i = int(np.argmin([fit.loss for _, fit in branches]))
             info = [{"chosen": j == i, "chosen_by": "loss"} for j in range(2)]
         else:
             skews = []
-            for theta, b in branches:
+            for theta, fit in branches:
                 model = self._full_model(theta, transpose)
-                skews.append(phase_skewness(np.angle(model.reconstruct(b.params, 1, "ssb"))))
+                skews.append(phase_skewness(np.angle(model.reconstruct(fit.params, 1, "ssb"))))
             i = int(np.argmax(skews))
             info = [{"chosen": j == i, "chosen_by": "phase_skewness", "phase_skewness": skews[j]}
                     for j in range(2)]
@@ -307,7 +319,6 @@ class Session:
         objective: str, **extra: Any,
     ) -> dict[str, Any]:
         from . import __version__
-        from .fit.search import Box
 
         return {"livessb": __version__, "device": self.device, "trials": trials, "seed": seed,
                 "objective": objective, "box": Box.from_mapping(box).to_dict(),

@@ -57,6 +57,7 @@ class PreparedSpectra:
     grids: list[OverlapGrid] = field(default_factory=list)
     energy: float = 0.0
     rotation: tuple[float, bool] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)  # engine-specific caches
 
 
 def params_from_vector(v: np.ndarray) -> dict[str, float]:
@@ -368,6 +369,7 @@ class ArrayEngine:
             self._spectra.remove(spectra)
         spectra.G = spectra.k = None
         spectra.grids = []
+        spectra.extra = {}
 
     def memory_info(self) -> dict[str, Any]:
         arrays: list[Any] = [self._bf_counts] if not self._closed else []

@@ -16,6 +16,7 @@ from .newton import NewtonOptions, newton_refine
 from .search import Box, best_distinct, search, trial_record
 
 EDGE_TOLERANCE = 1e-3  # fraction of the box width
+ROTATION_GRID = 25  # θ samples over ±3° around the COM estimate
 
 
 @dataclass
@@ -57,6 +58,7 @@ def joint_fit(
         best = int(np.argmin(losses))
         vec, loss = params[best], float(losses[best])
     t2 = time.perf_counter()
+    vec = _tilt_without_depth(vec)
     return BranchFit(
         params={p: float(v) for p, v in zip(PARAMS, vec, strict=True)},
         loss=loss,
@@ -67,6 +69,50 @@ def joint_fit(
     )
 
 
+def refine_rotation(
+    model: ThickSampleModel, theta: float, transpose: bool, params: Mapping[str, float],
+    box: Mapping[str, tuple[float, float]] | None, span_deg: float = 3.0,
+) -> tuple[float, BranchFit]:
+    """Minimise the VP loss over θ near the COM estimate, then re-run Newton there.
+
+    The COM curl estimate is noise-limited (~1°); the loss pins θ through the
+    aberration phases, which move with the BF frequencies k = R(θ)·T·k_det.
+    """
+    b = Box.from_mapping(box)
+    vec = np.array([[params[p] for p in PARAMS]])
+
+    def loss_at(t: float) -> float:
+        model.set_rotation(t, transpose)
+        return float(model.evaluate(vec)[0])
+
+    # The trotter masks switch pixels in and out as θ moves, so L(θ) is only piecewise
+    # smooth: fit a parabola to a grid instead of trusting a line search.
+    grid = theta + np.radians(np.linspace(-span_deg, span_deg, ROTATION_GRID))
+    losses = np.array([loss_at(t) for t in grid])
+    a, b_, _ = np.polyfit(grid - theta, losses, 2)
+    if a > 0:
+        refined = theta + float(np.clip(-b_ / (2 * a), grid[0] - theta, grid[-1] - theta))
+    else:
+        refined = float(grid[int(np.argmin(losses))])
+    model.set_rotation(refined, transpose)
+    t0 = time.perf_counter()
+    x, lx, steps = newton_refine(vec, model.evaluate, model.derivatives, b, NewtonOptions())
+    out = _tilt_without_depth(x[0])
+    return refined, BranchFit(
+        params={p: float(v) for p, v in zip(PARAMS, out, strict=True)}, loss=float(lx[0]),
+        trials=[], newton=[dict(st, branch="refined") for st in steps],
+        on_box_edge=box_edges(out, b),
+        timings={"rotation_refine_s": time.perf_counter() - t0})
+
+
+def _tilt_without_depth(v: np.ndarray) -> np.ndarray:
+    """At zero depth spread the loss does not depend on tilt at all: report it as 0."""
+    v = v.copy()
+    if v[PARAMS.index("depth")] == 0.0:
+        v[PARAMS.index("tilt_row_mrad")] = v[PARAMS.index("tilt_col_mrad")] = 0.0
+    return v
+
+
 def box_edges(v: np.ndarray, box: Box) -> list[str]:
     """Non-periodic parameters sitting on their box edge (the fit may want more room)."""
     width = box.high - box.low
@@ -74,7 +120,8 @@ def box_edges(v: np.ndarray, box: Box) -> list[str]:
     for i, name in enumerate(PARAMS):
         if name == "phi12":
             continue
-        if name in ("C12", "depth") and box.low[i] == 0 and v[i] - box.low[i] <= EDGE_TOLERANCE * width[i]:
+        at_zero = box.low[i] == 0 and v[i] - box.low[i] <= EDGE_TOLERANCE * width[i]
+        if name in ("C12", "depth") and at_zero:
             continue  # zero astigmatism / zero depth are physical values, not walls
         if min(v[i] - box.low[i], box.high[i] - v[i]) <= EDGE_TOLERANCE * width[i]:
             out.append(name)

@@ -63,6 +63,15 @@ class Box:
         return (v - self.low) / (self.high - self.low)
 
 
+def mirror_in_box(params: Mapping[str, float], box: Box) -> bool:
+    """Whether the θ+π mirror (-C10, C12, phi12+π/2, -tilt, depth) of ``params`` is in the box."""
+    v = np.array([params[p] for p in PARAMS])
+    mirror = v * np.array([-1.0, 1.0, 1.0, -1.0, -1.0, 1.0])
+    i_phi = PARAMS.index("phi12")
+    mirror[i_phi] = v[i_phi]  # periodic: any phi12 is inside a full-period box
+    return bool(np.all(mirror >= box.low - 1e-9) and np.all(mirror <= box.high + 1e-9))
+
+
 def batch_sizes(trials: int) -> list[int]:
     """Half space filling, the rest in four adaptive batches."""
     if trials < 1:

@@ -1,0 +1,194 @@
+"""Numba kernels of the CPU engine: Γ and the VP sums, fused, over sparse trotters.
+
+Same math as ``physics.overlap.gamma_derivatives`` written per (b, ν) pair. The
+pairs are stored per frequency in CSR form (only pixels inside a trotter), and
+each frequency's sums run over its pixels in index order: parallel over ν,
+sequential over b, so results do not depend on the thread count.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+MRAD = 1e-3
+
+
+@njit(cache=True, inline="always")
+def _sinc3(x: float) -> tuple[float, float, float]:
+    if abs(x) < 1e-3:
+        return 1.0 - x * x / 6.0, -x / 3.0 + x**3 / 30.0, -1.0 / 3.0 + x * x / 10.0
+    s, c = math.sin(x), math.cos(x)
+    S = s / x
+    S1 = (x * c - s) / (x * x)
+    return S, S1, -S - 2.0 * S1 / x
+
+
+@njit(cache=True, parallel=True)
+def vp_sums(indptr, k_r, k_c, amp_m, amp_p, G, nu_r, nu_c, pl, cand,  # type: ignore[no-untyped-def]
+            det_r, det_c, row_off, col_off, to_det):
+    """N(ν) (K, M) complex and D(ν) (K, M) for K candidates (rows of ``cand``).
+
+    The aberration phase is a plane wave in k: exp(iπλ·k·w) factors into a table
+    over detector rows times one over detector columns (``row_off``/``col_off``
+    are the detector frequencies of each row/column, ``to_det`` maps scan-frame
+    vectors to the detector frame), so the inner loop has no sin/cos when Δ = 0.
+    """
+    K = cand.shape[0]
+    M = nu_r.shape[0]
+    N = np.zeros((K, M), dtype=np.complex128)
+    D = np.zeros((K, M))
+    n_rows, n_cols = row_off.shape[0], col_off.shape[0]
+    for m in prange(M):
+        nr, nc = nu_r[m], nu_c[m]
+        nn, nd, nx = nr * nr + nc * nc, nr * nr - nc * nc, 2.0 * nr * nc
+        tab_r = np.empty(n_rows, dtype=np.complex128)
+        tab_c = np.empty(n_cols, dtype=np.complex128)
+        dep_r = np.empty(n_rows, dtype=np.complex128)
+        dep_c = np.empty(n_cols, dtype=np.complex128)
+        for k in range(K):
+            C10, C12, phi = cand[k, 0], cand[k, 1], cand[k, 2]
+            c2, s2 = math.cos(2.0 * phi), math.sin(2.0 * phi)
+            tilt = 2.0 * math.pi * MRAD * (nr * cand[k, 3] + nc * cand[k, 4])
+            dep = cand[k, 5]
+            q = C10 * nn + C12 * (c2 * nd + s2 * nx)
+            # lin = k·w with w = 2Mν (scan frame); tables hold exp(iπλ k_det·w_det).
+            w_r = 2.0 * (C10 * nr + C12 * (c2 * nr + s2 * nc))
+            w_c = 2.0 * (C10 * nc + C12 * (s2 * nr - c2 * nc))
+            wd_r = to_det[0, 0] * w_r + to_det[0, 1] * w_c
+            wd_c = to_det[1, 0] * w_r + to_det[1, 1] * w_c
+            for r in range(n_rows):
+                a = pl * row_off[r] * wd_r
+                tab_r[r] = complex(math.cos(a), math.sin(a))
+            for c in range(n_cols):
+                a = pl * col_off[c] * wd_c
+                tab_c[c] = complex(math.cos(a), math.sin(a))
+            eq = complex(math.cos(pl * q), math.sin(pl * q))
+            if dep != 0.0:
+                # exp(-iπλΔ k·ν) for the depth factors' sines, same factorisation.
+                vd_r = to_det[0, 0] * nr + to_det[0, 1] * nc
+                vd_c = to_det[1, 0] * nr + to_det[1, 1] * nc
+                for r in range(n_rows):
+                    a = -pl * dep * row_off[r] * vd_r
+                    dep_r[r] = complex(math.cos(a), math.sin(a))
+                for c in range(n_cols):
+                    a = -pl * dep * col_off[c] * vd_c
+                    dep_c[c] = complex(math.cos(a), math.sin(a))
+                xa0 = (pl * nn + tilt) * dep / 2.0
+                xb0 = (-pl * nn + tilt) * dep / 2.0
+                ea0 = complex(math.cos(xa0), math.sin(xa0))
+                eb0 = complex(math.cos(xb0), math.sin(xb0))
+            n_acc = 0j
+            d_acc = 0.0
+            for j in range(indptr[m], indptr[m + 1]):
+                lin = tab_r[det_r[j]] * tab_c[det_c[j]]  # exp(iπλ·lin)
+                wa = amp_m[j] * eq.conjugate() * lin  # exp(-iπλ(q - lin))
+                wb = amp_p[j] * (eq * lin)  # exp(+iπλ(q + lin))
+                if dep != 0.0:
+                    ku = k_r[j] * nr + k_c[j] * nc
+                    e = dep_r[det_r[j]] * dep_c[det_c[j]]
+                    gam = _sinc_from(xa0 - pl * dep * ku, (ea0 * e).imag) * wa - _sinc_from(
+                        xb0 - pl * dep * ku, (eb0 * e).imag) * wb
+                else:
+                    gam = wa - wb
+                n_acc += gam.conjugate() * G[j]
+                d_acc += gam.real * gam.real + gam.imag * gam.imag
+            N[k, m] = n_acc
+            D[k, m] = d_acc
+    return N, D
+
+
+@njit(cache=True, inline="always")
+def _sinc_from(x: float, sin_x: float) -> float:
+    """sin(x)/x given sin(x) (from the tables); series near 0."""
+    if abs(x) < 1e-3:
+        return 1.0 - x * x / 6.0
+    return sin_x / x
+
+
+@njit(cache=True, parallel=True)
+def vp_derivative_sums(indptr, k_r, k_c, amp_m, amp_p, G, nu_r, nu_c, pl, params, pairs):  # type: ignore[no-untyped-def]
+    """N, D and their first (6) and second (21, ``pairs`` order) derivative sums per ν."""
+    M = nu_r.shape[0]
+    n_pairs = pairs.shape[0]
+    N = np.zeros(M, dtype=np.complex128)
+    D = np.zeros(M)
+    dN = np.zeros((6, M), dtype=np.complex128)
+    dD = np.zeros((6, M))
+    d2N = np.zeros((n_pairs, M), dtype=np.complex128)
+    d2D = np.zeros((n_pairs, M))
+    C10, C12, phi = params[0], params[1], params[2]
+    dep = params[5]
+    c2, s2 = math.cos(2.0 * phi), math.sin(2.0 * phi)
+    for m in prange(M):
+        nr, nc = nu_r[m], nu_c[m]
+        nn, nd, nx = nr * nr + nc * nc, nr * nr - nc * nc, 2.0 * nr * nc
+        tilt = 2.0 * math.pi * MRAD * (nr * params[3] + nc * params[4])
+        g1 = np.zeros(6, dtype=np.complex128)
+        g2 = np.zeros(n_pairs, dtype=np.complex128)
+        wv = np.zeros(3, dtype=np.complex128)
+        dxs = np.zeros(3)
+        dch = np.zeros(3)
+        for j in range(indptr[m], indptr[m + 1]):
+            kr, kc = k_r[j], k_c[j]
+            gam = 0j
+            g1[:] = 0
+            g2[:] = 0
+            for t in range(2):
+                sign = -1.0 if t == 0 else 1.0  # a: k-ν, b: k+ν
+                sgn = 1.0 if t == 0 else -1.0
+                amp = amp_m[j] if t == 0 else amp_p[j]
+                if amp == 0.0:
+                    continue
+                d10 = pl * (nn + sign * 2.0 * (kr * nr + kc * nc))
+                dc = pl * (nd + sign * 2.0 * (kr * nr - kc * nc))
+                ds = pl * (nx + sign * 2.0 * (kr * nc + kc * nr))
+                dchi = C10 * d10 + C12 * (c2 * dc + s2 * ds)
+                wave = amp * complex(math.cos(dchi), sign * math.sin(dchi))
+                beta = -sign * d10 + tilt
+                S, S1, S2 = _sinc3(beta * dep / 2.0)
+                gam += sgn * S * wave
+                dch[0] = d10
+                dch[1] = c2 * dc + s2 * ds
+                dch[2] = C12 * (-2.0 * s2 * dc + 2.0 * c2 * ds)
+                d12phi = -2.0 * s2 * dc + 2.0 * c2 * ds
+                dphiphi = C12 * (-4.0 * c2 * dc - 4.0 * s2 * ds)
+                dxs[0] = math.pi * dep * MRAD * nr
+                dxs[1] = math.pi * dep * MRAD * nc
+                dxs[2] = beta / 2.0
+                ip = complex(0.0, sign)
+                for p in range(3):
+                    wv[p] = ip * dch[p] * wave
+                    g1[p] += sgn * S * wv[p]
+                    g1[3 + p] += sgn * S1 * dxs[p] * wave
+                for n in range(n_pairs):
+                    i, q = pairs[n, 0], pairs[n, 1]
+                    if q < 3:
+                        second = ip * dch[i] * wv[q]
+                        if i == 1 and q == 2:
+                            second += ip * d12phi * wave
+                        elif i == 2 and q == 2:
+                            second += ip * dphiphi * wave
+                        g2[n] += sgn * S * second
+                    elif i < 3:
+                        g2[n] += sgn * S1 * dxs[q - 3] * wv[i]
+                    else:
+                        a, b = i - 3, q - 3
+                        d2 = S2 * dxs[a] * dxs[b]
+                        if b == 2 and a < 2:
+                            d2 += S1 * math.pi * MRAD * (nr if a == 0 else nc)
+                        g2[n] += sgn * d2 * wave
+            Gj = G[j]
+            gc = gam.conjugate()
+            N[m] += gc * Gj
+            D[m] += gam.real * gam.real + gam.imag * gam.imag
+            for p in range(6):
+                dN[p, m] += g1[p].conjugate() * Gj
+                dD[p, m] += 2.0 * (gc * g1[p]).real
+            for n in range(n_pairs):
+                i, q = pairs[n, 0], pairs[n, 1]
+                d2N[n, m] += g2[n].conjugate() * Gj
+                d2D[n, m] += 2.0 * (g1[q].conjugate() * g1[i] + gc * g2[n]).real
+    return N, D, dN, dD, d2N, d2D

@@ -1,0 +1,29 @@
+"""Shared fixtures: simulated datasets with known truth and fits on them (CPU engine)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+@pytest.fixture(scope="session")
+def demo_with_truth():  # type: ignore[no-untyped-def]
+    import livessb.simulate
+
+    return livessb.simulate.demo_dataset(with_truth=True)
+
+
+@pytest.fixture(scope="session")
+def demo_session(demo_with_truth):  # type: ignore[no-untyped-def]
+    """The demo dataset, fitted once (full field, both branches) and shared read-only."""
+    import livessb
+
+    ds, _ = demo_with_truth
+    s = livessb.Session(ds, device="cpu")
+    s.fit(progress=False)
+    yield s
+    s.close()

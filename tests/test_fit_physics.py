@@ -1,0 +1,86 @@
+"""Joint fits recover the simulator's known truth (CPU engine, small data, full trials)."""
+
+import math
+
+import numpy as np
+import pytest
+
+import livessb
+from livessb.simulate import simulate_4dstem
+
+
+def _angle_diff_deg(a: float, b: float) -> float:
+    return abs((a - b + 180.0) % 360.0 - 180.0)
+
+
+@pytest.fixture(scope="module")
+def rotated_fit():  # type: ignore[no-untyped-def]
+    ds, truth = simulate_4dstem(
+        scan_shape=(32, 32), detector_shape=(32, 32), dose=5e4, seed=2, rotation_deg=17.0,
+        aberrations={"C10": -50.0, "C12": 10.0, "phi12": -0.4})
+    with livessb.Session(ds, device="cpu") as s:
+        return s.fit(progress=False), truth
+
+
+@pytest.fixture(scope="module")
+def transposed_fit():  # type: ignore[no-untyped-def]
+    ds, truth = simulate_4dstem(
+        scan_shape=(32, 32), detector_shape=(32, 32), dose=5e4, seed=3, rotation_deg=-30.0,
+        transpose=True, aberrations={"C10": 60.0, "C12": 20.0, "phi12": 0.6})
+    with livessb.Session(ds, device="cpu") as s:
+        return s.fit(progress=False), truth
+
+
+@pytest.mark.parametrize("which", ["rotated_fit", "transposed_fit"])
+def test_full_field_fit_recovers_aberrations_rotation_and_branch(which, request) -> None:  # type: ignore[no-untyped-def]
+    fit, truth = request.getfixturevalue(which)
+    p, t = fit.params, truth.params
+    assert p["C10"] == pytest.approx(t["C10"], abs=3.0)
+    assert p["C12"] == pytest.approx(t["C12"], abs=2.0)
+    assert abs((p["phi12"] - t["phi12"] + math.pi / 2) % math.pi - math.pi / 2) < 0.05
+    assert fit.transpose == truth.transpose
+    assert _angle_diff_deg(fit.rotation_deg, truth.rotation_deg) < 1.0  # right branch, not θ+180
+    assert len(fit.branches) == 2 and sum(b["chosen"] for b in fit.branches) == 1
+    assert len(fit.trials) == 400  # 200 seeded trials per branch, none dropped
+    assert fit.newton and all(np.isfinite(s["loss"]) for s in fit.newton)
+
+
+def test_wrong_branch_is_the_exact_mirror_of_the_right_one(rotated_fit) -> None:  # type: ignore[no-untyped-def]
+    # The VP loss is invariant under θ→θ+π with aberrations and tilt negated; the two
+    # branch fits must land on mirrored parameters with equal loss.
+    fit, _ = rotated_fit
+    a, b = (br["params"] for br in fit.branches)
+    assert fit.branches[0]["loss"] == pytest.approx(fit.branches[1]["loss"], rel=1e-6)
+    assert a["C10"] == pytest.approx(-b["C10"], abs=0.5)
+    assert a["C12"] == pytest.approx(b["C12"], abs=0.5)
+    chosen = next(br for br in fit.branches if br["chosen"])
+    assert chosen["chosen_by"] == "phase_skewness" and chosen["phase_skewness"] > 0
+
+
+def test_thick_tilted_slab_joint_fit_recovers_depth_and_tilt() -> None:
+    ds, truth = simulate_4dstem(
+        scan_shape=(32, 32), detector_shape=(40, 40), dose=None, seed=3, phase_peak_rad=0.1,
+        aberrations={"C10": 30.0, "C12": 8.0, "phi12": 0.3}, depth_A=150.0, tilt_mrad=(6.0, -3.0))
+    with livessb.Session(ds, device="cpu") as s:
+        joint = s.fit(progress=False)
+        thin = s.fit(progress=False, box={"depth": (0.0, 1e-9), "tilt_row_mrad": (-1e-9, 1e-9),
+                                          "tilt_col_mrad": (-1e-9, 1e-9)})
+    p = joint.params
+    assert p["depth"] == pytest.approx(150.0, rel=0.2)
+    assert math.hypot(p["tilt_row_mrad"] - 6.0, p["tilt_col_mrad"] + 3.0) < 1.0
+    assert p["C10"] == pytest.approx(truth.params["C10"], abs=3.0)
+    assert joint.loss < thin.loss
+
+
+def test_demo_regions_recover_their_local_defocus(demo_session, demo_with_truth) -> None:  # type: ignore[no-untyped-def]
+    _, truth = demo_with_truth
+    left, right = (8, 88, 2, 34), (8, 88, 62, 94)
+    reg_l = demo_session.fit_region(left, region_id="left")
+    reg_r = demo_session.fit_region(right, region_id="right")
+    assert reg_l.params["C10"] == pytest.approx(truth.local_C10(left), abs=3.0)
+    assert reg_r.params["C10"] == pytest.approx(truth.local_C10(right), abs=3.0)
+    true_diff = truth.local_C10(right) - truth.local_C10(left)
+    assert true_diff > 40
+    assert reg_r.params["C10"] - reg_l.params["C10"] == pytest.approx(true_diff, abs=4.0)
+    assert reg_l.crop.shape == (80 * demo_session.upsample_factor, 32 * demo_session.upsample_factor)
+    assert _angle_diff_deg(demo_session.rotation_deg, truth.rotation_deg) < 1.0
