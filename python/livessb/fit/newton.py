@@ -86,7 +86,7 @@ def newton_refine(
     radius = np.full(len(x), opt.initial_radius)
     active = np.ones(len(x), dtype=bool)
     record: list[dict[str, Any]] = [
-        _step_entry(i, 0, x[i], loss[i], grad[i], radius[i], True, float("nan"))
+        _step_entry(i, 0, x[i], loss[i], grad[i], radius[i], True, None)
         for i in range(len(x))]
     for it in range(1, opt.max_iterations + 1):
         idx = np.flatnonzero(active)
@@ -141,7 +141,7 @@ def _taken_step(x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 def _step_entry(
     start: int, iteration: int, v: np.ndarray, loss: float, grad: np.ndarray | None,
-    radius: float, accepted: bool, rho: float,
+    radius: float, accepted: bool, rho: float | None,
 ) -> dict[str, Any]:
     return {
         "start": start, "iteration": iteration,

@@ -1,0 +1,90 @@
+"""Calibration files: round trip without refitting, refusal of bad files, atomic saves."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import livessb
+from livessb.calibration import CalibrationError
+from livessb.simulate import simulate_4dstem
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):  # type: ignore[no-untyped-def]
+    ds, _ = simulate_4dstem(scan_shape=(24, 24), detector_shape=(32, 32), dose=1e5, seed=9,
+                            aberrations={"C10": -30.0, "C12": 5.0, "phi12": 1.0})
+    path = tmp_path_factory.mktemp("cal") / "calibration.json"
+    with livessb.Session(ds, device="cpu") as s:
+        s.fit(trials=40, progress=False)
+        s.fit_region((0, 12, 0, 24), trials=30, region_id="top")
+        s.save_calibration(path)
+        rec_hash = s.reconstruct().phase_hash()
+        snapshot = {"full": s.full_fit.params, "top": s.regions["top"].params,
+                    "top_hash": s.regions["top"].crop.phase_hash(), "rot": s.rotation_deg}
+    return ds, path, snapshot, rec_hash
+
+
+def test_restore_needs_no_fit_and_is_identical(saved) -> None:  # type: ignore[no-untyped-def]
+    ds, path, snap, rec_hash = saved
+    with livessb.Session(ds, device="cpu", calibration=path) as s:
+        assert s.full_fit.params == snap["full"] and s.rotation_deg == snap["rot"]
+        assert s.regions["top"].params == snap["top"]
+        assert s.regions["top"].crop.phase_hash() == snap["top_hash"]
+        assert s.reconstruct().phase_hash() == rec_hash
+        assert s.evaluations == 0  # not one objective evaluation: nothing was refitted
+
+
+def test_corrupt_and_foreign_files_are_refused(saved, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ds, path, _, _ = saved
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"schema": "livessb.calibration", "schema_vers')
+    with pytest.raises(CalibrationError, match="corrupt"):
+        livessb.Session(ds, device="cpu", calibration=bad)
+    doc = json.loads(path.read_text())
+    bad.write_text(json.dumps({**doc, "schema_version": 99}))
+    with pytest.raises(CalibrationError, match="schema version"):
+        livessb.Session(ds, device="cpu", calibration=bad)
+    bad.write_text(json.dumps({"schema": "something.else"}))
+    with pytest.raises(CalibrationError, match="not a livessb calibration"):
+        livessb.Session(ds, device="cpu", calibration=bad)
+    missing = {k: v for k, v in doc.items() if k != "full_fit"}
+    bad.write_text(json.dumps(missing))
+    with pytest.raises(CalibrationError, match="missing 'full_fit'"):
+        livessb.Session(ds, device="cpu", calibration=bad)
+    with pytest.raises(CalibrationError, match="does not exist"):
+        livessb.Session(ds, device="cpu", calibration=tmp_path / "nope.json")
+
+
+def test_other_dataset_is_refused_unless_forced(saved) -> None:  # type: ignore[no-untyped-def]
+    ds, path, snap, _ = saved
+    other = livessb.Dataset4D(np.ascontiguousarray(ds.counts[:, ::-1]), voltage_kV=200,
+                              semiangle_mrad=20, scan_step_A=0.6,
+                              detector_sampling_mrad=ds.detector_sampling_mrad)
+    with pytest.raises(CalibrationError, match="different dataset"):
+        livessb.Session(other, device="cpu", calibration=path)
+    with livessb.Session(other, device="cpu", calibration=path, force=True) as s:
+        assert s.full_fit.params == snap["full"]
+
+
+def test_save_is_atomic_and_failed_save_keeps_old_file(saved, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    ds, path, _, _ = saved
+    target = tmp_path / "keep.json"
+    target.write_text(path.read_text())
+    before = target.read_text()
+    with livessb.Session(ds, device="cpu", calibration=path) as s:
+        def broken_replace(src, dst):  # type: ignore[no-untyped-def]
+            raise OSError("disk full")
+        monkeypatch.setattr(os, "replace", broken_replace)
+        with pytest.raises(OSError, match="disk full"):
+            s.save_calibration(target)
+        monkeypatch.undo()
+    assert target.read_text() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["keep.json"]  # no temp file left
+
+
+def test_nothing_to_save_before_a_fit(saved, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ds = saved[0]
+    with livessb.Session(ds, device="cpu") as s, pytest.raises(RuntimeError, match="fit"):
+        s.save_calibration(tmp_path / "x.json")
