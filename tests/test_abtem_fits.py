@@ -16,7 +16,8 @@ def _fit(name: str) -> tuple[FitResult, dict[str, float]]:
     d = np.load(FIXTURES / f"{name}.npz")
     ds = livessb.Dataset4D(
         d["counts"], voltage_kV=float(d["voltage_kV"]), semiangle_mrad=float(d["semiangle_mrad"]),
-        scan_step_A=tuple(d["scan_step_A"]), detector_sampling_mrad=float(d["detector_sampling_mrad"]))
+        scan_step_A=tuple(d["scan_step_A"]),
+        detector_sampling_mrad=float(d["detector_sampling_mrad"]))
     truth = {k[len("truth_"):]: float(d[k]) for k in d.files if k.startswith("truth_")}
     with livessb.Session(ds, device="cpu") as s:
         return s.fit(progress=False), truth

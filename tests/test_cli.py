@@ -11,7 +11,7 @@ from livessb.simulate import simulate_4dstem
 
 
 def test_fit_command_writes_json_png_and_calibration(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    ds, truth = simulate_4dstem(scan_shape=(24, 24), detector_shape=(32, 32), dose=2e5, seed=4,
+    ds, _ = simulate_4dstem(scan_shape=(24, 24), detector_shape=(32, 32), dose=2e5, seed=4,
                                 aberrations={"C10": 40.0, "C12": 8.0, "phi12": -0.3})
     np.save(tmp_path / "scan.npy", ds.counts)
     out = tmp_path / "fit.json"
@@ -28,7 +28,7 @@ def test_fit_command_writes_json_png_and_calibration(tmp_path) -> None:  # type:
     # Restoring the saved calibration reproduces the crop without fitting.
     out2 = tmp_path / "fit2.json"
     restore = [a if a != str(out) else str(out2) for a in args]
-    restore = restore[:restore.index("--region")] + ["--calibration", str(tmp_path / "cal.json")]
+    restore = [*restore[:restore.index("--region")], "--calibration", str(tmp_path / "cal.json")]
     assert main(["fit", *restore]) == 0
     assert json.loads(out2.read_text())["full_field"]["params"] == doc["full_field"]["params"]
 

@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 import torch
-from helpers import disk_dataset
 
+from helpers import disk_dataset
 from livessb.engine.array_engine import ArrayEngine
 from livessb.engine.cpu import CPUEngine
 

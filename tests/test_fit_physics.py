@@ -82,5 +82,6 @@ def test_demo_regions_recover_their_local_defocus(demo_session, demo_with_truth)
     true_diff = truth.local_C10(right) - truth.local_C10(left)
     assert true_diff > 40
     assert reg_r.params["C10"] - reg_l.params["C10"] == pytest.approx(true_diff, abs=4.0)
-    assert reg_l.crop.shape == (80 * demo_session.upsample_factor, 32 * demo_session.upsample_factor)
+    f = demo_session.upsample_factor
+    assert reg_l.crop.shape == (80 * f, 32 * f)
     assert _angle_diff_deg(demo_session.rotation_deg, truth.rotation_deg) < 1.0

@@ -52,15 +52,15 @@ class FitResult:
     def study(self, name: str = "livessb") -> optuna.Study:
         """The search trials as an in-memory Optuna study (for inspection and plots)."""
         import optuna
-        from optuna.distributions import FloatDistribution
+        from optuna.distributions import BaseDistribution, FloatDistribution
 
         box = self.provenance.get("box", {})
-        dists = {k: FloatDistribution(float(lo), float(hi)) for k, (lo, hi) in box.items()}
+        dists: dict[str, BaseDistribution] = {
+            k: FloatDistribution(float(lo), float(hi)) for k, (lo, hi) in box.items()}
         study = optuna.create_study(study_name=name, direction="minimize")
         trials = []
         for t in self.trials:
-            params = {k: float(np.clip(t["params"][k], dists[k].low, dists[k].high))
-                      for k in dists}
+            params = {k: float(np.clip(t["params"][k], lo, hi)) for k, (lo, hi) in box.items()}
             trials.append(optuna.trial.create_trial(
                 params=params, distributions=dists, value=float(t["loss"]),
                 user_attrs={"batch": t.get("batch", 0), "branch": t.get("branch", 0)}))

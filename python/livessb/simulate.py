@@ -38,12 +38,13 @@ Conventions (the fitting code relies on them):
   the noiseless normalised patterns (float32).
 """
 
-# ruff: noqa: N815  (Å-suffixed field names follow the package convention)
+
 from __future__ import annotations
 
 import functools
 import math
 import os
+import typing
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -535,6 +536,10 @@ def _demo() -> tuple[Dataset4D, SimulationTruth]:
     return simulate_4dstem(**DEMO_SETTINGS)
 
 
+@typing.overload
+def demo_dataset(with_truth: typing.Literal[False] = False) -> Dataset4D: ...
+@typing.overload
+def demo_dataset(with_truth: typing.Literal[True]) -> tuple[Dataset4D, SimulationTruth]: ...
 def demo_dataset(with_truth: bool = False) -> Dataset4D | tuple[Dataset4D, SimulationTruth]:
     """The embedded default dataset (what ``livessb demo`` shows), with known truth.
 

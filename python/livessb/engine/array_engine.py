@@ -127,7 +127,8 @@ class ArrayEngine:
         self._check_open()
         xp = self.xp
         Rr, Rc = self.dataset_shape[:2]
-        b = (0, Rr, 0, Rc) if bounds is None else tuple(int(x) for x in bounds)
+        b: Bounds = (0, Rr, 0, Rc) if bounds is None else (
+            int(bounds[0]), int(bounds[1]), int(bounds[2]), int(bounds[3]))
         window = self._bf_counts[b[0]:b[1], b[2]:b[3]]
         shape = (fft_friendly_size(b[1] - b[0]), fft_friendly_size(b[3] - b[2]))
         n_bf = self.bf.count

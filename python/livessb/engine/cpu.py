@@ -44,8 +44,7 @@ class CPUEngine(ArrayEngine):
             return super().evaluate(spectra, candidates, objective)
         self._check_open()
         self._require_rotation(spectra)
-        from .cpu_kernels import vp_sums
-
+        vp_sums: Any = _kernels().vp_sums
         cand = np.ascontiguousarray(candidates, dtype=np.float64).reshape(-1, 6)
         c = spectra.extra["csr"]
         N, D = vp_sums(*_kernel_args(spectra, self.wavelength), cand, c["det_r"], c["det_c"],
@@ -59,18 +58,24 @@ class CPUEngine(ArrayEngine):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         self._check_open()
         self._require_rotation(spectra)
-        from .cpu_kernels import vp_derivative_sums
-
+        vp_derivative_sums: Any = _kernels().vp_derivative_sums
         cand = np.ascontiguousarray(candidates, dtype=np.float64).reshape(-1, 6)
         K = len(cand)
         losses, grads, hessians = np.empty(K), np.empty((K, 6)), np.empty((K, 6, 6))
         args = _kernel_args(spectra, self.wavelength)
         for k in range(K):
-            sums = vp_derivative_sums(*args, cand[k], _PAIRS)
+            N, D, dN, dD, d2N, d2D = vp_derivative_sums(*args, cand[k], _PAIRS)
             losses[k], grads[k], hessians[k] = obj.vp_loss_derivatives(
-                *sums, spectra.weights, spectra.energy)
+                N, D, dN, dD, d2N, d2D, spectra.weights, spectra.energy)
         self.evaluations += K
         return losses, grads, hessians
+
+
+def _kernels() -> Any:
+    # Imported on first use: compiling (or loading cached) Numba kernels takes seconds.
+    from . import cpu_kernels
+
+    return cpu_kernels
 
 
 def _pack_trotter_pairs(

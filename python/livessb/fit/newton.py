@@ -108,7 +108,7 @@ def newton_refine(
             actual = loss[i] - trial_loss[n]
             rho = actual / predicted[n] if predicted[n] > 0 else -1.0
             ok = bool(rho > 1e-4 and actual > 0)
-            step_norm = np.linalg.norm(_taken_step(x[i], trial[n]) / SCALE)
+            step_norm = float(np.linalg.norm(_taken_step(x[i], trial[n]) / SCALE))
             if rho < 0.25:
                 radius[i] = 0.25 * max(step_norm, 1e-12)
             elif rho > 0.75 and step_norm >= 0.99 * radius[i]:
