@@ -1,0 +1,423 @@
+"""CuPy engine: resident BF counts, float32 half-plane spectra and fused CUDA kernels.
+
+Same protocol and semantics as ``ArrayEngine`` (the NumPy path is the reference):
+
+* BF counts are gathered once into a ``(B, Rr, Rc)`` device array in the counts'
+  native dtype (on the device when the dataset's counts already live there, see
+  ``livessb.synthetic_gpu.DeviceDataset4D``).
+* ``prepare`` stages windows of pixels (mean-subtracted, zero padded = padded with the
+  mean pattern) within the staging budget and takes batched ``rfft2``; the spectra
+  ``G`` (B, M) complex64 buffer is reused by the next preparation of the same shape.
+* Geometry is never stored per (b, ν): the kernels evaluate the trotter support
+  (float64, the NumPy formula) and the aperture from k_b and ν on the fly.
+* ``evaluate`` scores a whole (K, 6) batch in one launch, ``derivatives`` returns the
+  exact loss, gradient and Hessian of a batch in one launch; ``reconstruct`` runs on
+  the (f·Nr, f·Nc) grid in one launch plus one inverse FFT.
+* Reductions have a fixed order (thread per ν, b ascending; fixed block trees; host
+  sums over block partials), so the same inputs give the same bits on one device.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from ..dataset import Dataset4D
+from ..physics.geometry import fft_friendly_size, scan_frame_frequencies, trotter_support
+from ..physics.optics import ABERRATION_KEYS, aperture
+from ..physics.overlap import PAIRS, overlap_grid
+from ..results import Bounds
+from . import cuda_kernels as ck
+from .array_engine import (
+    QUADRATIC_KEYS,
+    RECON_EPS,
+    ArrayEngine,
+    PreparedSpectra,
+    _alias_map,
+    _half_plane_grid,
+)
+from .protocol import DeviceMemoryError
+
+MRAD = 1e-3
+
+
+def _candidate_table(candidates: np.ndarray, pad_to: int = 1) -> np.ndarray:
+    """(K, 8) float64 rows: C10, C12, cos 2φ, sin 2φ, τr (rad), τc (rad), Δ, 0."""
+    c = np.asarray(candidates, dtype=np.float64).reshape(-1, 6)
+    K = len(c)
+    Kp = -(-K // pad_to) * pad_to
+    out = np.zeros((Kp, 8))
+    out[:K, 0] = c[:, 0]
+    out[:K, 1] = c[:, 1]
+    out[:K, 2] = np.cos(2 * c[:, 2])
+    out[:K, 3] = np.sin(2 * c[:, 2])
+    out[:K, 4] = c[:, 3] * MRAD
+    out[:K, 5] = c[:, 4] * MRAD
+    out[:K, 6] = c[:, 5]
+    if Kp > K:
+        out[K:] = out[K - 1]
+    return out
+
+
+def device_array_of(counts: Any) -> Any:
+    """The CuPy array behind ``counts`` (a cupy.ndarray or a DeviceCounts), else None."""
+    dev = getattr(counts, "device_array", None)
+    if dev is not None:
+        return dev
+    try:
+        import cupy as cp
+    except ImportError:  # pragma: no cover
+        return None
+    return counts if isinstance(counts, cp.ndarray) else None
+
+
+class CUDAEngine(ArrayEngine):
+    name = "cuda"
+
+    def __init__(
+        self, dataset: Dataset4D, staging_budget_MiB: float = 256, eval_group: int = 4,
+        **options: Any,
+    ) -> None:
+        import cupy as cp
+
+        self.cp = cp
+        self.eval_group = int(eval_group)
+        if self.eval_group not in ck.EVAL_GROUPS:
+            raise ValueError(f"eval_group must be one of {ck.EVAL_GROUPS}")
+        self._buffers: dict[tuple[int, int], Any] = {}  # reusable G buffers by shape
+        self._closing = False
+        self._pool_baseline = self._pool_bytes()
+        ck.module()  # compile (or load from CuPy's cache) before any timing-sensitive call
+        options.setdefault("chunk_elements", 1 << 24)  # generic (fallback) path only
+        self.count_dtype = np.dtype(dataset.counts.dtype)
+        try:
+            super().__init__(dataset, cp, real_dtype=np.float32,
+                             staging_budget_MiB=staging_budget_MiB, **options)
+        except cp.cuda.memory.OutOfMemoryError as exc:
+            self._bf_counts = None
+            self._free_pool()
+            need = self.bf.count * int(np.prod(dataset.counts.shape[:2])) * self.count_dtype.itemsize
+            raise DeviceMemoryError(self._oom_message("uploading the BF counts", need, exc)) from None
+        self._k_px = cp.asarray(self.bf.k_det / self.edge_width)
+        self._geo = ck.geo_args(self.k_alpha, self.edge_width, self.wavelength)
+        self._pilam = np.float64(math.pi * self.wavelength)
+
+    # -- memory ------------------------------------------------------------------------
+    def _pool_bytes(self) -> dict[str, int]:
+        pool = self.cp.get_default_memory_pool()
+        return {"used_bytes": int(pool.used_bytes()), "total_bytes": int(pool.total_bytes())}
+
+    def _oom_message(self, what: str, need: int, exc: Exception) -> str:
+        free, total = self.cp.cuda.runtime.memGetInfo()
+        return (
+            f"the GPU ran out of memory while {what}: about {need / 2**30:.2f} GiB needed, "
+            f"{free / 2**30:.2f} of {total / 2**30:.2f} GiB free on the device ({exc}). "
+            f"Options: a smaller staging budget (Session(..., staging_budget_MiB=...), now "
+            f"{self.staging_bytes / 2**20:.0f} MiB), a smaller scan window "
+            "(livessb.load(..., scan_region=...)), cropping the detector to the BF disk "
+            "(crop_to_bf), or device='cpu'. The session is still usable.")
+
+    @contextlib.contextmanager
+    def _oom_guard(self, what: str, need: int) -> Iterator[None]:
+        try:
+            yield
+        except self.cp.cuda.memory.OutOfMemoryError as exc:
+            msg = self._oom_message(what, need, exc)
+            self.cp.get_default_memory_pool().free_all_blocks()
+            raise DeviceMemoryError(msg) from None
+
+    # -- resident data -------------------------------------------------------------------
+    def _upload_bf_counts(self, counts: Any) -> Any:
+        """BF pixels of every pattern as (B, Rr, Rc) in the counts' native dtype."""
+        cp = self.cp
+        Rr, Rc = counts.shape[:2]
+        B = self.bf.count
+        P = Rr * Rc
+        out = cp.empty((B, Rr, Rc), dtype=counts.dtype)
+        dev = device_array_of(counts)
+        if dev is not None:  # gather on the device, a slab of scan rows at a time
+            kr, kc = counts.shape[2:]
+            idx = cp.asarray((self.bf.rows * kc + self.bf.cols).astype(np.int32))
+            flat = cp.ascontiguousarray(dev).reshape(P, kr * kc)
+            kern = ck.kernel("gather_bf", counts.dtype)
+            rows_per = max(1, (1 << 22) // max(1, Rc))
+            for r0 in range(0, Rr, rows_per):
+                npos = min(rows_per, Rr - r0) * Rc
+                kern((2048,), (256,), (flat, np.int64(npos), np.int64(r0 * Rc),
+                                       np.int32(kr * kc), idx, np.int32(B), np.int64(P), out))
+            return out
+        rows, cols = self.bf.rows, self.bf.cols
+        for r in range(Rr):  # host counts (memmaps too): one scan row at a time
+            row = np.ascontiguousarray(np.asarray(counts[r])[:, rows, cols].T)  # (B, Rc)
+            out[:, r, :] = cp.asarray(row)
+        return out
+
+    def bf_center_of_mass(self) -> np.ndarray:
+        self._check_open()
+        cp = self.cp
+        B, Rr, Rc = self._bf_counts.shape
+        P = Rr * Rc
+        out = cp.empty((P, 2), dtype=cp.float64)
+        ck.kernel("bf_com", self.count_dtype)(
+            (-(-P // 256),), (256,), (self._bf_counts, np.int32(B), np.int64(P), self._k_px, out))
+        return cp.asnumpy(out).reshape(Rr, Rc, 2)
+
+    # -- preparation -------------------------------------------------------------------------
+    def _take_buffer(self, shape: tuple[int, int]) -> Any:
+        buf = self._buffers.pop(shape, None)
+        if buf is None:
+            buf = self.cp.empty(shape, dtype=self.cp.complex64)
+        return buf
+
+    def prepare(self, bounds: Bounds | None = None) -> PreparedSpectra:
+        self._check_open()
+        Rr, Rc = self.dataset_shape[:2]
+        b = (0, Rr, 0, Rc) if bounds is None else tuple(int(x) for x in bounds)
+        h, w = b[1] - b[0], b[3] - b[2]
+        shape = (fft_friendly_size(h), fft_friendly_size(w))
+        Nr, Nc = shape
+        Hc = Nc // 2 + 1
+        n_bf = self.bf.count
+        M = Nr * Hc
+        need = n_bf * M * 8
+        with self._oom_guard(f"preparing the spectra of region {b}", need + self.staging_bytes):
+            spectra = self._prepare(b, shape, h, w, Nr, Nc, Hc, n_bf, M)
+        self._spectra.append(spectra)
+        return spectra
+
+    def _prepare(self, b: Bounds, shape: tuple[int, int], h: int, w: int, Nr: int, Nc: int,
+                 Hc: int, n_bf: int, M: int) -> PreparedSpectra:
+        cp = self.cp
+        G = self._take_buffer((n_bf, M))
+        try:
+            bf = self._bf_counts
+            mean = cp.empty(n_bf, dtype=cp.float64)
+            ck.kernel("window_mean", self.count_dtype)(
+                (n_bf,), (256,), (bf, np.int32(bf.shape[1]), np.int32(bf.shape[2]),
+                                  np.int32(b[0]), np.int32(b[2]), np.int32(h), np.int32(w), mean))
+            per_pixel = Nr * Nc * 4 + M * 8 * 2  # staging in, FFT out (+ its copy)
+            chunk = int(max(1, min(n_bf, self.staging_bytes // per_pixel)))
+            stage = cp.empty((chunk, Nr, Nc), dtype=cp.float32)
+            stage_k = ck.kernel("stage_window", self.count_dtype)
+            for s in range(0, n_bf, chunk):
+                n = min(chunk, n_bf - s)
+                st = stage[:n]
+                stage_k((1024,), (256,), (bf, np.int32(bf.shape[1]), np.int32(bf.shape[2]),
+                                          np.int32(s), np.int32(n), np.int32(b[0]), np.int32(b[2]),
+                                          np.int32(h), np.int32(w), np.int32(Nr), np.int32(Nc),
+                                          mean, st))
+                G[s:s + n] = cp.fft.rfft2(st).reshape(n, M)
+            del stage
+            # DC of each pixel: the window sum plus the padding's mean pattern.
+            G[:, 0] = (mean * (Nr * Nc)).astype(cp.float32)
+        except BaseException:
+            del G
+            raise
+        nu_r = np.fft.fftfreq(Nr, self.step[0])
+        nu_c = np.fft.rfftfreq(Nc, self.step[1])
+        dc = float(cp.asnumpy(mean).mean() * (Nr * Nc))
+        spectra = PreparedSpectra(
+            shape=shape, bounds=b, n_bf=n_bf, G=G, nu_r=None, nu_c=None,
+            weights=None, dc=dc)
+        spectra.extra = {"nu_r": cp.asarray(nu_r), "nu_c": cp.asarray(nu_c), "M": M}
+        return spectra
+
+    def set_rotation(self, spectra: PreparedSpectra, theta: float, transpose: bool) -> None:
+        self._check_open()
+        if spectra.rotation == (theta, transpose):
+            return
+        cp = self.cp
+        k = scan_frame_frequencies(self.bf.k_det, theta, transpose)  # float64 (B, 2)
+        ak = aperture(k[:, 0], k[:, 1], self.k_alpha, self.edge_width, np).astype(np.float32)
+        ex = spectra.extra
+        ex["k64"] = cp.asarray(np.ascontiguousarray(k))
+        ex["akb"] = cp.asarray(ak)
+        spectra.k = ex["k64"]
+        spectra.grids = []
+        Nr, Nc = spectra.shape
+        M = ex["M"]
+        nblk = -(-M // ck.NT)
+        part = cp.empty(nblk, dtype=cp.float64)
+        pairs = cp.empty(nblk, dtype=cp.float64)
+        ck.module().get_function("energy_kernel")(
+            (nblk,), (ck.NT,), (spectra.G, np.int32(spectra.n_bf), np.int32(M), np.int32(Nr),
+                                np.int32(Nc), ex["nu_r"], ex["nu_c"], ex["k64"], ex["akb"],
+                                *self._geo, part, pairs))
+        spectra.energy = float(np.sum(cp.asnumpy(part)))
+        ex["pairs"] = int(np.sum(cp.asnumpy(pairs)))
+        spectra.rotation = (theta, transpose)
+
+    # -- scoring -------------------------------------------------------------------------------
+    def _launch_args(self, spectra: PreparedSpectra) -> tuple[Any, ...]:
+        ex = spectra.extra
+        Nr, Nc = spectra.shape
+        return (spectra.G, np.int32(spectra.n_bf), np.int32(ex["M"]), np.int32(Nr), np.int32(Nc),
+                ex["nu_r"], ex["nu_c"], ex["k64"], ex["akb"])
+
+    def evaluate(
+        self, spectra: PreparedSpectra, candidates: np.ndarray, objective: str = "vp"
+    ) -> np.ndarray:
+        if objective != "vp":
+            return self._generic(spectra, lambda: ArrayEngine.evaluate(
+                self, spectra, candidates, objective))
+        self._check_open()
+        self._require_rotation(spectra)
+        cand = np.asarray(candidates, dtype=np.float64).reshape(-1, 6)
+        K = len(cand)
+        if K == 0:
+            return np.empty(0)
+        sums = self.loss_sums(spectra, cand)
+        self.evaluations += K
+        return 1.0 - sums / spectra.energy
+
+    def loss_sums(self, spectra: PreparedSpectra, cand: np.ndarray) -> np.ndarray:
+        """Σ_ν w |N|²/D for each candidate (one launch; host sums over block partials)."""
+        cp = self.cp
+        K = len(cand)
+        kc = self.eval_group
+        while kc > 1 and kc >= 2 * K:
+            kc //= 2
+        table = _candidate_table(cand, kc)
+        Kp = len(table)
+        M = spectra.extra["M"]
+        nblk = -(-M // ck.NT)
+        part = cp.empty((Kp, nblk), dtype=cp.float64)
+        ck.module().get_function(f"vp_eval<{kc}>")(
+            (Kp // kc, nblk), (ck.NT,),
+            (*self._launch_args(spectra), cp.asarray(table), *self._geo, self._pilam, part))
+        host = cp.asnumpy(part)
+        return host.sum(axis=1)[:K]
+
+    def derivatives(
+        self, spectra: PreparedSpectra, candidates: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self._check_open()
+        self._require_rotation(spectra)
+        cp = self.cp
+        cand = np.asarray(candidates, dtype=np.float64).reshape(-1, 6)
+        K = len(cand)
+        M = spectra.extra["M"]
+        nblk = -(-M // ck.NT)
+        part = cp.empty((K, ck.NQ, nblk), dtype=cp.float64)
+        fn = ck.module().get_function("vp_derivs")
+        fn((K, nblk), (ck.NT,),
+           (*self._launch_args(spectra), cp.asarray(_candidate_table(cand)), *self._geo,
+            self._pilam, part), shared_mem=ck.NQ * ck.NT * 8)
+        s = cp.asnumpy(part).sum(axis=2)  # (K, 28)
+        E = spectra.energy
+        losses = 1.0 - s[:, 0] / E
+        grads = -s[:, 1:7] / E
+        hess = np.empty((K, 6, 6))
+        for n, (i, j) in enumerate(PAIRS):
+            hess[:, i, j] = hess[:, j, i] = -s[:, 7 + n] / E
+        self.evaluations += K
+        return losses, grads, hess
+
+    # -- reconstruction --------------------------------------------------------------------------
+    def reconstruct(
+        self, spectra: PreparedSpectra, params: dict[str, float], upsample: int = 1,
+        method: str = "ssb",
+    ) -> np.ndarray:
+        self._check_open()
+        self._require_rotation(spectra)
+        if method not in ("ssb", "wiener"):
+            raise ValueError(f"unknown method {method!r}: use 'ssb' or 'wiener'")
+        higher = any(float(v) != 0.0 for k, v in params.items()
+                     if k in ABERRATION_KEYS and k not in QUADRATIC_KEYS and k.startswith("C"))
+        if higher:  # leaves the quadratic fast path: generic CuPy code
+            return self._generic(spectra, lambda: ArrayEngine.reconstruct(
+                self, spectra, params, upsample, method))
+        cp = self.cp
+        f = int(upsample)
+        Nr, Nc = spectra.shape
+        Fr, Fc = f * Nr, f * Nc
+        Hf = Fc // 2 + 1
+        ex = spectra.extra
+        key = ("fine", f)
+        if key not in ex:
+            nu_r, nu_c = np.fft.fftfreq(Fr, self.step[0] / f), np.fft.rfftfreq(Fc, self.step[1] / f)
+            alias = (np.round(np.fft.fftfreq(Fr) * Fr).astype(np.int64) % Nr).astype(np.int32)
+            ex[key] = (cp.asarray(nu_r), cp.asarray(nu_c), cp.asarray(alias))
+        nu_r, nu_c, alias = ex[key]
+        vec = np.array([[float(params.get(p, 0.0)) for p in (
+            "C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")]])
+        MF = Fr * Hf
+        with self._oom_guard(f"reconstructing on the {Fr}x{Fc} grid", MF * 8 * 3):
+            O = cp.empty(MF, dtype=cp.complex64)
+            ck.module().get_function("reconstruct_kernel")(
+                (-(-MF // ck.NT),), (ck.NT,),
+                (spectra.G, np.int32(spectra.n_bf), np.int32(ex["M"]), np.int32(Nr),
+                 np.int32(Nc), np.int32(Fr), np.int32(Fc), nu_r, nu_c, alias, ex["k64"],
+                 ex["akb"], cp.asarray(_candidate_table(vec)), *self._geo, self._pilam,
+                 np.float32(RECON_EPS), np.int32(0 if method == "ssb" else 1), O))
+            image = self._object_spectrum_to_image(spectra, O, f)
+            return cp.asnumpy(image.astype(np.complex64))
+
+    # -- generic (NumPy-semantics) fallback: non-VP objectives, higher-order aberrations ---------
+    def _generic(self, spectra: PreparedSpectra, call: Any) -> Any:
+        self._check_open()
+        self._require_rotation(spectra)
+        cp = self.cp
+        ex = spectra.extra
+        Nr, Nc = spectra.shape
+        # float32 geometry (like the spectra): the generic path stores (B, M) amplitudes.
+        nu_r, nu_c = (cp.asarray(a.astype(np.float32))
+                      for a in _half_plane_grid(spectra.shape, self.step))
+        saved = (spectra.nu_r, spectra.nu_c, spectra.weights, spectra.grids)
+        from ..physics.geometry import half_plane_weights
+
+        spectra.nu_r, spectra.nu_c = nu_r, nu_c
+        spectra.weights = cp.asarray(np.broadcast_to(
+            half_plane_weights(Nc), (Nr, Nc // 2 + 1)).ravel().astype(np.float32))
+        grids = []
+        for sl in self._chunks(spectra):
+            k = ex["k64"][sl].astype(cp.float32)
+            mask = trotter_support(k, nu_r, nu_c, self.k_alpha, cp)
+            grids.append(overlap_grid(k, nu_r, nu_c, mask, self.wavelength, self.k_alpha,
+                                      self.edge_width, cp))
+        spectra.grids = grids
+        try:
+            return call()
+        finally:
+            spectra.nu_r, spectra.nu_c, spectra.weights, spectra.grids = saved
+
+    # -- lifetime ------------------------------------------------------------------------------------
+    def release(self, spectra: PreparedSpectra) -> None:
+        G = spectra.G
+        if (G is not None and not self._closed and not self._closing
+                and G.shape not in self._buffers):
+            self._buffers[G.shape] = G  # reused by the next preparation of this shape
+        super().release(spectra)
+        spectra.extra = {}
+
+    def memory_info(self) -> dict[str, Any]:
+        counts = 0 if self._closed or self._bf_counts is None else int(self._bf_counts.nbytes)
+        spectra = sum(int(s.G.nbytes) for s in self._spectra if s.G is not None)
+        cached = sum(int(b.nbytes) for b in self._buffers.values())
+        pool = self._pool_bytes()
+        return {"live_bytes": counts + spectra + cached, "bf_counts_bytes": counts,
+                "spectra_bytes": spectra, "reusable_buffer_bytes": cached,
+                "pool_used_bytes": pool["used_bytes"], "pool_total_bytes": pool["total_bytes"],
+                "pool_baseline": self._pool_baseline}
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closing = True
+        self._buffers.clear()
+        self._k_px = None
+        super().close()
+
+    def _free_pool(self) -> None:
+        cp = self.cp
+        with contextlib.suppress(Exception):
+            cp.fft.config.get_plan_cache().clear()
+        cp.get_default_memory_pool().free_all_blocks()
+        cp.get_default_pinned_memory_pool().free_all_blocks()
+
+
+__all__ = ["CUDAEngine", "_alias_map", "device_array_of"]

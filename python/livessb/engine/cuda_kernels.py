@@ -1,0 +1,54 @@
+"""Load and compile the CUDA kernels of ``kernels/ssb.cu`` (CuPy RawModule, NVRTC).
+
+Compiled once per process (and cached on disk by CuPy). Importing this module does
+not import CuPy; ``module()`` does.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SOURCE = Path(__file__).with_name("kernels") / "ssb.cu"
+EVAL_GROUPS = (1, 2, 4, 8)  # candidates per thread in vp_eval<KC>
+COUNT_TYPES = {
+    np.dtype(np.uint8): "unsigned char",
+    np.dtype(np.uint16): "unsigned short",
+    np.dtype(np.uint32): "unsigned int",
+    np.dtype(np.float32): "float",
+}
+NT = 128  # threads per block of the ν-parallel kernels (matches the source)
+NQ = 28  # loss + 6 gradient + 21 Hessian terms
+
+def _names() -> list[str]:
+    names = [f"vp_eval<{k}>" for k in EVAL_GROUPS]
+    names += ["vp_derivs", "energy_kernel", "reconstruct_kernel", "fma_peak"]
+    for t in COUNT_TYPES.values():
+        names += [f"stage_window<{t}>", f"window_mean<{t}>", f"bf_com<{t}>", f"gather_bf<{t}>"]
+    return names
+
+
+@functools.lru_cache(maxsize=1)
+def module() -> Any:
+    import cupy as cp
+
+    mod = cp.RawModule(code=SOURCE.read_text(), options=("-std=c++17",),
+                       name_expressions=_names())
+    mod.compile()
+    return mod
+
+
+def kernel(name: str, count_dtype: Any = None) -> Any:
+    """A compiled kernel by name; templated ones take the counts dtype."""
+    if count_dtype is not None:
+        name = f"{name}<{COUNT_TYPES[np.dtype(count_dtype)]}>"
+    return module().get_function(name)
+
+
+def geo_args(k_alpha: float, edge_width: float, wavelength: float) -> tuple[Any, ...]:
+    """(ka2, ka, 1/w, 2πλ) as the kernels' scalar arguments."""
+    return (np.float64(k_alpha**2), np.float32(k_alpha), np.float32(1.0 / edge_width),
+            np.float32(2.0 * np.pi * wavelength))
