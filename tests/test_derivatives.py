@@ -93,3 +93,14 @@ def test_numba_kernels_equal_numpy_reference(prepared) -> None:  # type: ignore[
     np.testing.assert_allclose(fast.evaluate(s_fast, cand), ref.evaluate(s_ref, cand), rtol=1e-12)
     for a, b in zip(fast.derivatives(s_fast, cand), ref.derivatives(s_ref, cand), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-14)
+
+
+@pytest.mark.parametrize("method", ["ssb", "wiener"])
+@pytest.mark.parametrize("upsample", [1, 2])
+def test_numba_reconstruction_equals_numpy_reference(prepared, method, upsample) -> None:  # type: ignore[no-untyped-def]
+    _, (fast, ref), (s_fast, s_ref) = prepared
+    params = {"C10": 20.0, "C12": 4.0, "phi12": 0.3, "tilt_row_mrad": 2.0, "depth": 60.0}
+    a = fast.reconstruct(s_fast, params, upsample, method)
+    b = ref.reconstruct(s_ref, params, upsample, method)
+    assert a.shape == b.shape == (12 * upsample, 12 * upsample)
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6 * np.abs(b).max())

@@ -13,8 +13,8 @@ import numpy as np
 from ..dataset import Dataset4D
 from ..physics import objective as obj
 from ..physics.geometry import scan_frame_frequencies
-from ..physics.overlap import PAIRS
-from .array_engine import ArrayEngine, PreparedSpectra
+from ..physics.overlap import PAIRS, PARAMS
+from .array_engine import RECON_EPS, ArrayEngine, PreparedSpectra
 
 _PAIRS = np.array(PAIRS, dtype=np.int64)
 
@@ -33,7 +33,9 @@ class CPUEngine(ArrayEngine):
         if spectra.rotation == (theta, transpose):
             return
         super().set_rotation(spectra, theta, transpose)
-        spectra.extra["csr"] = _pack_trotter_pairs(spectra, self.bf.rows, self.bf.cols)
+        spectra.extra.clear()  # fine-grid packs belong to the previous rotation
+        spectra.extra["csr"] = _pack_trotter_pairs(
+            spectra.grids, spectra.k, self.bf.rows, self.bf.cols, spectra.G, None, None)
         spectra.extra["to_det"] = np.linalg.inv(
             scan_frame_frequencies(np.eye(2), theta, transpose).T)
 
@@ -53,6 +55,29 @@ class CPUEngine(ArrayEngine):
         return np.array([obj.vp_loss(N[k], D[k], spectra.weights, spectra.energy)
                          for k in range(len(cand))])
 
+    def reconstruct(
+        self, spectra: PreparedSpectra, params: dict[str, float], upsample: int = 1,
+        method: str = "ssb",
+    ) -> np.ndarray:
+        if method not in ("ssb", "wiener") or not _quadratic_only(params):
+            return super().reconstruct(spectra, params, upsample, method)
+        self._check_open()
+        self._require_rotation(spectra)
+        f = int(upsample)
+        key = f"fine{f}"
+        if key not in spectra.extra:  # geometry of the f-times finer grid, per rotation
+            grids, index, conj = self._fine_grids(spectra, f)
+            spectra.extra[key] = _pack_trotter_pairs(
+                grids, spectra.k, self.bf.rows, self.bf.cols, spectra.G, index, conj)
+        c = spectra.extra[key]
+        nu_r, nu_c = (spectra.nu_r, spectra.nu_c) if f == 1 else _fine_nu(spectra, f, self.step)
+        vec = np.array([float(params.get(p, 0.0)) for p in PARAMS])
+        C, N, D = _kernels().reconstruction_sums(
+            c["indptr"], c["k_r"], c["k_c"], c["amp_m"], c["amp_p"], c["G"], nu_r, nu_c,
+            np.pi * self.wavelength, vec, RECON_EPS)
+        O = C / spectra.n_bf if method == "ssb" else N / (D + 1e-3 * spectra.n_bf)
+        return self._object_spectrum_to_image(spectra, O, f).astype(np.complex64)
+
     def derivatives(
         self, spectra: PreparedSpectra, candidates: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -71,6 +96,11 @@ class CPUEngine(ArrayEngine):
         return losses, grads, hessians
 
 
+def _quadratic_only(params: dict[str, float]) -> bool:
+    return not any(float(v) != 0.0 for k, v in params.items()
+                   if k.startswith("C") and k not in ("C10", "C12"))
+
+
 def _kernels() -> Any:
     # Imported on first use: compiling (or loading cached) Numba kernels takes seconds.
     from . import cpu_kernels
@@ -78,25 +108,47 @@ def _kernels() -> Any:
     return cpu_kernels
 
 
+def _fine_nu(spectra: PreparedSpectra, f: int, step: tuple[float, float]) -> tuple[Any, Any]:
+    from .array_engine import _half_plane_grid
+
+    Nr, Nc = spectra.shape
+    return _half_plane_grid((f * Nr, f * Nc), (step[0] / f, step[1] / f))
+
+
 def _pack_trotter_pairs(
-    spectra: PreparedSpectra, bf_rows: np.ndarray, bf_cols: np.ndarray
+    grids: list[Any], k: np.ndarray, bf_rows: np.ndarray, bf_cols: np.ndarray, G: np.ndarray,
+    alias_index: np.ndarray | None, alias_conj: np.ndarray | None,
 ) -> dict[str, np.ndarray]:
-    """(b, ν) pairs inside a trotter, grouped by ν (CSR), with their geometry and G."""
-    amp_m = np.concatenate([g.amp_minus for g in spectra.grids], axis=0).T
-    amp_p = np.concatenate([g.amp_plus for g in spectra.grids], axis=0).T
+    """(b, ν) pairs inside a trotter, grouped by ν (CSR), with their geometry and G.
+
+    On an upsampled grid ``alias_index``/``alias_conj`` say which coarse spectrum
+    value (or its conjugate) each fine frequency reads.
+    """
+    amp_m = np.concatenate([g.amp_minus for g in grids], axis=0).T
+    amp_p = np.concatenate([g.amp_plus for g in grids], axis=0).T
     inside = (amp_m != 0) | (amp_p != 0)
     m_idx, b_idx = np.nonzero(inside)  # ν-major, then b ascending: the summation order
     indptr = np.concatenate([[0], np.cumsum(inside.sum(axis=1))]).astype(np.int64)
     return {
         "indptr": indptr,
-        "k_r": np.ascontiguousarray(spectra.k[b_idx, 0]),
-        "k_c": np.ascontiguousarray(spectra.k[b_idx, 1]),
+        "k_r": np.ascontiguousarray(k[b_idx, 0]),
+        "k_c": np.ascontiguousarray(k[b_idx, 1]),
         "amp_m": np.ascontiguousarray(amp_m[m_idx, b_idx]),
         "amp_p": np.ascontiguousarray(amp_p[m_idx, b_idx]),
-        "G": np.ascontiguousarray(spectra.G[b_idx, m_idx]),
+        "G": _aliased_values(G, b_idx, m_idx, alias_index, alias_conj),
         "det_r": bf_rows[b_idx].astype(np.int64),
         "det_c": bf_cols[b_idx].astype(np.int64),
     }
+
+
+def _aliased_values(
+    G: np.ndarray, b_idx: np.ndarray, m_idx: np.ndarray, index: np.ndarray | None,
+    conj: np.ndarray | None,
+) -> np.ndarray:
+    if index is None or conj is None:
+        return np.ascontiguousarray(G[b_idx, m_idx])
+    vals = G[b_idx, index[m_idx]]
+    return np.ascontiguousarray(np.where(conj[m_idx], vals.conj(), vals))
 
 
 def _kernel_args(spectra: PreparedSpectra, wavelength: float) -> tuple[Any, ...]:

@@ -192,3 +192,46 @@ def vp_derivative_sums(indptr, k_r, k_c, amp_m, amp_p, G, nu_r, nu_c, pl, params
                 d2N[n, m] += g2[n].conjugate() * Gj
                 d2D[n, m] += 2.0 * (g1[q].conjugate() * g1[i] + gc * g2[n]).real
     return N, D, dN, dD, d2N, d2D
+
+
+@njit(cache=True, parallel=True)
+def reconstruction_sums(indptr, k_r, k_c, amp_m, amp_p, G, nu_r, nu_c, pl, params, eps):  # type: ignore[no-untyped-def]
+    """Per ν: Σ_b G conj(Γ)/max(|Γ|, ε) (SSB), N = Σ_b conj(Γ) G and D = Σ_b |Γ|² (Wiener)."""
+    M = nu_r.shape[0]
+    C = np.zeros(M, dtype=np.complex128)
+    N = np.zeros(M, dtype=np.complex128)
+    D = np.zeros(M)
+    C10, C12, phi = params[0], params[1], params[2]
+    c2, s2 = math.cos(2.0 * phi), math.sin(2.0 * phi)
+    dep = params[5]
+    for m in prange(M):
+        nr, nc = nu_r[m], nu_c[m]
+        nn, nd, nx = nr * nr + nc * nc, nr * nr - nc * nc, 2.0 * nr * nc
+        tilt = 2.0 * math.pi * MRAD * (nr * params[3] + nc * params[4])
+        q = C10 * nn + C12 * (c2 * nd + s2 * nx)
+        c_acc = 0j
+        n_acc = 0j
+        d_acc = 0.0
+        for j in range(indptr[m], indptr[m + 1]):
+            kr, kc = k_r[j], k_c[j]
+            u = 2.0 * (kr * nr + kc * nc)
+            lin = C10 * u + C12 * (c2 * 2.0 * (kr * nr - kc * nc) + s2 * 2.0 * (kr * nc + kc * nr))
+            da = pl * (q - lin)
+            db = pl * (q + lin)
+            wa = amp_m[j] * complex(math.cos(da), -math.sin(da))
+            wb = amp_p[j] * complex(math.cos(db), math.sin(db))
+            if dep != 0.0:
+                Sa = _sinc3((pl * (nn - u) + tilt) * dep / 2.0)[0]
+                Sb = _sinc3((-pl * (nn + u) + tilt) * dep / 2.0)[0]
+                gam = Sa * wa - Sb * wb
+            else:
+                gam = wa - wb
+            mag = math.sqrt(gam.real * gam.real + gam.imag * gam.imag)
+            prod = G[j] * gam.conjugate()
+            c_acc += prod / max(mag, eps)
+            n_acc += prod
+            d_acc += mag * mag
+        C[m] = c_acc
+        N[m] = n_acc
+        D[m] = d_acc
+    return C, N, D

@@ -30,7 +30,7 @@ class NewtonOptions:
     initial_radius: float = 1.0
     max_radius: float = 20.0
     min_radius: float = 1e-4
-    min_predicted: float = 1e-11  # stop once the model predicts less than this loss change
+    min_predicted: float = 1e-9  # stop once the model predicts less than this loss change
 
 
 def trust_region_step(g: np.ndarray, H: np.ndarray, radius: float) -> np.ndarray:
