@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
-from helpers import disk_counts
 
+from helpers import disk_counts
 from livessb import Dataset4D, DatasetError
 
 CAL = {"voltage_kV": 200, "semiangle_mrad": 20, "scan_step_A": 0.5}

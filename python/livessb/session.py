@@ -26,6 +26,7 @@ from .physics.objective import phase_skewness
 from .physics.optics import unknown_aberration_keys
 from .results import Bounds, FitResult, Reconstruction, RegionResult
 
+
 class SessionClosedError(RuntimeError):
     """The session was closed; results already returned stay valid."""
 
