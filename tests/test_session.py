@@ -175,3 +175,14 @@ def test_box_is_validated_and_edges_reported(small) -> None:  # type: ignore[no-
         fit = s.fit(trials=30, box={"C10": (60.0, 300.0)}, progress=False)  # truth ±25 Å
         assert "C10" in fit.on_box_edge
     assert fit.study().best_value == pytest.approx(min(t["loss"] for t in fit.trials))
+
+
+def test_optuna_sampler_option_is_seeded_and_recovers_truth(small) -> None:  # type: ignore[no-untyped-def]
+    ds, truth = small
+    with livessb.Session(ds, device="cpu") as s:
+        a = s.fit(trials=80, seed=3, sampler="optuna", progress=False)
+        b = s.fit(trials=80, seed=3, sampler="optuna", progress=False)
+        with pytest.raises(ValueError, match="sampler"):
+            s.fit(trials=10, sampler="grid", progress=False)
+    assert a.trials == b.trials and a.provenance["sampler"] == "optuna"
+    assert a.params["C10"] == pytest.approx(truth.params["C10"], abs=3.0)

@@ -127,7 +127,7 @@ class Session:
     def fit(
         self, trials: int = 200, seed: int = 42,
         box: Mapping[str, tuple[float, float]] | None = None, objective: str = "vp",
-        progress: bool = True,
+        progress: bool = True, sampler: str = "native",
     ) -> FitResult:
         """Full-field joint fit: rotation from the COM curl, both branches θ and θ+π."""
         engine = self._check_open()
@@ -138,7 +138,7 @@ class Session:
         for i, theta in enumerate((rot.theta, rot.theta + math.pi)):
             model = self._full_model(theta, rot.transpose)
             fit = joint_fit(model, trials, seed, box, objective, branch=i, progress=progress,
-                            label=f"full field, branch {i + 1}/2")
+                            label=f"full field, branch {i + 1}/2", sampler=sampler)
             branches.append((theta, fit))
         theta, branch_best, choice = self._choose_branch(branches, rot.transpose, box)
         t_branch = time.perf_counter()
@@ -157,7 +157,7 @@ class Session:
                      **best.timings,
                      **{f"branch{i}_{k}": v for i, (_, b) in enumerate(branches)
                         for k, v in b.timings.items()}},
-            provenance=self._provenance(trials, seed, box, objective,
+            provenance=self._provenance(trials, seed, box, objective, sampler=sampler,
                                         rotation_com_deg=math.degrees(rot.theta),
                                         rotation_residual=rot.residual,
                                         rotation_residual_other_transpose=(
@@ -200,7 +200,7 @@ class Session:
     def fit_region(
         self, bounds: Bounds, trials: int = 200, seed: int = 42, region_id: str | None = None,
         box: Mapping[str, tuple[float, float]] | None = None, objective: str = "vp",
-        progress: bool = False,
+        progress: bool = False, sampler: str = "native",
     ) -> RegionResult:
         """Joint fit on the region's sub-scan (rotation held), full-scan reconstruction, crop."""
         engine = self._check_open()
@@ -211,7 +211,7 @@ class Session:
         try:
             t_prep = time.perf_counter()
             fit = joint_fit(model, trials, seed, box, objective, progress=progress,
-                            label=f"region {b}")
+                            label=f"region {b}", sampler=sampler)
         finally:
             model.release()
         t_fit = time.perf_counter()
@@ -223,7 +223,7 @@ class Session:
         result = FitResult(
             params=fit.params, loss=fit.loss, rotation_deg=float(self.rotation_deg or 0.0),
             transpose=transpose, trials=fit.trials, newton=fit.newton, timings=timings,
-            provenance=self._provenance(trials, seed, box, objective),
+            provenance=self._provenance(trials, seed, box, objective, sampler=sampler),
             on_box_edge=fit.on_box_edge, bounds=b)
         rid = region_id or self._next_region_id()
         region = RegionResult(id=rid, bounds=b, fit=result, crop=crop, timings=timings)

@@ -125,6 +125,49 @@ def search(
     return box.from_unit(np.concatenate(units)), np.concatenate(losses), batch_of
 
 
+def optuna_search(
+    score: Callable[[np.ndarray], np.ndarray],
+    box: Box,
+    trials: int,
+    seed: int,
+    on_batch: Callable[[int], Any] | None = None,
+) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Same contract as ``search`` with Optuna's seeded TPE proposing (asks in batches).
+
+    A TPE ask costs milliseconds once trials accumulate, so this is the slower option;
+    batches still go to the engine in one call each.
+    """
+    import optuna
+    from optuna.distributions import BaseDistribution, FloatDistribution
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    dists: dict[str, BaseDistribution] = {
+        p: FloatDistribution(float(lo), float(hi))
+        for p, lo, hi in zip(PARAMS, box.low, box.high, strict=True)}
+    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=max(1, trials // 2),
+                                         multivariate=True, constant_liar=True)
+    study = optuna.create_study(direction="minimize", sampler=sampler)
+    params: list[np.ndarray] = []
+    losses: list[np.ndarray] = []
+    batch_of: list[int] = []
+    for b, n in enumerate(batch_sizes(trials)):
+        asked = [study.ask(dists) for _ in range(n)]
+        vec = np.array([[t.params[p] for p in PARAMS] for t in asked])
+        values = np.asarray(score(vec), dtype=np.float64)
+        for t, v in zip(asked, values, strict=True):
+            study.tell(t, float(v))
+        params.append(vec)
+        losses.append(values)
+        batch_of += [b] * n
+        if on_batch is not None:
+            on_batch(n)
+    return np.concatenate(params), np.concatenate(losses), batch_of
+
+
+SAMPLERS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray, list[int]]]] = {
+    "native": search, "optuna": optuna_search}
+
+
 def best_distinct(
     params: np.ndarray, losses: np.ndarray, box: Box, count: int, min_distance: float = 0.05
 ) -> list[int]:
