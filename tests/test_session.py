@@ -186,3 +186,14 @@ def test_optuna_sampler_option_is_seeded_and_recovers_truth(small) -> None:  # t
             s.fit(trials=10, sampler="grid", progress=False)
     assert a.trials == b.trials and a.provenance["sampler"] == "optuna"
     assert a.params["C10"] == pytest.approx(truth.params["C10"], abs=3.0)
+
+
+def test_diagnostic_plots_from_a_fit(fitted) -> None:  # type: ignore[no-untyped-def]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    figs = fitted.plot_diagnostics()
+    assert len(figs) == 3 and all(len(f.axes) >= 1 for f in figs)
+    loss = fitted.loss_evaluator()(np.array([[fitted.full_fit.params[k]
+                                              for k in livessb.results.FIT_PARAMETERS]]))
+    assert loss[0] == pytest.approx(fitted.full_fit.loss, rel=1e-9)

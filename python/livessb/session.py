@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -290,6 +290,28 @@ class Session:
         return Reconstruction(
             object=np.ascontiguousarray(obj[:f * rows, :f * cols]), params=dict(params),
             upsample=f, sampling_A=(step[0] / f, step[1] / f), method=method)
+
+    # -- diagnostics --------------------------------------------------------------
+    def loss_evaluator(self, bounds: Bounds | None = None) -> Callable[[np.ndarray], np.ndarray]:
+        """A batch evaluator (K×6 → K losses) on the full field or a region, at the
+        full-field rotation: for ``livessb.plots.plot_loss_slices`` and custom scans."""
+        engine = self._check_open()
+        if bounds is None:
+            return self._full_model(self._theta, bool(self.transpose)).evaluate
+        model = ThickSampleModel(engine, self.check_bounds(bounds), self._theta,
+                                 bool(self.transpose))
+        return model.evaluate
+
+    def plot_diagnostics(self, fit: FitResult | None = None) -> list[Any]:
+        """Figures: BF disk + rotated COM field, trial history, loss slices around ``fit``."""
+        from .plots import plot_bright_field, plot_loss_slices, plot_trials
+
+        fit = fit or self.full_fit
+        if fit is None or self.rotation_deg is None:
+            raise FitRequiredError("nothing to plot yet: run fit() first")
+        return [plot_bright_field(self.dataset, self.rotation_deg, bool(self.transpose),
+                                  self._check_open().bf_center_of_mass()),
+                plot_trials(fit), plot_loss_slices(fit, self.loss_evaluator(fit.bounds))]
 
     # -- calibration --------------------------------------------------------------
     def save_calibration(self, path: str | Path) -> Path:
