@@ -92,7 +92,7 @@ export class CropPanels {
     img.setAttribute("aria-label", `region crop ${id}`);
     img.alt = `phase crop of region ${id}`;
     img.hidden = true;
-    const params = document.createElement("dl");
+    const params = document.createElement("div");
     params.className = "livessb-params";
     const statusEl = document.createElement("div");
     statusEl.className = "livessb-panel-status";
@@ -114,23 +114,19 @@ export class CropPanels {
     panel.title.style.color = regionColor(region.id);
     const params = result?.params ?? {};
     panel.params.replaceChildren();
-    for (const [key, label, unit, digits] of PARAM_ROWS) {
-      const dt = document.createElement("dt");
-      dt.textContent = label;
-      const dd = document.createElement("dd");
-      dd.dataset.param = key;
-      const v = params[key];
-      if (typeof v === "number") dd.dataset.value = String(v);
-      dd.textContent = `${fmt(v, digits)} ${unit}`;
-      panel.params.append(dt, dd);
-    }
-    const dt = document.createElement("dt");
-    dt.textContent = "loss";
-    const dd = document.createElement("dd");
-    dd.dataset.param = "loss";
-    if (typeof result?.loss === "number") dd.dataset.value = String(result.loss);
-    dd.textContent = fmt(result?.loss, 4);
-    panel.params.append(dt, dd);
+    const row = (key: string, label: string, value: number | null | undefined, text: string) => {
+      const k = document.createElement("span");
+      k.className = "livessb-key";
+      k.textContent = label;
+      const v = document.createElement("span");
+      v.className = "livessb-value";
+      v.dataset.param = key;
+      if (typeof value === "number") v.dataset.value = String(value);
+      v.textContent = text;
+      panel.params.append(k, v);
+    };
+    for (const [key, label, unit, digits] of PARAM_ROWS) row(key, label, params[key], `${fmt(params[key], digits)} ${unit}`);
+    row("loss", "loss", result?.loss, fmt(result?.loss, 4));
     panel.statusEl.textContent = status === "error" ? `error: ${result?.error ?? ""}` : status;
   }
 }

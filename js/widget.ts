@@ -65,10 +65,10 @@ const render: Render<Traits> = ({ model, el }) => {
     schedule();
   }
   const commit = (next: Region[]) => {
+    root.dataset.lastRelease = String(performance.now()); // latency benchmark: release -> crop painted
     committed = next;
     model.set("regions", regionsForWire(next));
     model.save_changes();
-    root.dataset.lastRelease = String(performance.now());
     refreshPanels();
   };
 
