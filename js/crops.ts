@@ -50,10 +50,10 @@ export class CropPanels {
     }
   }
 
-  /** Show a crop if it is not older than the one shown. Returns whether it was used. */
+  /** Show a crop if it is newer than the one shown (re-sent crops are ignored). */
   setCrop(id: string, generation: number, bytes: Uint8Array): boolean {
     const panel = this.panels.get(id) ?? this.create(id);
-    if (generation < panel.generation) return false;
+    if (generation < panel.generation || (generation === panel.generation && panel.url !== null)) return false;
     const url = URL.createObjectURL(new Blob([bytes as BlobPart], { type: "image/png" }));
     const old = panel.url;
     panel.url = url;

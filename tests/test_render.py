@@ -54,3 +54,9 @@ def test_deterministic():
     rng = np.random.default_rng(1)
     phase = rng.normal(size=(16, 16))
     assert phase_to_png(phase) == phase_to_png(phase.copy())
+
+
+def test_max_px_downsamples_keeping_aspect():
+    phase = np.random.default_rng(2).normal(size=(300, 150))
+    assert _decode(phase_to_png(phase, max_px=100)).shape == (100, 50)
+    assert _decode(phase_to_png(phase, max_px=1000)).shape == (300, 150)

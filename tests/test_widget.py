@@ -335,7 +335,9 @@ def test_save_button_message(fitted, tmp_path):
     assert target.is_file()
     assert "saved" in w.message and w.status == "done"
     # failure is reported in the widget, not raised into the comm
-    w._on_custom_msg(w, {"type": "save", "path": str(tmp_path / "no" / "such" / "dir" / "x")}, [])
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    w._on_custom_msg(w, {"type": "save", "path": str(blocker / "x.json")}, [])
     w.wait(TIMEOUT)
     assert w.status == "error" and "save failed" in w.message
 
@@ -403,3 +405,26 @@ def test_session_passed_in_is_left_open(ds, calibration):
         w.close()
     assert not s.closed
     s.close()
+
+
+# ------------------------------------------------------------------------ demo launch
+
+def test_launch_demo_notebook_copies_and_starts_jupyterlab(monkeypatch, tmp_path):
+    from livessb import demo_launch
+
+    calls: list[list[str]] = []
+    monkeypatch.setattr(demo_launch.subprocess, "call",
+                        lambda cmd, cwd=None: calls.append([*cmd, f"cwd={cwd}"]) or 0)
+    rc = demo_launch.launch_demo_notebook(port=8899, open_browser=False, workdir=tmp_path / "d")
+    assert rc == 0
+    nb = tmp_path / "d" / "demo.ipynb"
+    assert json.loads(nb.read_text())["cells"]
+    cmd = calls[0]
+    assert "jupyterlab" in cmd and "--port=8899" in cmd and "--no-browser" in cmd
+    assert cmd[-2] == "demo.ipynb" and cmd[-1] == f"cwd={tmp_path / 'd'}"
+    # the packaged copy matches the repository notebook
+    repo_nb = Path(__file__).resolve().parents[1] / "notebooks" / "demo.ipynb"
+    assert (demo_launch._PACKAGED.read_text() == repo_nb.read_text())
+    # outputs stripped
+    for cell in json.loads(repo_nb.read_text())["cells"]:
+        assert not cell.get("outputs") and cell.get("execution_count") is None

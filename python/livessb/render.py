@@ -38,11 +38,19 @@ def to_uint8(image: np.ndarray, limits: tuple[float, float] | None = None) -> np
 
 
 def phase_to_png(phase: np.ndarray, limits: tuple[float, float] | None = None,
-                 compress_level: int = 1) -> bytes:
-    """Grey PNG of a 2-D phase image (rad), contrast from the 0.5/99.5 percentiles."""
+                 compress_level: int = 1, max_px: int | None = None) -> bytes:
+    """Grey PNG of a 2-D phase image (rad), contrast from the 0.5/99.5 percentiles.
+
+    ``max_px`` caps the longer side (box-filter downsampling, aspect kept), for
+    display-only images; ``None`` keeps every pixel.
+    """
     from PIL import Image
 
+    img = Image.fromarray(to_uint8(phase, limits))
+    if max_px is not None and max(img.size) > max_px:
+        scale = max_px / max(img.size)
+        size = (max(1, round(img.size[0] * scale)), max(1, round(img.size[1] * scale)))
+        img = img.resize(size, Image.Resampling.BOX)
     buf = io.BytesIO()
-    Image.fromarray(to_uint8(phase, limits)).save(
-        buf, format="PNG", compress_level=compress_level)
+    img.save(buf, format="PNG", compress_level=compress_level)
     return buf.getvalue()

@@ -37,6 +37,7 @@ _STATIC = Path(__file__).parent / "static"
 _BOUND_KEYS = ("row_start", "row_stop", "col_start", "col_stop")
 _REGION_KEYS = ("id", *_BOUND_KEYS)
 STATUSES = ("idle", "fitting", "done", "error")
+SCAN_PNG_MAX_PX = 1024  # the full-field image is display-only (canvas ~512 CSS px, HiDPI x2)
 
 
 class FrontendBuildError(RuntimeError):
@@ -88,9 +89,9 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
     """
 
     # --- Python -> JS -------------------------------------------------------
-    scan_png = traitlets.Bytes(b"").tag(sync=True)  # full-field phase, one PNG
+    scan_png = traitlets.Bytes(b"").tag(sync=True)  # full-field phase PNG (display, <= 1024 px)
     scan_shape = traitlets.List(traitlets.Int(), default_value=[1, 1]).tag(sync=True)  # scan px
-    upsample = traitlets.Int(1).tag(sync=True)  # output px per scan px of scan_png and crops
+    upsample = traitlets.Int(1).tag(sync=True)  # output px per scan px (reconstruction, crops)
     status = traitlets.Enum(STATUSES, default_value="idle").tag(sync=True)
     message = traitlets.Unicode("").tag(sync=True)  # errors and notices shown in the widget
     full_fit = traitlets.Dict().tag(sync=True)  # {params, loss, rotation_deg, transpose}
@@ -336,7 +337,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     def _show_full(self, fit: FitResult) -> None:
         rec = self._session.reconstruct(fit.params)
-        png = phase_to_png(rec.phase)
+        png = phase_to_png(rec.phase, max_px=SCAN_PNG_MAX_PX)
         if self._closed:
             return
         with self._lock, self.hold_sync():
@@ -358,7 +359,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
         mask = (yy - cr) ** 2 + (xx - cc) ** 2 <= rad**2
         counts = np.asarray(ds.counts)
         bf = counts.reshape(*counts.shape[:2], -1)[:, :, mask.ravel()].sum(-1, dtype=np.float64)
-        png = phase_to_png(bf)
+        png = phase_to_png(bf, max_px=SCAN_PNG_MAX_PX)
         if self._closed:
             return
         with self._lock, self.hold_sync():
