@@ -167,6 +167,13 @@ def _scenario(page, lab, shape, t) -> None:
     assert [r["id"] for r in doc["regions"]] == ["r1", "r2"]
     params_before = {"r1": first_after["params"], "r2": second_after["params"]}
 
+    # --- delete the selected region (r2) with the button: panel and kernel region go
+    root.get_by_label("delete region").click()
+    root.locator('[data-region-id="r2"]').wait_for(state="detached", timeout=30_000)
+    assert [r["id"] for r in run_json(page, "w.regions")] == ["r1"]
+    assert run_json(page, "(w.wait(60), sorted(w.session.regions))[1]") == ["r1"]
+    assert panel_state(root, "r1")["sha"] == first["sha"]
+
     # --- restart the kernel, restore without fitting
     restart_kernel(page)
     run_code(page, "import livessb\n"
