@@ -115,6 +115,11 @@ def test_fit_false_without_calibration_shows_bf_and_asks_for_fit(ds):
         assert "FitRequiredError" in w.region_results["r1"]["error"]
         assert w.status == "error"
         assert "r1" in w.message
+        # fitting the full field afterwards retries the failed region
+        w.fit(wait=True)
+        w.wait(TIMEOUT)
+        assert w.full_fit and w.region_results["r1"]["status"] == "done"
+        assert w.status == "done"
     finally:
         w.close()
 

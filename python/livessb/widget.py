@@ -108,8 +108,24 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
         self._esm = js.read_text(encoding="utf-8")
         if css.is_file():
             self._css = css.read_text(encoding="utf-8")
-        super().__init__(**kwargs)
         from .session import Session
+
+        # The session first: if the data is unusable, no comm is opened.
+        calibration_error = ""
+        if isinstance(data_or_session, Session):
+            session, owns = data_or_session, False
+        else:
+            owns = True
+            try:
+                session = Session(data_or_session, device=device, calibration=calibration)
+            except Exception as exc:
+                if calibration is None:
+                    raise
+                # refused (corrupt or mismatched): shown in the widget, nothing restored
+                calibration_error = f"calibration {str(calibration)!r} refused: {exc}"
+                session = Session(data_or_session, device=device)
+        self._session: Session = session
+        self._owns_session = owns
 
         self.trials = int(trials)
         self.seed = int(seed)
@@ -125,22 +141,9 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
         self._resend_regions = False
         self._regions_ok: list[dict[str, Any]] = []  # last accepted value of `regions`
         self._closed = False
-
-        calibration_error = ""
-        if isinstance(data_or_session, Session):
-            self._session = data_or_session
-            self._owns_session = False
-        else:
-            self._owns_session = True
-            try:
-                self._session = Session(data_or_session, device=device, calibration=calibration)
-            except Exception as exc:
-                if calibration is None:
-                    raise
-                calibration_error = f"calibration {str(calibration)!r} refused: {exc}"
-                self._session = Session(data_or_session, device=device)
         self._finalizer = weakref.finalize(
             self, _shutdown, self._executor, self._session, self._owns_session)
+        super().__init__(**kwargs)
 
         self._dataset: Dataset4D = self._session.dataset
         self.scan_shape = [int(n) for n in self._dataset.scan_shape]
@@ -281,16 +284,32 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 self._busy.discard(rid)
                 self._submit(rid, functools.partial(self._remove, rid))
             for rid, bounds in new.items():
-                if old.get(rid) == bounds:
-                    continue
-                gen = self._generation.get(rid, 0) + 1
-                self._generation[rid] = gen
-                prev = results.get(rid, {})
-                results[rid] = {**prev, "status": "fitting", "generation": gen, "error": "",
-                                "bounds": list(bounds),
-                                "params": prev.get("params", {}), "loss": prev.get("loss")}
-                self._busy.add(rid)
-                self._submit(rid, functools.partial(self._run_region, rid, bounds, gen))
+                if old.get(rid) != bounds:
+                    self._queue_region(results, rid, bounds)
+            self.region_results = results
+            self._update_status()
+
+    def _queue_region(self, results: dict[str, Any], rid: str,
+                      bounds: tuple[int, int, int, int]) -> None:
+        """New generation for the region, status fitting, job queued (caller holds the lock)."""
+        gen = self._generation.get(rid, 0) + 1
+        self._generation[rid] = gen
+        prev = results.get(rid, {})
+        results[rid] = {**prev, "status": "fitting", "generation": gen, "error": "",
+                        "bounds": list(bounds),
+                        "params": prev.get("params", {}), "loss": prev.get("loss")}
+        self._busy.add(rid)
+        self._submit(rid, functools.partial(self._run_region, rid, bounds, gen))
+
+    def _retry_failed_regions(self) -> None:
+        """After a full-field fit: regions that failed (e.g. drawn before it) are fitted again."""
+        with self._lock:
+            results = dict(self.region_results)
+            failed = [r for r in self.regions if results.get(r["id"], {}).get("status") == "error"]
+            if not failed:
+                return
+            for r in failed:
+                self._queue_region(results, r["id"], _bounds(r))
             self.region_results = results
             self._update_status()
 
@@ -334,6 +353,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
     def _run_full_fit(self) -> None:
         fit = self._session.fit(trials=self.trials, seed=self.seed, progress=False)
         self._show_full(fit)
+        self._retry_failed_regions()
 
     def _show_full(self, fit: FitResult) -> None:
         rec = self._session.reconstruct(fit.params)
@@ -407,6 +427,10 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
                         "bounds": [int(b) for b in reg.bounds], "elapsed_s": round(elapsed, 4)}
             self._busy.discard(rid)
             with self.hold_sync():
+                if self._error.startswith(f"region {rid}:"):  # this region's error is resolved
+                    if self.message == self._error:
+                        self.message = ""
+                    self._error = ""
                 self.region_results = res
                 self._update_status()
             self.send({"type": "crop", "id": rid, "generation": gen, "shape": shape},
