@@ -174,6 +174,19 @@ def _scenario(page, lab, shape, t) -> None:
     assert run_json(page, "(w.wait(60), sorted(w.session.regions))[1]") == ["r1"]
     assert panel_state(root, "r1")["sha"] == first["sha"]
 
+    # --- Python edits the regions, the view follows; an invalid edit shows an error
+    run_code(page, "w.regions = w.regions + [dict(id='r3', row_start=60, row_stop=90, "
+                   "col_start=40, col_stop=70)]")
+    wait_crop(root, "r3", 1)
+    assert panel_state(root, "r3")["visible"]
+    run_code(page, "w.regions = [dict(id='r1', row_start=0, row_stop=500, col_start=0, "
+                   "col_stop=5)]")
+    wait_status(root, "error", timeout_ms=30_000)
+    root.locator(".livessb-message", has_text="rejected").wait_for(timeout=30_000)
+    assert [r["id"] for r in run_json(page, "w.regions")] == ["r1", "r3"]
+    show_canvas(root)
+    screenshot(page, "05-python-edit-and-rejected-edit")
+
     # --- restart the kernel, restore without fitting
     restart_kernel(page)
     run_code(page, "import livessb\n"
