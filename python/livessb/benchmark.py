@@ -63,6 +63,10 @@ def _stats(values: list[float]) -> dict[str, Any]:
             "warm_p90": float(np.percentile(warm, 90)), "all": values}
 
 
+def _delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)}
+
+
 def _git_commit() -> str | None:
     env = os.environ.get("LIVESSB_COMMIT")
     if env:
@@ -322,22 +326,30 @@ def run_benchmark(
         s = Session(ds, device=device)
         times["open"].append(time.perf_counter() - t0)
         result["dataset"]["n_bf"] = s._engine.bf.count
+        eng = s._engine
+        snap = dict(eng.stats)
         t0 = time.perf_counter()
         full = s.fit(trials=trials, seed=seed, progress=False)
         times["fit_full_both_branches"].append(time.perf_counter() - t0)
+        engine_full = _delta(snap, eng.stats)
         mem_prep = s.memory_info()
+        snap = dict(eng.stats)
         t0 = time.perf_counter()
         rec = s.reconstruct()
         times["reconstruct_auto"].append(time.perf_counter() - t0)
+        engine_rec = _delta(snap, eng.stats)
         hashes.append(rec.phase_hash())
-        st: dict[str, Any] = {"fit_full": full.timings,
+        st: dict[str, Any] = {"fit_full": full.timings, "fit_full_engine": engine_full,
+                              "reconstruct_engine": engine_rec,
                               "fit_full_newton_steps": len(full.newton)}
         reg_fits = {}
         for name, bounds in regions.items():
+            snap = dict(eng.stats)
             t0 = time.perf_counter()
             reg = s.fit_region(bounds, trials=trials, seed=seed)
             times[name].append(time.perf_counter() - t0)
-            st[name] = {**reg.timings, "newton_steps": len(reg.fit.newton)}
+            st[name] = {**reg.timings, "newton_steps": len(reg.fit.newton),
+                        "engine": _delta(snap, eng.stats)}
             reg_fits[name] = {"params": reg.params, "loss": reg.fit.loss,
                               "truth_C10": truth.local_C10(bounds)}
         if run == 0:
@@ -349,7 +361,8 @@ def run_benchmark(
         s.close()
         times["close"].append(time.perf_counter() - t0)
         after = {"used_bytes": int(pool.used_bytes()), "total_bytes": int(pool.total_bytes())}
-        memory.append({"pool_before_session": before, "after_full_fit": mem_prep,
+        memory.append({"close_breakdown": dict(eng.close_breakdown),
+                       "pool_before_session": before, "after_full_fit": mem_prep,
                        "before_close": mem_before_close, "pool_after_close": after,
                        "pool_back_to_baseline": after["used_bytes"] <= before["used_bytes"]
                        and after["total_bytes"] <= before["total_bytes"]})

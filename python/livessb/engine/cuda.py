@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,6 +44,36 @@ from .array_engine import (
 from .protocol import DeviceMemoryError
 
 MRAD = 1e-3
+MAX_PLANS = 16
+
+# cuFFT plans live for the process, keyed by shape, and take their work areas from a
+# dedicated pool: closing a session then returns the default pool to its baseline
+# without destroying plans (cufftDestroy costs ~10 ms each), and the next session
+# reuses them. ``plan_pool_bytes()`` reports what they hold.
+_PLANS: dict[tuple[Any, ...], Any] = {}
+_PLAN_POOL: Any = None
+
+
+def _fft_plan(x: Any, value_type: str, shape: tuple[int, int] | None = None) -> Any:
+    global _PLAN_POOL
+    import cupy as cp
+    import cupyx.scipy.fft as cfft
+
+    key = (x.shape, x.dtype.str, value_type, shape, cp.cuda.runtime.getDevice())
+    plan = _PLANS.pop(key, None)
+    if plan is None:
+        if _PLAN_POOL is None:
+            _PLAN_POOL = cp.cuda.MemoryPool()
+        with cp.cuda.using_allocator(_PLAN_POOL.malloc):
+            plan = cfft.get_fft_plan(x, shape=shape, axes=(-2, -1), value_type=value_type)
+        while len(_PLANS) >= MAX_PLANS:
+            _PLANS.pop(next(iter(_PLANS)))
+    _PLANS[key] = plan  # most recently used last
+    return plan
+
+
+def plan_pool_bytes() -> int:
+    return 0 if _PLAN_POOL is None else int(_PLAN_POOL.total_bytes())
 
 
 def _candidate_table(candidates: np.ndarray, pad_to: int = 1) -> np.ndarray:
@@ -90,6 +121,8 @@ class CUDAEngine(ArrayEngine):
             raise ValueError(f"eval_group must be one of {ck.EVAL_GROUPS}")
         self._buffers: dict[tuple[int, int], Any] = {}  # reusable G buffers by shape
         self._closing = False
+        self.stats: dict[str, float] = {}
+        self.close_breakdown: dict[str, float] = {}
         self._pool_baseline = self._pool_bytes()
         ck.module()  # compile (or load from CuPy's cache) before any timing-sensitive call
         options.setdefault("chunk_elements", 1 << 24)  # generic (fallback) path only
@@ -184,9 +217,11 @@ class CUDAEngine(ArrayEngine):
         n_bf = self.bf.count
         M = Nr * Hc
         need = n_bf * M * 8
+        t0 = time.perf_counter()
         with self._oom_guard(f"preparing the spectra of region {b}", need + self.staging_bytes):
             spectra = self._prepare(b, shape, h, w, Nr, Nc, Hc, n_bf, M)
         self._spectra.append(spectra)
+        self._tick("prepare", t0)
         return spectra
 
     def _prepare(self, b: Bounds, shape: tuple[int, int], h: int, w: int, Nr: int, Nc: int,
@@ -201,16 +236,19 @@ class CUDAEngine(ArrayEngine):
                                   np.int32(b[0]), np.int32(b[2]), np.int32(h), np.int32(w), mean))
             per_pixel = Nr * Nc * 4 + M * 8 * 2  # staging in, FFT out (+ its copy)
             chunk = int(max(1, min(n_bf, self.staging_bytes // per_pixel)))
-            stage = cp.empty((chunk, Nr, Nc), dtype=cp.float32)
+            stage = cp.zeros((chunk, Nr, Nc), dtype=cp.float32)
             stage_k = ck.kernel("stage_window", self.count_dtype)
+            plan = _fft_plan(stage, "R2C")  # one plan per shape: the last chunk is padded
             for s in range(0, n_bf, chunk):
                 n = min(chunk, n_bf - s)
-                st = stage[:n]
                 stage_k((1024,), (256,), (bf, np.int32(bf.shape[1]), np.int32(bf.shape[2]),
                                           np.int32(s), np.int32(n), np.int32(b[0]), np.int32(b[2]),
                                           np.int32(h), np.int32(w), np.int32(Nr), np.int32(Nc),
-                                          mean, st))
-                G[s:s + n] = cp.fft.rfft2(st).reshape(n, M)
+                                          mean, stage))
+                with plan:
+                    spec = cp.fft.rfft2(stage)
+                G[s:s + n] = spec[:n].reshape(n, M)
+                del spec
             del stage
             # DC of each pixel: the window sum plus the padding's mean pattern.
             G[:, 0] = (mean * (Nr * Nc)).astype(cp.float32)
@@ -230,6 +268,7 @@ class CUDAEngine(ArrayEngine):
         self._check_open()
         if spectra.rotation == (theta, transpose):
             return
+        t0 = time.perf_counter()
         cp = self.cp
         k = scan_frame_frequencies(self.bf.k_det, theta, transpose)  # float64 (B, 2)
         ak = aperture(k[:, 0], k[:, 1], self.k_alpha, self.edge_width, np).astype(np.float32)
@@ -250,15 +289,42 @@ class CUDAEngine(ArrayEngine):
         spectra.energy = float(np.sum(cp.asnumpy(part)))
         ex["pairs"] = int(np.sum(cp.asnumpy(pairs)))
         spectra.rotation = (theta, transpose)
+        self._tick("set_rotation", t0)
 
     # -- scoring -------------------------------------------------------------------------------
+    def _split(self, spectra: PreparedSpectra) -> tuple[int, int]:
+        """(pixels per split, splits) of the b loop: small windows split the BF pixels
+        over blocks (then a finish kernel adds the splits in order). Depends on the
+        window only, so scoring and derivatives add in the same order (same bits)."""
+        nblk = -(-spectra.extra["M"] // ck.NT)
+        B = spectra.n_bf
+        if nblk >= 512:
+            return B, 1
+        want = min(16, -(-2048 // nblk))
+        per = -(-(-(-B // want)) // ck.BT) * ck.BT
+        return per, -(-B // per)
+
     def _launch_args(self, spectra: PreparedSpectra) -> tuple[Any, ...]:
         ex = spectra.extra
         Nr, Nc = spectra.shape
         return (spectra.G, np.int32(spectra.n_bf), np.int32(ex["M"]), np.int32(Nr), np.int32(Nc),
                 ex["nu_r"], ex["nu_c"], ex["k64"], ex["akb"])
 
+    def _tick(self, key: str, t0: float, n: int = 1) -> None:
+        st = self.stats
+        st[key + "_s"] = st.get(key + "_s", 0.0) + time.perf_counter() - t0
+        st[key + "_calls"] = st.get(key + "_calls", 0) + 1
+        st[key + "_candidates"] = st.get(key + "_candidates", 0) + n
+
     def evaluate(
+        self, spectra: PreparedSpectra, candidates: np.ndarray, objective: str = "vp"
+    ) -> np.ndarray:
+        t0 = time.perf_counter()
+        out = self._evaluate(spectra, candidates, objective)
+        self._tick("evaluate", t0, len(out))
+        return out
+
+    def _evaluate(
         self, spectra: PreparedSpectra, candidates: np.ndarray, objective: str = "vp"
     ) -> np.ndarray:
         if objective != "vp":
@@ -286,13 +352,28 @@ class CUDAEngine(ArrayEngine):
         M = spectra.extra["M"]
         nblk = -(-M // ck.NT)
         part = cp.empty((Kp, nblk), dtype=cp.float64)
+        per, nsplit = self._split(spectra)
+        raw = cp.empty((Kp, nsplit, 3, M) if nsplit > 1 else 1, dtype=cp.float64)
         ck.module().get_function(f"vp_eval<{kc}>")(
-            (Kp // kc, nblk), (ck.NT,),
-            (*self._launch_args(spectra), cp.asarray(table), *self._geo, self._pilam, part))
+            (Kp // kc, nblk, nsplit), (ck.NT,),
+            (*self._launch_args(spectra), cp.asarray(table), *self._geo, self._pilam, part,
+             np.int32(per), raw))
+        if nsplit > 1:
+            ck.module().get_function("vp_eval_finish")(
+                (Kp, nblk), (ck.NT,), (raw, np.int32(nsplit), np.int32(M),
+                                      np.int32(spectra.shape[1]), part))
         host = cp.asnumpy(part)
         return host.sum(axis=1)[:K]
 
     def derivatives(
+        self, spectra: PreparedSpectra, candidates: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        t0 = time.perf_counter()
+        out = self._derivatives(spectra, candidates)
+        self._tick("derivatives", t0, len(out[0]))
+        return out
+
+    def _derivatives(
         self, spectra: PreparedSpectra, candidates: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         self._check_open()
@@ -304,9 +385,22 @@ class CUDAEngine(ArrayEngine):
         nblk = -(-M // ck.NT)
         part = cp.empty((K, ck.NQ, nblk), dtype=cp.float64)
         fn = ck.module().get_function("vp_derivs")
-        fn((K, nblk), (ck.NT,),
-           (*self._launch_args(spectra), cp.asarray(_candidate_table(cand)), *self._geo,
-            self._pilam, part), shared_mem=ck.NQ * ck.NT * 8)
+        smem = ck.NA * ck.NT * 8
+        fin = ck.module().get_function("vp_derivs_finish")
+        for f in (fn, fin):
+            if f.max_dynamic_shared_size_bytes < smem:
+                f.max_dynamic_shared_size_bytes = smem
+        per, nsplit = self._split(spectra)
+        table = cp.asarray(_candidate_table(cand))
+        raw = cp.empty((K, nsplit, 3 + ck.NA, M) if nsplit > 1 else 1, dtype=cp.float64)
+        fn((K, nblk, nsplit), (ck.NT,),
+           (*self._launch_args(spectra), table, *self._geo, self._pilam, part, np.int32(per),
+            raw), shared_mem=smem)
+        if nsplit > 1:
+            ex = spectra.extra
+            fin((K, nblk), (ck.NT,),
+                (raw, np.int32(nsplit), np.int32(M), np.int32(spectra.shape[1]), ex["nu_r"],
+                 ex["nu_c"], table, self._geo[0], self._pilam, part), shared_mem=smem)
         s = cp.asnumpy(part).sum(axis=2)  # (K, 28)
         E = spectra.energy
         losses = 1.0 - s[:, 0] / E
@@ -319,6 +413,15 @@ class CUDAEngine(ArrayEngine):
 
     # -- reconstruction --------------------------------------------------------------------------
     def reconstruct(
+        self, spectra: PreparedSpectra, params: dict[str, float], upsample: int = 1,
+        method: str = "ssb",
+    ) -> np.ndarray:
+        t0 = time.perf_counter()
+        out = self._reconstruct(spectra, params, upsample, method)
+        self._tick("reconstruct", t0)
+        return out
+
+    def _reconstruct(
         self, spectra: PreparedSpectra, params: dict[str, float], upsample: int = 1,
         method: str = "ssb",
     ) -> np.ndarray:
@@ -348,14 +451,39 @@ class CUDAEngine(ArrayEngine):
         MF = Fr * Hf
         with self._oom_guard(f"reconstructing on the {Fr}x{Fc} grid", MF * 8 * 3):
             O = cp.empty(MF, dtype=cp.complex64)
+            ev = [cp.cuda.Event() for _ in range(3)]
+            ev[0].record()
             ck.module().get_function("reconstruct_kernel")(
                 (-(-MF // ck.NT),), (ck.NT,),
                 (spectra.G, np.int32(spectra.n_bf), np.int32(ex["M"]), np.int32(Nr),
                  np.int32(Nc), np.int32(Fr), np.int32(Fc), nu_r, nu_c, alias, ex["k64"],
                  ex["akb"], cp.asarray(_candidate_table(vec)), *self._geo, self._pilam,
                  np.float32(RECON_EPS), np.int32(0 if method == "ssb" else 1), O))
-            image = self._object_spectrum_to_image(spectra, O, f)
-            return cp.asnumpy(image.astype(np.complex64))
+            ev[1].record()
+            image = self._object_spectrum_to_image(spectra, O, f).astype(np.complex64)
+            ev[2].record()
+            t0 = time.perf_counter()
+            out = cp.asnumpy(image)
+            st = self.stats
+            st["reconstruct_kernel_s"] = st.get("reconstruct_kernel_s", 0.0) + (
+                cp.cuda.get_elapsed_time(ev[0], ev[1]) / 1e3)
+            st["reconstruct_ifft_s"] = st.get("reconstruct_ifft_s", 0.0) + (
+                cp.cuda.get_elapsed_time(ev[1], ev[2]) / 1e3)
+            st["reconstruct_download_s"] = st.get("reconstruct_download_s", 0.0) + (
+                time.perf_counter() - t0)
+        return out
+
+    def _object_spectrum_to_image(self, spectra: PreparedSpectra, O: Any, f: int) -> Any:
+        """As ArrayEngine's (one inverse FFT), with a process-cached cuFFT plan."""
+        cp = self.cp
+        Nr, Nc = spectra.shape
+        shape = (f * Nr, f * Nc)
+        H = (-1j * O).reshape(shape[0], shape[1] // 2 + 1)
+        H[0, 0] = 0
+        with _fft_plan(H, "C2R", shape):
+            h = cp.fft.irfft2(H, s=shape)
+        dc = spectra.dc / (shape[0] * shape[1])
+        return dc + 1j * h
 
     # -- generic (NumPy-semantics) fallback: non-VP objectives, higher-order aberrations ---------
     def _generic(self, spectra: PreparedSpectra, call: Any) -> Any:
@@ -400,6 +528,7 @@ class CUDAEngine(ArrayEngine):
         cached = sum(int(b.nbytes) for b in self._buffers.values())
         pool = self._pool_bytes()
         return {"live_bytes": counts + spectra + cached, "bf_counts_bytes": counts,
+                "fft_plan_pool_bytes": plan_pool_bytes(),
                 "spectra_bytes": spectra, "reusable_buffer_bytes": cached,
                 "pool_used_bytes": pool["used_bytes"], "pool_total_bytes": pool["total_bytes"],
                 "pool_baseline": self._pool_baseline}
@@ -407,17 +536,24 @@ class CUDAEngine(ArrayEngine):
     def close(self) -> None:
         if self._closed:
             return
+        t0 = time.perf_counter()
         self._closing = True
         self._buffers.clear()
         self._k_px = None
         super().close()
+        self.close_breakdown["total_s"] = time.perf_counter() - t0
 
     def _free_pool(self) -> None:
         cp = self.cp
-        with contextlib.suppress(Exception):
-            cp.fft.config.get_plan_cache().clear()
+        t0 = time.perf_counter()
+        if _PLAN_POOL is not None:  # unused blocks only; live plans keep their work areas
+            _PLAN_POOL.free_all_blocks()
+        t1 = time.perf_counter()
         cp.get_default_memory_pool().free_all_blocks()
+        t2 = time.perf_counter()
         cp.get_default_pinned_memory_pool().free_all_blocks()
+        self.close_breakdown.update(plan_pool_s=t1 - t0, free_all_blocks_s=t2 - t1,
+                                    pinned_s=time.perf_counter() - t2)
 
 
 __all__ = ["CUDAEngine", "_alias_map", "device_array_of"]

@@ -22,10 +22,13 @@ COUNT_TYPES = {
 }
 NT = 128  # threads per block of the ν-parallel kernels (matches the source)
 NQ = 28  # loss + 6 gradient + 21 Hessian terms
+NA = 55  # derivative sums per frequency (float64 in shared memory)
+BT = 128  # BF pixels per tile (matches the source)
 
 def _names() -> list[str]:
     names = [f"vp_eval<{k}>" for k in EVAL_GROUPS]
-    names += ["vp_derivs", "energy_kernel", "reconstruct_kernel", "fma_peak"]
+    names += ["vp_derivs", "vp_eval_finish", "vp_derivs_finish", "energy_kernel",
+              "reconstruct_kernel", "fma_peak"]
     for t in COUNT_TYPES.values():
         names += [f"stage_window<{t}>", f"window_mean<{t}>", f"bf_com<{t}>", f"gather_bf<{t}>"]
     return names

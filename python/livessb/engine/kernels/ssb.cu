@@ -72,8 +72,45 @@ __device__ __forceinline__ void make_cand(const double* __restrict__ cand, doubl
     o.sXp = (float)s; o.cXp = (float)c;
 }
 
+// sinc(x) = sin(x)/x; a Taylor series below |x| = 0.6 (error < 2e-10), where the
+// quotient would inherit the absolute error of the fast sine.
+#define SINC_SERIES 0.6f
 __device__ __forceinline__ float sinc_f(float x, float s) {
-    return fabsf(x) < 1e-3f ? __fsub_rn(1.0f, __fdiv_rn(__fmul_rn(x, x), 6.0f)) : __fdiv_rn(s, x);
+    if (fabsf(x) < SINC_SERIES) {
+        const float x2 = __fmul_rn(x, x);
+        float p = __fmaf_rn(x2, -2.5052108e-8f, 2.7557319e-6f);
+        p = __fmaf_rn(x2, p, -1.9841270e-4f);
+        p = __fmaf_rn(x2, p, 8.3333333e-3f);
+        p = __fmaf_rn(x2, p, -0.16666667f);
+        return __fmaf_rn(x2, p, 1.0f);
+    }
+    return __fdividef(s, x);
+}
+
+// First and second derivatives of sinc: series below SINC_SERIES (x cos x - sin x
+// cancels there), closed form above.
+__device__ __forceinline__ void sinc_d12(float x, float S, float sn, float cs, float& S1,
+                                        float& S2) {
+    if (fabsf(x) < SINC_SERIES) {
+        const float x2 = x * x;
+        S1 = x * (-1.f / 3.f + x2 * (1.f / 30.f + x2 * (-1.f / 840.f + x2 * (1.f / 45360.f
+                 + x2 * (-1.f / 3991680.f)))));
+        S2 = -1.f / 3.f + x2 * (0.1f + x2 * (-1.f / 168.f + x2 * (1.f / 6480.f
+                 + x2 * (-1.f / 443520.f))));
+    } else {
+        const float ix = __fdividef(1.f, x);
+        S1 = (x * cs - sn) * ix * ix;
+        S2 = -S - 2.f * S1 * ix;
+    }
+}
+
+// sin and cos of x: Cody-Waite reduction by 2π (two constants), then the SFU pair.
+// Absolute error ~5e-7 after reduction; float32 arguments themselves carry ~|x|·6e-8.
+__device__ __forceinline__ void fast_sincos(float x, float* s, float* c) {
+    const float n = rintf(__fmul_rn(x, 0.159154943091895336f));
+    float r = __fmaf_rn(n, -6.28318548202514648f, x);
+    r = __fmaf_rn(n, 1.74845553e-7f, r);
+    __sincosf(r, s, c);
 }
 
 // conj(Γ) for one pair and candidate: returns (pr, pi), u^2+v^2 via d; fills po.
@@ -81,11 +118,11 @@ __device__ __forceinline__ void gamma_conj(float kr, float kc, float q, float am
                                            const Cand& c, float& pr, float& pi, float& u,
                                            float& v, PairOut& po) {
     float cp = __fmaf_rn(kr, c.vr, __fmul_rn(kc, c.vc));
-    sincosf(cp, &po.sc, &po.cc);
+    fast_sincos(cp, &po.sc, &po.cc);
     if (c.hd != 0.0f) {
         float y = __fmul_rn(c.hd, q);
         float sy, cy;
-        sincosf(y, &sy, &cy);
+        fast_sincos(y, &sy, &cy);
         po.xm = __fsub_rn(c.Xm, y);
         po.xp = __fsub_rn(c.Xp, y);
         po.sm = __fsub_rn(__fmul_rn(c.sXm, cy), __fmul_rn(c.cXm, sy));
@@ -135,16 +172,26 @@ __device__ __forceinline__ void block_reduce(double* red, int n) {
 }
 
 // Mask and amplitudes of pair (b, ν). Returns false outside the trotter.
-__device__ __forceinline__ bool pair_geo(double kr, double kc, double nr, double nc, float akb,
+__device__ __forceinline__ bool pair_geo(float fkr, float fkc, float fnr, float fnc,
+                                         const double* kd, double nr, double nc, float akb,
                                          const Geo& g, float& am, float& ap) {
-    double dr = __dsub_rn(kr, nr), dc = __dsub_rn(kc, nc);
-    double dm = __dadd_rn(__dmul_rn(dr, dr), __dmul_rn(dc, dc));
-    double er = __dadd_rn(kr, nr), ec = __dadd_rn(kc, nc);
-    double dp = __dadd_rn(__dmul_rn(er, er), __dmul_rn(ec, ec));
-    bool inm = dm <= g.ka2, inp = dp <= g.ka2;
+    // float first; the float64 NumPy formula decides only within 1e-4 of an edge.
+    const float fr = fkr - fnr, fc = fkc - fnc, pr = fkr + fnr, pc = fkc + fnc;
+    float dm = fr * fr + fc * fc, dp = pr * pr + pc * pc;
+    const float ka2 = g.ka * g.ka, tol = 1e-4f * ka2;
+    bool inm = dm <= ka2, inp = dp <= ka2;
+    if (fabsf(dm - ka2) < tol || fabsf(dp - ka2) < tol) {
+        const double kr = kd[0], kc = kd[1];
+        const double dr = __dsub_rn(kr, nr), dc = __dsub_rn(kc, nc);
+        const double dmd = __dadd_rn(__dmul_rn(dr, dr), __dmul_rn(dc, dc));
+        const double er = __dadd_rn(kr, nr), ec = __dadd_rn(kc, nc);
+        const double dpd = __dadd_rn(__dmul_rn(er, er), __dmul_rn(ec, ec));
+        inm = dmd <= g.ka2;
+        inp = dpd <= g.ka2;
+    }
     if (inm == inp) return false;
-    am = __fmul_rn(aperture_f((float)dm, g), akb);
-    ap = __fmul_rn(aperture_f((float)dp, g), akb);
+    am = __fmul_rn(aperture_f(dm, g), akb);
+    ap = __fmul_rn(aperture_f(dp, g), akb);
     return true;
 }
 
@@ -152,8 +199,8 @@ __device__ __forceinline__ bool pair_geo(double kr, double kc, double nr, double
     __syncthreads();                                                             \
     for (int t = threadIdx.x; t < BT; t += NT) {                                 \
         int bb = b0 + t;                                                         \
-        if (bb < B) {                                                            \
-            s_kr[t] = k64[2 * bb]; s_kc[t] = k64[2 * bb + 1];                    \
+        if (bb < BH) {                                                           \
+            s_k[2 * t] = k64[2 * bb]; s_k[2 * t + 1] = k64[2 * bb + 1];          \
             s_fr[t] = (float)k64[2 * bb]; s_fc[t] = (float)k64[2 * bb + 1];      \
             s_ak[t] = akb[bb];                                                   \
         }                                                                        \
@@ -161,8 +208,10 @@ __device__ __forceinline__ bool pair_geo(double kr, double kc, double nr, double
     __syncthreads();
 
 #define TILE_SHARED()                                                            \
-    __shared__ double s_kr[BT], s_kc[BT];                                        \
+    __shared__ double s_k[2 * BT];                                               \
     __shared__ float s_fr[BT], s_fc[BT], s_ak[BT];
+
+#define PAIR_GEO(t, am, ap) pair_geo(s_fr[t], s_fc[t], fnr, fnc, s_k + 2 * (t), nr, nc, s_ak[t], geo, am, ap)
 
 // ---------------------------------------------------------------------------------
 // VP loss terms for KC candidates per thread; grid (ceil(Kpad/KC), ceil(M/NT)).
@@ -172,10 +221,12 @@ __global__ void __launch_bounds__(NT) vp_eval(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc,
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
     const double* __restrict__ k64, const float* __restrict__ akb,
-    const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam, double pilam, double* __restrict__ partial) {
+    const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam, double pilam, double* __restrict__ partial,
+    int bsplit, double* __restrict__ raw) {
     TILE_SHARED();
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
     __shared__ double red[KC * NT];
+    const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
     const int Hc = Nc / 2 + 1;
     const int m = blockIdx.y * NT + threadIdx.x;
     const int c0 = blockIdx.x * KC;
@@ -198,13 +249,13 @@ __global__ void __launch_bounds__(NT) vp_eval(
     }
     const float fnr = (float)nr, fnc = (float)nc;
     const float qr = __fmul_rn(geo.twopilam, fnr), qc = __fmul_rn(geo.twopilam, fnc);
-    for (int b0 = 0; b0 < B; b0 += BT) {
+    for (int b0 = BL; b0 < BH; b0 += BT) {
         TILE_LOAD();
-        const int nb = min(BT, B - b0);
+        const int nb = min(BT, BH - b0);
         if (active) {
             for (int t = 0; t < nb; ++t) {
                 float am, ap;
-                if (!pair_geo(s_kr[t], s_kc[t], nr, nc, s_ak[t], geo, am, ap)) continue;
+                if (!PAIR_GEO(t, am, ap)) continue;
                 const float2 g = G[(size_t)(b0 + t) * M + m];
                 const float kr = s_fr[t], kc = s_fc[t];
                 const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
@@ -223,6 +274,15 @@ __global__ void __launch_bounds__(NT) vp_eval(
             }
         }
     }
+    if (gridDim.z > 1) {  // raw (K, nsplit, 3, M) sums; vp_eval_finish combines them
+        if (m < M) {
+#pragma unroll
+            for (int j = 0; j < KC; ++j)
+                for (int q = 0; q < 3; ++q)
+                    raw[(((size_t)(c0 + j) * gridDim.z + blockIdx.z) * 3 + q) * M + m] = dN[j][q];
+        }
+        return;
+    }
     const double w = active ? half_weight(m % Hc, Nc) : 0.0;
 #pragma unroll
     for (int j = 0; j < KC; ++j)
@@ -234,15 +294,154 @@ __global__ void __launch_bounds__(NT) vp_eval(
 // ---------------------------------------------------------------------------------
 // Loss, gradient and Hessian terms, one candidate per blockIdx.x.
 // partial: (K, 28, nblk): [loss, grad(6), hess(21 in PAIRS order)] (sums before -1/E).
+// Combine the b-split raw sums of vp_eval in split order; grid (K, nblk).
+__global__ void __launch_bounds__(NT) vp_eval_finish(const double* __restrict__ raw, int nsplit,
+                                                    int M, int Nc, double* __restrict__ partial) {
+    __shared__ double red[NT];
+    const int Hc = Nc / 2 + 1;
+    const int m = blockIdx.y * NT + threadIdx.x;
+    const int c = blockIdx.x;
+    double v = 0.0;
+    if (m < M) {
+        double d[3] = {0.0, 0.0, 0.0};
+        for (int z = 0; z < nsplit; ++z)
+            for (int q = 0; q < 3; ++q) d[q] += raw[(((size_t)c * nsplit + z) * 3 + q) * M + m];
+        v = loss_term(d[0], d[1], d[2], half_weight(m % Hc, Nc));
+    }
+    red[threadIdx.x] = v;
+    block_reduce(red, 1);
+    if (threadIdx.x == 0) partial[(size_t)c * gridDim.y + blockIdx.y] = red[0];
+}
+
 #define NQ 28
+// Derivative sums per frequency (float within a tile, float64 in shared memory).
+// The tilt factors x_τ = πΔ·1e-3·ν and ∂²x/∂τ∂Δ = π·1e-3·ν are per-ν constants and are
+// applied after the b-sums, so only these 55 sums run over pairs (T = S'·a, D = T·x_Δ,
+// U = S''·a, UD = U·x_Δ, UDD = UD·x_Δ; complex ones as (re, im)).
+#define NA 55
+#define IX(i) (2 * (i))
+#define INT_ 6
+#define IND 8
+#define IY(n) (10 + 2 * (n))
+#define IZ12 22
+#define IZ22 24
+#define IWT(i) (26 + 2 * (i))
+#define IWD(i) (32 + 2 * (i))
+#define IVTT 38
+#define IVTD 40
+#define IVDD 42
+#define IR0 44
+#define IQT 45
+#define IQD 46
+#define IRT 47
+#define IRD 48
+#define IQTT 49
+#define IQTD 50
+#define IQDD 51
+#define IRTT 52
+#define IRTD 53
+#define IRDD 54
+
+// Per-ν loss, gradient and Hessian terms from N, D and the NA derivative sums (sh, stride NT).
+__device__ void derivs_epilogue(const double* sh, const double* dN, bool active, int m, int Hc,
+                                int Nc, double nr, double nc, const double* cd, double pilam,
+                                double* out) {
+#define SA(j) sh[(j) * NT + threadIdx.x]
+    const double C12 = cd[1], c2 = cd[2], s2 = cd[3], dep = cd[6];
+    const double Dn = nr * nr - nc * nc, Xn = 2.0 * nr * nc, nn = nr * nr + nc * nc;
+    const double P0 = pilam * nn, P1 = pilam * (c2 * Dn + s2 * Xn);
+    const double P12 = pilam * (-2.0 * s2 * Dn + 2.0 * c2 * Xn);
+    const double P2 = C12 * P12, P22 = pilam * C12 * (-4.0 * c2 * Dn - 4.0 * s2 * Xn);
+#pragma unroll
+    for (int j = 0; j < NQ; ++j) out[j] = 0.0;
+    if (active) {
+        const double w = half_weight(m % Hc, Nc);
+        const double Nre = dN[0], Nim = dN[1], D = dN[2];
+        out[0] = loss_term(Nre, Nim, D, w);
+        if (D > 1e-12) {
+            const double iu = 1.0 / D, idw = iu * w;
+            const double n2 = Nre * Nre + Nim * Nim;
+            const double half_psi = pilam * (cd[0] * nn + C12 * c2 * Dn + C12 * s2 * Xn);
+            const double cosP = cos(2.0 * half_psi), sinP = sin(2.0 * half_psi);
+            const double Pd[3] = {P0, P1, P2};
+            const double xt[2] = {PI_D * dep * MRAD_D * nr, PI_D * dep * MRAD_D * nc};
+            const double xtd[2] = {PI_D * MRAD_D * nr, PI_D * MRAD_D * nc};
+            const double Qa[3] = {xt[0] * SA(IQT), xt[1] * SA(IQT), SA(IQD)};
+            const double Ra[3] = {xt[0] * SA(IRT), xt[1] * SA(IRT), SA(IRD)};
+            double dNr[6], dNi[6], dD[6];
+            for (int i = 0; i < 3; ++i) {  // N_i = i X_i
+                dNr[i] = -SA(IX(i) + 1); dNi[i] = SA(IX(i));
+                dD[i] = 4.0 * sinP * Pd[i] * SA(IR0);
+                dD[3 + i] = 2.0 * Qa[i] - 2.0 * cosP * Ra[i];
+            }
+            dNr[3] = xt[0] * SA(INT_); dNi[3] = xt[0] * SA(INT_ + 1);
+            dNr[4] = xt[1] * SA(INT_); dNi[4] = xt[1] * SA(INT_ + 1);
+            dNr[5] = SA(IND); dNi[5] = SA(IND + 1);
+            double re_n_dn[6];
+            for (int i = 0; i < 6; ++i) {
+                re_n_dn[i] = Nre * dNr[i] + Nim * dNi[i];
+                out[1 + i] = 2.0 * re_n_dn[i] * idw - n2 * dD[i] * idw * iu;
+            }
+            int n = 0, ny = 0;
+            for (int i = 0; i < 6; ++i) {
+                for (int j = i; j < 6; ++j, ++n) {
+                    double d2r, d2i, d2D;
+                    if (j < 3) {
+                        d2r = -SA(IY(ny)); d2i = -SA(IY(ny) + 1);
+                        double pij = 0.0;
+                        if (i == 1 && j == 2) { d2r -= SA(IZ12 + 1); d2i += SA(IZ12); pij = P12; }
+                        if (i == 2 && j == 2) { d2r -= SA(IZ22 + 1); d2i += SA(IZ22); pij = P22; }
+                        d2D = (8.0 * cosP * Pd[i] * Pd[j] + 4.0 * sinP * pij) * SA(IR0);
+                        ++ny;
+                    } else if (i < 3) {
+                        const int a = j - 3;
+                        double wr, wi;
+                        if (a < 2) { wr = xt[a] * SA(IWT(i)); wi = xt[a] * SA(IWT(i) + 1); }
+                        else { wr = SA(IWD(i)); wi = SA(IWD(i) + 1); }
+                        d2r = -wi; d2i = wr;
+                        d2D = 4.0 * sinP * Pd[i] * Ra[a];
+                    } else {
+                        const int a = i - 3, bq = j - 3;
+                        double Qab, Rab;
+                        if (bq < 2) {
+                            const double f = xt[a] * xt[bq];
+                            d2r = f * SA(IVTT); d2i = f * SA(IVTT + 1);
+                            Qab = f * SA(IQTT); Rab = f * SA(IRTT);
+                        } else if (a < 2) {
+                            d2r = xt[a] * SA(IVTD) + xtd[a] * SA(INT_);
+                            d2i = xt[a] * SA(IVTD + 1) + xtd[a] * SA(INT_ + 1);
+                            Qab = xt[a] * SA(IQTD) + xtd[a] * SA(IQT);
+                            Rab = xt[a] * SA(IRTD) + xtd[a] * SA(IRT);
+                        } else {
+                            d2r = SA(IVDD); d2i = SA(IVDD + 1);
+                            Qab = SA(IQDD); Rab = SA(IRDD);
+                        }
+                        d2D = 2.0 * Qab - 2.0 * cosP * Rab;
+                    }
+                    const double t = 2.0 * (dNr[j] * dNr[i] + dNi[j] * dNi[i] + Nre * d2r + Nim * d2i)
+                                     - 2.0 * re_n_dn[i] * dD[j] * iu - 2.0 * re_n_dn[j] * dD[i] * iu
+                                     - n2 * d2D * iu + 2.0 * n2 * dD[i] * dD[j] * iu * iu;
+                    out[7 + n] = t * idw;
+                }
+            }
+        }
+    }
+#undef SA
+}
+
+
+// Loss, gradient and Hessian terms, one candidate per blockIdx.x.
+// partial: (K, 28, nblk): [loss, grad(6), hess(21 in PAIRS order)] (sums before -1/E).
 __global__ void __launch_bounds__(NT) vp_derivs(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc,
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
     const double* __restrict__ k64, const float* __restrict__ akb,
-    const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam, double pilam, double* __restrict__ partial) {
+    const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
+    double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw) {
     TILE_SHARED();
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
-    extern __shared__ double red[];  // NQ * NT
+    extern __shared__ double sh[];  // NA * NT float64 accumulators, then the reduction
+    const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
     const int Hc = Nc / 2 + 1;
     const int m = blockIdx.y * NT + threadIdx.x;
     const int ci = blockIdx.x;
@@ -259,7 +458,6 @@ __global__ void __launch_bounds__(NT) vp_derivs(
     make_cand(cd, nr, nc, pilam, cc);
     const double C12 = cd[1], c2 = cd[2], s2 = cd[3], dep = cd[6];
     const double tr = cd[4], tcc = cd[5];
-    // Per-ν derivative constants (double, then float for the inner loop).
     const double Dn = nr * nr - nc * nc, Xn = 2.0 * nr * nc, nn = nr * nr + nc * nc;
     const double P0 = pilam * nn, P1 = pilam * (c2 * Dn + s2 * Xn);
     const double P12 = pilam * (-2.0 * s2 * Dn + 2.0 * c2 * Xn);
@@ -267,8 +465,6 @@ __global__ void __launch_bounds__(NT) vp_derivs(
     const double tp = 2.0 * PI_D * (nr * tr + nc * tcc);
     const float fP[3] = {(float)P0, (float)P1, (float)P2};
     const float fP12 = (float)P12, fP22 = (float)P22;
-    const float xt[2] = {(float)(PI_D * dep * MRAD_D * nr), (float)(PI_D * dep * MRAD_D * nc)};
-    const float xtd[2] = {(float)(PI_D * MRAD_D * nr), (float)(PI_D * MRAD_D * nc)};
     const float Bm = (float)(pilam * nn + tp), Bp = (float)(-pilam * nn + tp);
     const float fC12 = (float)C12, fc2 = (float)c2, fs2 = (float)s2;
     const float fnr = (float)nr, fnc = (float)nc;
@@ -276,25 +472,17 @@ __global__ void __launch_bounds__(NT) vp_derivs(
 
     float fN[3] = {0.f, 0.f, 0.f};
     double dN[3] = {0.0, 0.0, 0.0};
-    // Complex accumulators (re, im): X[3], Na[3], Y[6], Z12, Z22, W[9], V[6] = 29.
-    float X[3][2], Na[3][2], Y[6][2], Z12[2], Z22[2], W[9][2], V[6][2];
-    // Real: R0, Q[3], R[3], Qab[6], Rab[6].
-    float R0 = 0.f, Q[3], R[3], Qab[6], Rab[6];
+    float A[NA];
 #pragma unroll
-    for (int i = 0; i < 3; ++i) { X[i][0] = X[i][1] = Na[i][0] = Na[i][1] = 0.f; Q[i] = R[i] = 0.f; }
-#pragma unroll
-    for (int i = 0; i < 6; ++i) { Y[i][0] = Y[i][1] = V[i][0] = V[i][1] = 0.f; Qab[i] = Rab[i] = 0.f; }
-#pragma unroll
-    for (int i = 0; i < 9; ++i) { W[i][0] = W[i][1] = 0.f; }
-    Z12[0] = Z12[1] = Z22[0] = Z22[1] = 0.f;
+    for (int j = 0; j < NA; ++j) { A[j] = 0.f; sh[j * NT + threadIdx.x] = 0.0; }
 
-    for (int b0 = 0; b0 < B; b0 += BT) {
+    for (int b0 = BL; b0 < BH; b0 += BT) {
         TILE_LOAD();
-        const int nb = min(BT, B - b0);
+        const int nb = min(BT, BH - b0);
         if (active) {
             for (int t = 0; t < nb; ++t) {
                 float am, ap;
-                if (!pair_geo(s_kr[t], s_kc[t], nr, nc, s_ak[t], geo, am, ap)) continue;
+                if (!PAIR_GEO(t, am, ap)) continue;
                 const float2 g = G[(size_t)(b0 + t) * M + m];
                 const float kr = s_fr[t], kc = s_fc[t];
                 const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
@@ -315,144 +503,109 @@ __global__ void __launch_bounds__(NT) vp_derivs(
                 const float gi = po.cc * g.y - po.sc * g.x;
                 const float hm[2] = {cc.cE * gr - cc.sE * gi, cc.cE * gi + cc.sE * gr};
                 const float hp[2] = {-(cc.cE * gr + cc.sE * gi), -(cc.cE * gi - cc.sE * gr)};
-                // sinc derivatives
                 float S1m, S2m, S1p, S2p;
-                {
-                    float x = po.xm;
-                    if (fabsf(x) < 1e-3f) { S1m = -x / 3.f + x * x * x / 30.f; S2m = -1.f / 3.f + x * x / 10.f; }
-                    else { S1m = (x * po.cm - po.sm) / (x * x); S2m = -po.Sm - 2.f * S1m / x; }
-                    x = po.xp;
-                    if (fabsf(x) < 1e-3f) { S1p = -x / 3.f + x * x * x / 30.f; S2p = -1.f / 3.f + x * x / 10.f; }
-                    else { S1p = (x * po.cp - po.sp) / (x * x); S2p = -po.Sp - 2.f * S1p / x; }
-                }
+                sinc_d12(po.xm, po.Sm, po.sm, po.cm, S1m, S2m);
+                sinc_d12(po.xp, po.Sp, po.sp, po.cp, S1p, S2p);
                 const float Am = po.Sm * am, Ap = po.Sp * ap;
-                const float xm3[3] = {xt[0], xt[1], 0.5f * (Bm - e1)};
-                const float xp3[3] = {xt[0], xt[1], 0.5f * (Bp - e1)};
-                float Ama[3], Apa[3];
-#pragma unroll
-                for (int a = 0; a < 3; ++a) { Ama[a] = S1m * xm3[a] * am; Apa[a] = S1p * xp3[a] * ap; }
-                float Amab[6], Apab[6];
-                {
-                    int n = 0;
-#pragma unroll
-                    for (int a = 0; a < 3; ++a)
-#pragma unroll
-                        for (int bq = a; bq < 3; ++bq, ++n) {
-                            float xab = (bq == 2 && a < 2) ? xtd[a] : 0.f;
-                            Amab[n] = (S2m * xm3[a] * xm3[bq] + S1m * xab) * am;
-                            Apab[n] = (S2p * xp3[a] * xp3[bq] + S1p * xab) * ap;
-                        }
-                }
+                const float xDm = 0.5f * (Bm - e1), xDp = 0.5f * (Bp - e1);
+                const float Tm = S1m * am, Tp = S1p * ap;
+                const float Dm = Tm * xDm, Dp = Tp * xDp;
+                const float Um = S2m * am, Up = S2p * ap;
+                const float UDm = Um * xDm, UDp = Up * xDp;
+                const float UDDm = UDm * xDm, UDDp = UDp * xDp;
                 float Pm[3], Pp[3];
 #pragma unroll
                 for (int i = 0; i < 3; ++i) { Pm[i] = fP[i] - cdv[i]; Pp[i] = -fP[i] - cdv[i]; }
-#define ACC(acc, rm, rp) { acc[0] += (rm) * hm[0] + (rp) * hp[0]; acc[1] += (rm) * hm[1] + (rp) * hp[1]; }
+#define ACC(j, rm, rp) { A[(j)] += (rm) * hm[0] + (rp) * hp[0]; A[(j) + 1] += (rm) * hm[1] + (rp) * hp[1]; }
 #pragma unroll
                 for (int i = 0; i < 3; ++i) {
-                    ACC(X[i], Pm[i] * Am, Pp[i] * Ap);
-                    ACC(Na[i], Ama[i], Apa[i]);
+                    ACC(IX(i), Pm[i] * Am, Pp[i] * Ap);
+                    ACC(IWT(i), Pm[i] * Tm, Pp[i] * Tp);
+                    ACC(IWD(i), Pm[i] * Dm, Pp[i] * Dp);
                 }
+                ACC(INT_, Tm, Tp);
+                ACC(IND, Dm, Dp);
                 {
                     int n = 0;
 #pragma unroll
                     for (int i = 0; i < 3; ++i)
 #pragma unroll
-                        for (int j = i; j < 3; ++j, ++n) ACC(Y[n], Pm[i] * Pm[j] * Am, Pp[i] * Pp[j] * Ap);
+                        for (int j = i; j < 3; ++j, ++n) ACC(IY(n), Pm[i] * Pm[j] * Am, Pp[i] * Pp[j] * Ap);
                 }
-                ACC(Z12, (fP12 - cd12) * Am, (-fP12 - cd12) * Ap);
-                ACC(Z22, (fP22 - cd22) * Am, (-fP22 - cd22) * Ap);
-#pragma unroll
-                for (int i = 0; i < 3; ++i)
-#pragma unroll
-                    for (int a = 0; a < 3; ++a) ACC(W[3 * i + a], Pm[i] * Ama[a], Pp[i] * Apa[a]);
-#pragma unroll
-                for (int n = 0; n < 6; ++n) ACC(V[n], Amab[n], Apab[n]);
+                ACC(IZ12, (fP12 - cd12) * Am, (-fP12 - cd12) * Ap);
+                ACC(IZ22, (fP22 - cd22) * Am, (-fP22 - cd22) * Ap);
+                ACC(IVTT, Um, Up);
+                ACC(IVTD, UDm, UDp);
+                ACC(IVDD, UDDm, UDDp);
 #undef ACC
-                // D-type sums (α = Am, β = Ap)
-                R0 += Am * Ap;
-#pragma unroll
-                for (int a = 0; a < 3; ++a) {
-                    Q[a] += Am * Ama[a] + Ap * Apa[a];
-                    R[a] += Ama[a] * Ap + Am * Apa[a];
-                }
-                {
-                    int n = 0;
-#pragma unroll
-                    for (int a = 0; a < 3; ++a)
-#pragma unroll
-                        for (int bq = a; bq < 3; ++bq, ++n) {
-                            Qab[n] += Ama[a] * Ama[bq] + Am * Amab[n] + Apa[a] * Apa[bq] + Ap * Apab[n];
-                            Rab[n] += Amab[n] * Ap + Ama[a] * Apa[bq] + Ama[bq] * Apa[a] + Am * Apab[n];
-                        }
-                }
+                A[IR0] += Am * Ap;
+                A[IQT] += Am * Tm + Ap * Tp;
+                A[IQD] += Am * Dm + Ap * Dp;
+                A[IRT] += Tm * Ap + Am * Tp;
+                A[IRD] += Dm * Ap + Am * Dp;
+                A[IQTT] += Tm * Tm + Am * Um + Tp * Tp + Ap * Up;
+                A[IQTD] += Tm * Dm + Am * UDm + Tp * Dp + Ap * UDp;
+                A[IQDD] += Dm * Dm + Am * UDDm + Dp * Dp + Ap * UDDp;
+                A[IRTT] += Um * Ap + 2.f * Tm * Tp + Am * Up;
+                A[IRTD] += UDm * Ap + Tm * Dp + Dm * Tp + Am * UDp;
+                A[IRDD] += UDDm * Ap + 2.f * Dm * Dp + Am * UDDp;
             }
             dN[0] += fN[0]; dN[1] += fN[1]; dN[2] += fN[2];
             fN[0] = fN[1] = fN[2] = 0.f;
+#pragma unroll
+            for (int j = 0; j < NA; ++j) { sh[j * NT + threadIdx.x] += (double)A[j]; A[j] = 0.f; }
+        }
+    }
+    if (gridDim.z > 1) {  // raw (K, nsplit, 3 + NA, M) sums; vp_derivs_finish combines them
+        if (m < M) {
+            const size_t base = ((size_t)ci * gridDim.z + blockIdx.z) * (3 + NA);
+            for (int q = 0; q < 3; ++q) raw[(base + q) * M + m] = dN[q];
+            for (int j = 0; j < NA; ++j) raw[(base + 3 + j) * M + m] = sh[j * NT + threadIdx.x];
+        }
+        return;
+    }
+    double out[NQ];
+    derivs_epilogue(sh, dN, active, m, Hc, Nc, nr, nc, cd, pilam, out);
+#undef SA
+    for (int j = 0; j < NQ; ++j) sh[j * NT + threadIdx.x] = out[j];
+    block_reduce(sh, NQ);
+    if (threadIdx.x < NQ)
+        partial[((size_t)ci * NQ + threadIdx.x) * nblk + blockIdx.y] = sh[threadIdx.x * NT];
+}
+
+// Combine the b-split raw sums of vp_derivs in split order, then the epilogue; grid (K, nblk).
+__global__ void __launch_bounds__(NT) vp_derivs_finish(
+    const double* __restrict__ raw, int nsplit, int M, int Nc, const double* __restrict__ nu_r,
+    const double* __restrict__ nu_c, const double* __restrict__ cand, double ka2, double pilam,
+    double* __restrict__ partial) {
+    extern __shared__ double sh[];  // NA * NT
+    const int Hc = Nc / 2 + 1;
+    const int m = blockIdx.y * NT + threadIdx.x;
+    const int ci = blockIdx.x;
+    const int nblk = gridDim.y;
+    const double* cd = cand + 8 * ci;
+    double nr = 0.0, nc = 0.0;
+    bool active = m < M;
+    if (active) {
+        nr = nu_r[m / Hc];
+        nc = nu_c[m % Hc];
+        if (nr * nr + nc * nc > 4.0 * ka2 * (1.0 + 1e-6)) active = false;
+    }
+    double dN[3] = {0.0, 0.0, 0.0};
+    for (int j = 0; j < NA; ++j) sh[j * NT + threadIdx.x] = 0.0;
+    if (m < M) {
+        for (int z = 0; z < nsplit; ++z) {
+            const size_t base = ((size_t)ci * nsplit + z) * (3 + NA);
+            for (int q = 0; q < 3; ++q) dN[q] += raw[(base + q) * M + m];
+            for (int j = 0; j < NA; ++j) sh[j * NT + threadIdx.x] += raw[(base + 3 + j) * M + m];
         }
     }
     double out[NQ];
-#pragma unroll
-    for (int j = 0; j < NQ; ++j) out[j] = 0.0;
-    if (active) {
-        const double w = half_weight(m % Hc, Nc);
-        const double Nre = dN[0], Nim = dN[1], D = dN[2];
-        out[0] = loss_term(Nre, Nim, D, w);
-        if (D > 1e-12) {
-            const double iu = 1.0 / D, idw = iu * w;
-            const double n2 = Nre * Nre + Nim * Nim;
-            double half_psi;
-            {
-                // Recompute Ψ/2 in double for cos Ψ, sin Ψ.
-                const double C10 = cd[0];
-                const double a = C12 * c2, b = C12 * s2;
-                half_psi = pilam * (C10 * nn + a * Dn + b * Xn);
-            }
-            const double cosP = cos(2.0 * half_psi), sinP = sin(2.0 * half_psi);
-            const double Pd[3] = {P0, P1, P2};
-            double dNr[6], dNi[6], dD[6];
-            for (int i = 0; i < 3; ++i) {  // N_i = i X_i
-                dNr[i] = -(double)X[i][1]; dNi[i] = (double)X[i][0];
-                dD[i] = 4.0 * sinP * Pd[i] * (double)R0;
-                dNr[3 + i] = Na[i][0]; dNi[3 + i] = Na[i][1];
-                dD[3 + i] = 2.0 * (double)Q[i] - 2.0 * cosP * (double)R[i];
-            }
-            double re_n_dn[6];
-            for (int i = 0; i < 6; ++i) {
-                re_n_dn[i] = Nre * dNr[i] + Nim * dNi[i];
-                out[1 + i] = 2.0 * re_n_dn[i] * idw - n2 * dD[i] * idw * iu;
-            }
-            int n = 0, ny = 0, nv = 0;
-            for (int i = 0; i < 6; ++i) {
-                for (int j = i; j < 6; ++j, ++n) {
-                    double d2r, d2i, d2D;
-                    if (j < 3) {
-                        d2r = -(double)Y[ny][0]; d2i = -(double)Y[ny][1];
-                        double pij = 0.0;
-                        if (i == 1 && j == 2) { d2r -= (double)Z12[1]; d2i += (double)Z12[0]; pij = P12; }
-                        if (i == 2 && j == 2) { d2r -= (double)Z22[1]; d2i += (double)Z22[0]; pij = P22; }
-                        d2D = (8.0 * cosP * Pd[i] * Pd[j] + 4.0 * sinP * pij) * (double)R0;
-                        ++ny;
-                    } else if (i < 3) {
-                        const int a = j - 3;
-                        d2r = -(double)W[3 * i + a][1]; d2i = (double)W[3 * i + a][0];
-                        d2D = 4.0 * sinP * Pd[i] * (double)R[a];
-                    } else {
-                        d2r = V[nv][0]; d2i = V[nv][1];
-                        d2D = 2.0 * (double)Qab[nv] - 2.0 * cosP * (double)Rab[nv];
-                        ++nv;
-                    }
-                    const double t = 2.0 * (dNr[j] * dNr[i] + dNi[j] * dNi[i] + Nre * d2r + Nim * d2i)
-                                     - 2.0 * re_n_dn[i] * dD[j] * iu - 2.0 * re_n_dn[j] * dD[i] * iu
-                                     - n2 * d2D * iu + 2.0 * n2 * dD[i] * dD[j] * iu * iu;
-                    out[7 + n] = t * idw;
-                }
-            }
-        }
-    }
-    for (int j = 0; j < NQ; ++j) red[j * NT + threadIdx.x] = out[j];
-    block_reduce(red, NQ);
+    derivs_epilogue(sh, dN, active, m, Hc, Nc, nr, nc, cd, pilam, out);
+    for (int j = 0; j < NQ; ++j) sh[j * NT + threadIdx.x] = out[j];
+    block_reduce(sh, NQ);
     if (threadIdx.x < NQ)
-        partial[((size_t)ci * NQ + threadIdx.x) * nblk + blockIdx.y] = red[threadIdx.x * NT];
+        partial[((size_t)ci * NQ + threadIdx.x) * nblk + blockIdx.y] = sh[threadIdx.x * NT];
 }
 
 // ---------------------------------------------------------------------------------
@@ -470,7 +623,9 @@ __global__ void __launch_bounds__(NT) energy_kernel(
     double nr = 0.0, nc = 0.0;
     bool active = m < M;
     if (active) { nr = nu_r[m / Hc]; nc = nu_c[m % Hc]; }
+    const float fnr = (float)nr, fnc = (float)nc;
     double e = 0.0, cnt = 0.0;
+    const int BH = B;
     for (int b0 = 0; b0 < B; b0 += BT) {
         TILE_LOAD();
         const int nb = min(BT, B - b0);
@@ -478,7 +633,7 @@ __global__ void __launch_bounds__(NT) energy_kernel(
             float fe = 0.f;
             for (int t = 0; t < nb; ++t) {
                 float am, ap;
-                if (!pair_geo(s_kr[t], s_kc[t], nr, nc, s_ak[t], geo, am, ap)) continue;
+                if (!PAIR_GEO(t, am, ap)) continue;
                 const float2 g = G[(size_t)(b0 + t) * M + m];
                 fe += g.x * g.x + g.y * g.y;
                 cnt += 1.0;
@@ -527,6 +682,7 @@ __global__ void __launch_bounds__(NT) reconstruct_kernel(
     const float fnr = (float)nr, fnc = (float)nc;
     const float qr = __fmul_rn(geo.twopilam, fnr), qc = __fmul_rn(geo.twopilam, fnc);
     double aR = 0.0, aI = 0.0, aD = 0.0;
+    const int BH = B;
     for (int b0 = 0; b0 < B; b0 += BT) {
         TILE_LOAD();
         const int nb = min(BT, B - b0);
@@ -534,7 +690,7 @@ __global__ void __launch_bounds__(NT) reconstruct_kernel(
             float fr_ = 0.f, fi_ = 0.f, fd_ = 0.f;
             for (int t = 0; t < nb; ++t) {
                 float am, ap;
-                if (!pair_geo(s_kr[t], s_kc[t], nr, nc, s_ak[t], geo, am, ap)) continue;
+                if (!PAIR_GEO(t, am, ap)) continue;
                 float2 g = G[(size_t)(b0 + t) * M + src];
                 if (cj) g.y = -g.y;
                 const float kr = s_fr[t], kc = s_fc[t];
@@ -543,8 +699,7 @@ __global__ void __launch_bounds__(NT) reconstruct_kernel(
                 PairOut po;
                 gamma_conj(kr, kc, q, am, ap, cc, pr, pi, u, v, po);
                 if (mode == 0) {
-                    const float mag = sqrtf(u * u + v * v);
-                    const float inv = 1.0f / fmaxf(mag, eps);
+                    const float inv = fminf(rsqrtf(u * u + v * v), 1.0f / eps);
                     fr_ += (pr * g.x - pi * g.y) * inv;
                     fi_ += (pr * g.y + pi * g.x) * inv;
                 } else {
