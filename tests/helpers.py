@@ -23,3 +23,22 @@ def disk_counts(
 
 def disk_dataset(**kw: object) -> Dataset4D:
     return Dataset4D(disk_counts(**kw), voltage_kV=200, semiangle_mrad=20, scan_step_A=0.5)  # type: ignore[arg-type]
+
+
+def require(available: bool, reason: str) -> None:
+    """Skip a module whose tools are missing, except where CI demands them (then fail)."""
+    import os
+
+    import pytest
+
+    if available:
+        return
+    if os.environ.get("LIVESSB_REQUIRE_ALL"):
+        raise RuntimeError(f"required for this run but missing: {reason}")
+    pytest.skip(reason, allow_module_level=True)
+
+
+def importable(name: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None

@@ -11,17 +11,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-pytest.importorskip("anywidget")
+from helpers import importable, require
 
-import livessb
-from livessb import widget as widget_mod
-from livessb.simulate import simulate_4dstem
+require(importable("anywidget"), "pip install anywidget")
+
+import livessb  # noqa: E402
+from livessb import widget as widget_mod  # noqa: E402
+from livessb.simulate import simulate_4dstem  # noqa: E402
 
 TRIALS = 24
 TIMEOUT = 300
 
-if not (widget_mod._STATIC / "widget.js").is_file():
-    pytest.skip("front end not built (scripts/build-frontend.sh)", allow_module_level=True)
+require((widget_mod._STATIC / "widget.js").is_file(),
+        "front end not built (scripts/build-frontend.sh)")
 
 
 def region(rid: str, r0: int, r1: int, c0: int, c1: int) -> dict[str, Any]:
