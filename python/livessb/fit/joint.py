@@ -13,7 +13,7 @@ from tqdm.auto import tqdm
 from ..physics.overlap import PARAMS
 from .model import ThickSampleModel
 from .newton import NewtonOptions, newton_refine
-from .search import SAMPLERS, Box, best_distinct, trial_record
+from .search import Box, best_distinct, search, trial_record
 
 EDGE_TOLERANCE = 1e-3  # fraction of the box width
 ROTATION_GRID = 25  # θ samples over ±3° around the COM estimate
@@ -45,10 +45,8 @@ def joint_fit(
     b = Box.from_mapping(box)
     t0 = time.perf_counter()
     with tqdm(total=trials, desc=label, disable=not progress, leave=False) as bar:
-        if sampler not in SAMPLERS:
-            raise ValueError(f"unknown sampler {sampler!r}: use {sorted(SAMPLERS)}")
-        params, losses, batch_of = SAMPLERS[sampler](
-            lambda c: model.evaluate(c, objective), b, trials, seed, on_batch=bar.update)
+        params, losses, batch_of = search(lambda c: model.evaluate(c, objective), b, trials,
+                                          seed, on_batch=bar.update, sampler=sampler)
     t1 = time.perf_counter()
     starts = params[best_distinct(params, losses, b, n_starts)]
     newton: list[dict[str, Any]] = []

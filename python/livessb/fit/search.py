@@ -97,75 +97,86 @@ def _adaptive_batch(
     return np.clip(out, 0.0, 1.0)
 
 
+class NativeProposer:
+    """Scrambled Halton batch first, then Gaussian batches around the elites (unit cube)."""
+
+    def __init__(self, box: Box, trials: int, seed: int) -> None:
+        self.box = box
+        self.rng = np.random.default_rng(seed)
+        self.halton = qmc.Halton(d=len(PARAMS), scramble=True, seed=self.rng)
+
+    def propose(self, batch: int, n: int, params: np.ndarray, losses: np.ndarray) -> np.ndarray:
+        if batch == 0:
+            return self.box.from_unit(self.halton.random(n))
+        unit = _adaptive_batch(self.rng, self.box.to_unit(params), losses, n,
+                               SPREAD_START * SPREAD_SHRINK ** (batch - 1))
+        return self.box.from_unit(unit)
+
+    def tell(self, values: np.ndarray) -> None:
+        """Stateless beyond the history passed to ``propose``."""
+
+
+class OptunaProposer:
+    """Optuna's seeded multivariate TPE, asked a whole batch at a time (constant liar).
+
+    A TPE ask costs milliseconds once trials accumulate, so this is the slower option;
+    each batch still goes to the engine in one call.
+    """
+
+    def __init__(self, box: Box, trials: int, seed: int) -> None:
+        import optuna
+        from optuna.distributions import BaseDistribution, FloatDistribution
+
+        optuna.logging.set_verbosity(optuna.logging.WARNING)
+        self.dists: dict[str, BaseDistribution] = {
+            p: FloatDistribution(float(lo), float(hi))
+            for p, lo, hi in zip(PARAMS, box.low, box.high, strict=True)}
+        sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=max(1, trials // 2),
+                                             multivariate=True, constant_liar=True)
+        self.study = optuna.create_study(direction="minimize", sampler=sampler)
+        self.asked: list[Any] = []
+
+    def propose(self, batch: int, n: int, params: np.ndarray, losses: np.ndarray) -> np.ndarray:
+        self.asked = [self.study.ask(self.dists) for _ in range(n)]
+        return np.array([[t.params[p] for p in PARAMS] for t in self.asked])
+
+    def tell(self, values: np.ndarray) -> None:
+        for t, v in zip(self.asked, values, strict=True):
+            self.study.tell(t, float(v))
+
+
+SAMPLERS: dict[str, type[NativeProposer] | type[OptunaProposer]] = {
+    "native": NativeProposer, "optuna": OptunaProposer}
+
+
 def search(
     score: Callable[[np.ndarray], np.ndarray],
     box: Box,
     trials: int,
     seed: int,
     on_batch: Callable[[int], Any] | None = None,
+    sampler: str = "native",
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """Propose and score ``trials`` candidates; returns (params (T, 6), losses (T,), batch ids)."""
-    rng = np.random.default_rng(seed)
-    halton = qmc.Halton(d=len(PARAMS), scramble=True, seed=rng)
-    units: list[np.ndarray] = []
-    losses: list[np.ndarray] = []
-    batch_of: list[int] = []
-    for b, n in enumerate(batch_sizes(trials)):
-        if b == 0:
-            u = halton.random(n)
-        else:
-            u = _adaptive_batch(rng, np.concatenate(units), np.concatenate(losses), n,
-                                SPREAD_START * SPREAD_SHRINK ** (b - 1))
-        values = score(box.from_unit(u))
-        units.append(u)
-        losses.append(np.asarray(values, dtype=np.float64))
-        batch_of += [b] * n
-        if on_batch is not None:
-            on_batch(n)
-    return box.from_unit(np.concatenate(units)), np.concatenate(losses), batch_of
+    """Propose and score ``trials`` candidates batch by batch, one engine call per batch.
 
-
-def optuna_search(
-    score: Callable[[np.ndarray], np.ndarray],
-    box: Box,
-    trials: int,
-    seed: int,
-    on_batch: Callable[[int], Any] | None = None,
-) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """Same contract as ``search`` with Optuna's seeded TPE proposing (asks in batches).
-
-    A TPE ask costs milliseconds once trials accumulate, so this is the slower option;
-    batches still go to the engine in one call each.
+    Returns (params (T, 6), losses (T,), batch id of each trial).
     """
-    import optuna
-    from optuna.distributions import BaseDistribution, FloatDistribution
-
-    optuna.logging.set_verbosity(optuna.logging.WARNING)
-    dists: dict[str, BaseDistribution] = {
-        p: FloatDistribution(float(lo), float(hi))
-        for p, lo, hi in zip(PARAMS, box.low, box.high, strict=True)}
-    sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=max(1, trials // 2),
-                                         multivariate=True, constant_liar=True)
-    study = optuna.create_study(direction="minimize", sampler=sampler)
-    params: list[np.ndarray] = []
-    losses: list[np.ndarray] = []
+    if sampler not in SAMPLERS:
+        raise ValueError(f"unknown sampler {sampler!r}: use {sorted(SAMPLERS)}")
+    proposer = SAMPLERS[sampler](box, trials, seed)
+    params = np.empty((0, len(PARAMS)))
+    losses = np.empty(0)
     batch_of: list[int] = []
     for b, n in enumerate(batch_sizes(trials)):
-        asked = [study.ask(dists) for _ in range(n)]
-        vec = np.array([[t.params[p] for p in PARAMS] for t in asked])
-        values = np.asarray(score(vec), dtype=np.float64)
-        for t, v in zip(asked, values, strict=True):
-            study.tell(t, float(v))
-        params.append(vec)
-        losses.append(values)
+        proposed = proposer.propose(b, n, params, losses)
+        values = np.asarray(score(proposed), dtype=np.float64)
+        proposer.tell(values)
+        params = np.concatenate([params, proposed])
+        losses = np.concatenate([losses, values])
         batch_of += [b] * n
         if on_batch is not None:
             on_batch(n)
-    return np.concatenate(params), np.concatenate(losses), batch_of
-
-
-SAMPLERS: dict[str, Callable[..., tuple[np.ndarray, np.ndarray, list[int]]]] = {
-    "native": search, "optuna": optuna_search}
+    return params, losses, batch_of
 
 
 def best_distinct(
