@@ -41,7 +41,7 @@ struct PairOut {       // per-pair values the derivative kernel reuses
 };
 
 __device__ __forceinline__ float aperture_f(float d2, const Geo& g) {
-    float q = sqrtf(d2);
+    float q = d2 > 0.0f ? __fmul_rn(d2, rsqrtf(d2)) : 0.0f;  // |q| (SFU rsqrt)
     float a = __fmaf_rn(__fsub_rn(g.ka, q), g.inv_w, 0.5f);
     return fminf(fmaxf(a, 0.0f), 1.0f);
 }
@@ -72,19 +72,12 @@ __device__ __forceinline__ void make_cand(const double* __restrict__ cand, doubl
     o.sXp = (float)s; o.cXp = (float)c;
 }
 
-// sinc(x) = sin(x)/x; a Taylor series below |x| = 0.6 (error < 2e-10), where the
-// quotient would inherit the absolute error of the fast sine.
+// sinc(x) = sin(x)/x (the CPU engine's form: 1 - x²/6 below |x| = 1e-3). The fast sine
+// is accurate relative to x near 0, so the quotient keeps float precision there.
 #define SINC_SERIES 0.6f
 __device__ __forceinline__ float sinc_f(float x, float s) {
-    if (fabsf(x) < SINC_SERIES) {
-        const float x2 = __fmul_rn(x, x);
-        float p = __fmaf_rn(x2, -2.5052108e-8f, 2.7557319e-6f);
-        p = __fmaf_rn(x2, p, -1.9841270e-4f);
-        p = __fmaf_rn(x2, p, 8.3333333e-3f);
-        p = __fmaf_rn(x2, p, -0.16666667f);
-        return __fmaf_rn(x2, p, 1.0f);
-    }
-    return __fdividef(s, x);
+    return fabsf(x) < 1e-3f ? __fsub_rn(1.0f, __fmul_rn(__fmul_rn(x, x), 0.16666667f))
+                            : __fdividef(s, x);
 }
 
 // First and second derivatives of sinc: series below SINC_SERIES (x cos x - sin x
@@ -253,10 +246,16 @@ __global__ void __launch_bounds__(NT) vp_eval(
         TILE_LOAD();
         const int nb = min(BT, BH - b0);
         if (active) {
+            // Two-ahead unconditional prefetch of the spectra (hides the load latency
+            // behind the arithmetic of the current pixel; G rows exist for every b).
+            float2 g0 = G[(size_t)b0 * M + m];
+            float2 g1 = nb > 1 ? G[(size_t)(b0 + 1) * M + m] : make_float2(0.f, 0.f);
             for (int t = 0; t < nb; ++t) {
+                const float2 g = g0;
+                g0 = g1;
+                if (t + 2 < nb) g1 = G[(size_t)(b0 + t + 2) * M + m];
                 float am, ap;
                 if (!PAIR_GEO(t, am, ap)) continue;
-                const float2 g = G[(size_t)(b0 + t) * M + m];
                 const float kr = s_fr[t], kc = s_fc[t];
                 const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
 #pragma unroll
@@ -480,10 +479,16 @@ __global__ void __launch_bounds__(NT) vp_derivs(
         TILE_LOAD();
         const int nb = min(BT, BH - b0);
         if (active) {
+            // Two-ahead unconditional prefetch of the spectra (hides the load latency
+            // behind the arithmetic of the current pixel; G rows exist for every b).
+            float2 g0 = G[(size_t)b0 * M + m];
+            float2 g1 = nb > 1 ? G[(size_t)(b0 + 1) * M + m] : make_float2(0.f, 0.f);
             for (int t = 0; t < nb; ++t) {
+                const float2 g = g0;
+                g0 = g1;
+                if (t + 2 < nb) g1 = G[(size_t)(b0 + t + 2) * M + m];
                 float am, ap;
                 if (!PAIR_GEO(t, am, ap)) continue;
-                const float2 g = G[(size_t)(b0 + t) * M + m];
                 const float kr = s_fr[t], kc = s_fc[t];
                 const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
                 float pr, pi, u, v;
@@ -631,10 +636,16 @@ __global__ void __launch_bounds__(NT) energy_kernel(
         const int nb = min(BT, B - b0);
         if (active) {
             float fe = 0.f;
+            // Two-ahead unconditional prefetch of the spectra (hides the load latency
+            // behind the arithmetic of the current pixel; G rows exist for every b).
+            float2 g0 = G[(size_t)b0 * M + m];
+            float2 g1 = nb > 1 ? G[(size_t)(b0 + 1) * M + m] : make_float2(0.f, 0.f);
             for (int t = 0; t < nb; ++t) {
+                const float2 g = g0;
+                g0 = g1;
+                if (t + 2 < nb) g1 = G[(size_t)(b0 + t + 2) * M + m];
                 float am, ap;
                 if (!PAIR_GEO(t, am, ap)) continue;
-                const float2 g = G[(size_t)(b0 + t) * M + m];
                 fe += g.x * g.x + g.y * g.y;
                 cnt += 1.0;
             }
@@ -688,10 +699,14 @@ __global__ void __launch_bounds__(NT) reconstruct_kernel(
         const int nb = min(BT, B - b0);
         if (active) {
             float fr_ = 0.f, fi_ = 0.f, fd_ = 0.f;
+            float2 g0 = G[(size_t)b0 * M + src];
+            float2 g1 = nb > 1 ? G[(size_t)(b0 + 1) * M + src] : make_float2(0.f, 0.f);
             for (int t = 0; t < nb; ++t) {
+                float2 g = g0;
+                g0 = g1;
+                if (t + 2 < nb) g1 = G[(size_t)(b0 + t + 2) * M + src];
                 float am, ap;
                 if (!PAIR_GEO(t, am, ap)) continue;
-                float2 g = G[(size_t)(b0 + t) * M + src];
                 if (cj) g.y = -g.y;
                 const float kr = s_fr[t], kc = s_fc[t];
                 const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
