@@ -51,8 +51,7 @@ def joint_fit(
     starts = params[best_distinct(params, losses, b, n_starts)]
     newton: list[dict[str, Any]] = []
     if objective == "vp":
-        x, lx, newton = newton_refine(starts, model.evaluate, model.derivatives, b,
-                                      NewtonOptions())
+        x, lx, newton = newton_refine(starts, model.derivatives, b, NewtonOptions())
         best = int(np.argmin(lx))
         vec, loss = x[best], float(lx[best])
     else:  # the comparison objectives have no derivatives: keep the best trial
@@ -97,7 +96,7 @@ def refine_rotation(
         refined = float(grid[int(np.argmin(losses))])
     model.set_rotation(refined, transpose)
     t0 = time.perf_counter()
-    x, lx, steps = newton_refine(vec, model.evaluate, model.derivatives, b, NewtonOptions())
+    x, lx, steps = newton_refine(vec, model.derivatives, b, NewtonOptions())
     out = _tilt_without_depth(x[0])
     return refined, BranchFit(
         params={p: float(v) for p, v in zip(PARAMS, out, strict=True)}, loss=float(lx[0]),

@@ -30,7 +30,9 @@ class NewtonOptions:
     initial_radius: float = 1.0
     max_radius: float = 20.0
     min_radius: float = 1e-4
-    min_predicted: float = 1e-9  # stop once the model predicts less than this loss change
+    # Converged once the model predicts a loss change below this fraction of the loss:
+    # far below any physical difference, and above float32 rounding of the sums.
+    min_predicted_rel: float = 1e-7
 
 
 def trust_region_step(g: np.ndarray, H: np.ndarray, radius: float) -> np.ndarray:
@@ -73,13 +75,16 @@ def fold_into_box(v: np.ndarray, box: Box) -> np.ndarray:
 
 def newton_refine(
     starts: np.ndarray,
-    evaluate: Callable[[np.ndarray], np.ndarray],
     derivatives: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]],
     box: Box,
     options: NewtonOptions | None = None,
     on_iteration: Callable[[], Any] | None = None,
 ) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
-    """Refine each start; returns (params (S, 6), losses (S,), step record)."""
+    """Refine each start; returns (params (S, 6), losses (S,), step record).
+
+    One ``derivatives`` call per iteration scores every active start's trial point
+    and, where the step is accepted, supplies the next gradient and Hessian.
+    """
     opt = options or NewtonOptions()
     x = np.array([fold_into_box(s, box) for s in starts])
     loss, grad, hess = derivatives(x)
@@ -89,23 +94,27 @@ def newton_refine(
         _step_entry(i, 0, x[i], loss[i], grad[i], radius[i], True, None)
         for i in range(len(x))]
     for it in range(1, opt.max_iterations + 1):
-        idx = np.flatnonzero(active)
-        if idx.size == 0:
-            break
-        trial = np.empty((idx.size, 6))
-        predicted = np.empty(idx.size)
-        for n, i in enumerate(idx):
+        steps = {}
+        for i in np.flatnonzero(active):
             g_s, H_s = grad[i] * SCALE, hess[i] * np.outer(SCALE, SCALE)
             s = trust_region_step(g_s, H_s, radius[i])
-            trial[n] = fold_into_box(x[i] + s * SCALE, box)
+            y = fold_into_box(x[i] + s * SCALE, box)
             # Re-measure the step actually taken after folding/clipping for the model.
-            s_taken = _taken_step(x[i], trial[n]) / SCALE
-            predicted[n] = -(g_s @ s_taken + 0.5 * s_taken @ H_s @ s_taken)
-        trial_loss = evaluate(trial)
-        accepted: list[int] = []
+            s_taken = _taken_step(x[i], y) / SCALE
+            pred = -(g_s @ s_taken + 0.5 * s_taken @ H_s @ s_taken)
+            if pred < opt.min_predicted_rel * max(abs(loss[i]), 1e-6):
+                active[i] = False  # converged: no step left worth evaluating
+            else:
+                steps[int(i)] = (y, pred)
+        if not steps:
+            break
+        idx = np.array(list(steps))
+        trial = np.array([steps[i][0] for i in idx])
+        predicted = np.array([steps[i][1] for i in idx])
+        t_loss, t_grad, t_hess = derivatives(trial)
         entries: list[dict[str, Any]] = []
         for n, i in enumerate(idx):
-            actual = loss[i] - trial_loss[n]
+            actual = loss[i] - t_loss[n]
             rho = actual / predicted[n] if predicted[n] > 0 else -1.0
             ok = bool(rho > 1e-4 and actual > 0)
             step_norm = float(np.linalg.norm(_taken_step(x[i], trial[n]) / SCALE))
@@ -114,18 +123,11 @@ def newton_refine(
             elif rho > 0.75 and step_norm >= 0.99 * radius[i]:
                 radius[i] = min(2 * radius[i], opt.max_radius)
             if ok:
-                accepted.append(n)
-            entries.append(_step_entry(int(i), it, trial[n], trial_loss[n], None, radius[i],
-                                       ok, float(rho)))
-            if predicted[n] < opt.min_predicted or radius[i] < opt.min_radius:
+                x[i], loss[i], grad[i], hess[i] = trial[n], t_loss[n], t_grad[n], t_hess[n]
+            entries.append(_step_entry(int(i), it, trial[n], t_loss[n], t_grad[n] if ok else None,
+                                       radius[i], ok, float(rho)))
+            if radius[i] < opt.min_radius:
                 active[i] = False
-        if accepted:
-            acc_idx = idx[accepted]
-            l_new, g_new, h_new = derivatives(trial[accepted])
-            x[acc_idx], loss[acc_idx], grad[acc_idx], hess[acc_idx] = (
-                trial[accepted], l_new, g_new, h_new)
-            for n, a in enumerate(accepted):
-                entries[a]["grad_norm"] = float(np.linalg.norm(g_new[n] * SCALE))
         record += entries
         if on_iteration is not None:
             on_iteration()
