@@ -4,7 +4,8 @@ Times one candidate evaluation (alone and in a batch of 100), the exact derivati
 3 Newton starts, the full-field fit (both rotation branches, 200 trials + Newton), a
 32×32 region fit and the Auto reconstruction, through the public Session API.
 
-    PYTHONPATH=python python benchmarks/cpu_engine.py [--json benchmarks/results/cpu-engine-DATE.json]
+    PYTHONPATH=python python benchmarks/cpu_engine.py \
+        [--json benchmarks/results/cpu-engine-DATE.json]
 """
 
 from __future__ import annotations

@@ -49,8 +49,8 @@ def _scaled_regions(scan: tuple[int, int]) -> dict[str, tuple[int, int, int, int
     fr, fc = scan[0] / 512, scan[1] / 512
     out = {}
     for k, (r0, r1, c0, c1) in REGIONS.items():
-        a, b = int(round(r0 * fr)), int(round(r1 * fr))
-        c, d = int(round(c0 * fc)), int(round(c1 * fc))
+        a, b = round(r0 * fr), round(r1 * fr)
+        c, d = round(c0 * fc), round(c1 * fc)
         if k.endswith("resized"):
             b = max(a + 4, b - 1)
         out[k] = (a, max(a + 4, b), c, max(c + 4, d))
@@ -170,7 +170,7 @@ def parity_check(device: str = "cuda", seed: int = 7) -> dict[str, Any]:
                 "deriv": eng.derivatives(sp, cand[:3]),
                 "phase1": np.angle(eng.reconstruct(sp, dict(zip(
                     ("C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth"),
-                    cand[0]), strict=True), 1, "ssb")),
+                    cand[0], strict=True)), 1, "ssb")),
                 "phase3": np.angle(eng.reconstruct(sp, {"C10": -40.0, "C12": 12.0,
                                                         "phi12": 0.4}, 3, "ssb")),
                 "wiener": eng.reconstruct(sp, {"C10": -40.0}, 2, "wiener"),

@@ -84,7 +84,7 @@ class DeviceDataset4D(Dataset4D):
                                "uint32 or float32")
         if arr.dtype == cp.float32 and bool((~cp.isfinite(arr)).any() or (arr < 0).any()):
             raise DatasetError("counts contain NaN, inf or negative values")
-        self.counts = DeviceCounts(arr)
+        self.counts = DeviceCounts(arr)  # type: ignore[assignment]
         self.voltage_kV = _positive("voltage_kV", voltage_kV, "pass e.g. voltage_kV=200")
         self.semiangle_mrad = _positive("semiangle_mrad", semiangle_mrad,
                                         "pass e.g. semiangle_mrad=20")

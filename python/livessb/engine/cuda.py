@@ -133,8 +133,10 @@ class CUDAEngine(ArrayEngine):
         except cp.cuda.memory.OutOfMemoryError as exc:
             self._bf_counts = None
             self._free_pool()
-            need = self.bf.count * int(np.prod(dataset.counts.shape[:2])) * self.count_dtype.itemsize
-            raise DeviceMemoryError(self._oom_message("uploading the BF counts", need, exc)) from None
+            need = (self.bf.count * int(np.prod(dataset.counts.shape[:2]))
+                    * self.count_dtype.itemsize)
+            raise DeviceMemoryError(
+                self._oom_message("uploading the BF counts", need, exc)) from None
         self._k_px = cp.asarray(self.bf.k_det / self.edge_width)
         self._geo = ck.geo_args(self.k_alpha, self.edge_width, self.wavelength)
         self._pilam = np.float64(math.pi * self.wavelength)
@@ -209,8 +211,9 @@ class CUDAEngine(ArrayEngine):
     def prepare(self, bounds: Bounds | None = None) -> PreparedSpectra:
         self._check_open()
         Rr, Rc = self.dataset_shape[:2]
-        b = (0, Rr, 0, Rc) if bounds is None else tuple(int(x) for x in bounds)
-        h, w = b[1] - b[0], b[3] - b[2]
+        b0, b1, b2, b3 = (0, Rr, 0, Rc) if bounds is None else (int(x) for x in bounds)
+        b: Bounds = (b0, b1, b2, b3)
+        h, w = b1 - b0, b3 - b2
         shape = (fft_friendly_size(h), fft_friendly_size(w))
         Nr, Nc = shape
         Hc = Nc // 2 + 1
@@ -300,9 +303,9 @@ class CUDAEngine(ArrayEngine):
         B = spectra.n_bf
         if nblk >= 512:
             return B, 1
-        want = min(16, -(-2048 // nblk))
-        per = -(-(-(-B // want)) // ck.BT) * ck.BT
-        return per, -(-B // per)
+        want = min(16, math.ceil(2048 / nblk))
+        per = math.ceil(math.ceil(B / want) / ck.BT) * ck.BT
+        return per, math.ceil(B / per)
 
     def _launch_args(self, spectra: PreparedSpectra) -> tuple[Any, ...]:
         ex = spectra.extra
@@ -440,7 +443,7 @@ class CUDAEngine(ArrayEngine):
         Fr, Fc = f * Nr, f * Nc
         Hf = Fc // 2 + 1
         ex = spectra.extra
-        key = ("fine", f)
+        key = f"fine{f}"
         if key not in ex:
             nu_r, nu_c = np.fft.fftfreq(Fr, self.step[0] / f), np.fft.rfftfreq(Fc, self.step[1] / f)
             alias = (np.round(np.fft.fftfreq(Fr) * Fr).astype(np.int64) % Nr).astype(np.int32)
@@ -513,7 +516,7 @@ class CUDAEngine(ArrayEngine):
         finally:
             spectra.nu_r, spectra.nu_c, spectra.weights, spectra.grids = saved
 
-    # -- lifetime ------------------------------------------------------------------------------------
+    # -- lifetime ---------------------------------------------------------------------------
     def release(self, spectra: PreparedSpectra) -> None:
         G = spectra.G
         if (G is not None and not self._closed and not self._closing
