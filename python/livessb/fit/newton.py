@@ -27,7 +27,7 @@ I_C12, I_PHI = PARAMS.index("C12"), PARAMS.index("phi12")
 @dataclass
 class NewtonOptions:
     max_iterations: int = 30
-    initial_radius: float = 1.0
+    initial_radius: float = 4.0
     max_radius: float = 20.0
     min_radius: float = 1e-4
     # Converged once the model predicts a loss change below this fraction of the loss:
@@ -129,9 +129,45 @@ def newton_refine(
             if radius[i] < opt.min_radius:
                 active[i] = False
         record += entries
+        _prune_hopeless(active, loss, grad, hess)
+        _merge_duplicates(active, x, loss)
         if on_iteration is not None:
             on_iteration()
     return x, loss, record
+
+
+def _merge_duplicates(active: np.ndarray, x: np.ndarray, loss: np.ndarray) -> None:
+    """Starts that meet (within one trust-region unit) refine the same basin: keep the best."""
+    order = [int(i) for i in np.argsort(loss, kind="stable")]
+    for n, i in enumerate(order):
+        if not active[i]:
+            continue
+        for j in order[:n]:
+            if np.linalg.norm(_taken_step(x[j], x[i]) / SCALE) < 1.0:
+                active[i] = False
+                break
+
+
+def _prune_hopeless(active: np.ndarray, loss: np.ndarray, grad: np.ndarray,
+                    hess: np.ndarray) -> None:
+    """Stop starts whose local quadratic model cannot reach the best loss so far.
+
+    With a positive definite Hessian the model's minimum is L - ½ gᵀH⁻¹g; a start
+    whose model minimum lies above the current best loss is in a worse basin, and
+    further derivatives there are wasted. Indefinite starts are kept.
+    """
+    best = int(np.argmin(loss))
+    for i in np.flatnonzero(active):
+        if i == best:
+            continue
+        H = hess[i] * np.outer(SCALE, SCALE)
+        g = grad[i] * SCALE
+        evals, evecs = np.linalg.eigh(H)
+        if evals[0] <= 0:
+            continue
+        decrement = 0.5 * float(np.sum((evecs.T @ g) ** 2 / evals))
+        if loss[i] - 2.0 * decrement > loss[best]:
+            active[i] = False
 
 
 def _taken_step(x: np.ndarray, y: np.ndarray) -> np.ndarray:
