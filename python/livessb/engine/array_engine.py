@@ -24,7 +24,7 @@ from ..physics.geometry import (
     scan_frame_frequencies,
     trotter_support,
 )
-from ..physics.optics import ABERRATION_KEYS
+from ..physics.optics import has_higher_order
 from ..physics.overlap import (
     PAIRS,
     PARAMS,
@@ -38,7 +38,6 @@ from ..results import Bounds
 from .protocol import EngineClosedError
 
 RECON_EPS = 1e-2  # floor of |Γ| in the SSB correction (Γ ~ 1 inside the trotters)
-QUADRATIC_KEYS = frozenset(("C10", "C12", "phi12"))
 
 
 @dataclass
@@ -256,6 +255,12 @@ class ArrayEngine:
         self.evaluations += K
         return losses, grads, hessians
 
+    def _check_reconstruct(self, spectra: PreparedSpectra, method: str) -> None:
+        self._check_open()
+        self._require_rotation(spectra)
+        if method not in ("ssb", "wiener"):
+            raise ValueError(f"unknown method {method!r}: use 'ssb' or 'wiener'")
+
     def _require_rotation(self, spectra: PreparedSpectra) -> None:
         if spectra.rotation is None:
             raise RuntimeError("set_rotation() must be called on these spectra first")
@@ -265,10 +270,7 @@ class ArrayEngine:
         self, spectra: PreparedSpectra, params: dict[str, float], upsample: int = 1,
         method: str = "ssb",
     ) -> np.ndarray:
-        self._check_open()
-        self._require_rotation(spectra)
-        if method not in ("ssb", "wiener"):
-            raise ValueError(f"unknown method {method!r}: use 'ssb' or 'wiener'")
+        self._check_reconstruct(spectra, method)
         f = int(upsample)
         grids, index, conj = self._fine_grids(spectra, f)
         if method == "ssb":
@@ -309,9 +311,9 @@ class ArrayEngine:
         return self.xp.where(conj[None, :], vals.conj(), vals)
 
     def _gamma_for(self, g: OverlapGrid, params: Mapping[str, float]) -> Any:
-        higher = any(float(v) != 0.0 for k, v in params.items()
-                     if k in ABERRATION_KEYS and k not in QUADRATIC_KEYS and k.startswith("C"))
-        return gamma_general(g, params, self.xp) if higher else gamma(g, params, self.xp)
+        if has_higher_order(params):
+            return gamma_general(g, params, self.xp)
+        return gamma(g, params, self.xp)
 
     def _grid_slices(self, spectra: PreparedSpectra, grids: list[OverlapGrid]) -> list[slice]:
         out, s = [], 0

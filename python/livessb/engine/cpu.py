@@ -13,6 +13,7 @@ import numpy as np
 from ..dataset import Dataset4D
 from ..physics import objective as obj
 from ..physics.geometry import scan_frame_frequencies
+from ..physics.optics import has_higher_order
 from ..physics.overlap import PAIRS, PARAMS
 from .array_engine import RECON_EPS, ArrayEngine, PreparedSpectra
 
@@ -59,10 +60,9 @@ class CPUEngine(ArrayEngine):
         self, spectra: PreparedSpectra, params: dict[str, float], upsample: int = 1,
         method: str = "ssb",
     ) -> np.ndarray:
-        if method not in ("ssb", "wiener") or not _quadratic_only(params):
+        self._check_reconstruct(spectra, method)
+        if has_higher_order(params):
             return super().reconstruct(spectra, params, upsample, method)
-        self._check_open()
-        self._require_rotation(spectra)
         f = int(upsample)
         key = f"fine{f}"
         if key not in spectra.extra:  # geometry of the f-times finer grid, per rotation
@@ -94,11 +94,6 @@ class CPUEngine(ArrayEngine):
                 N, D, dN, dD, d2N, d2D, spectra.weights, spectra.energy)
         self.evaluations += K
         return losses, grads, hessians
-
-
-def _quadratic_only(params: dict[str, float]) -> bool:
-    return not any(float(v) != 0.0 for k, v in params.items()
-                   if k.startswith("C") and k not in ("C10", "C12"))
 
 
 def _kernels() -> Any:

@@ -29,12 +29,11 @@ import numpy as np
 
 from ..dataset import Dataset4D
 from ..physics.geometry import fft_friendly_size, scan_frame_frequencies, trotter_support
-from ..physics.optics import ABERRATION_KEYS, aperture
+from ..physics.optics import aperture, has_higher_order
 from ..physics.overlap import PAIRS, overlap_grid
 from ..results import Bounds
 from . import cuda_kernels as ck
 from .array_engine import (
-    QUADRATIC_KEYS,
     RECON_EPS,
     ArrayEngine,
     PreparedSpectra,
@@ -428,13 +427,8 @@ class CUDAEngine(ArrayEngine):
         self, spectra: PreparedSpectra, params: dict[str, float], upsample: int = 1,
         method: str = "ssb",
     ) -> np.ndarray:
-        self._check_open()
-        self._require_rotation(spectra)
-        if method not in ("ssb", "wiener"):
-            raise ValueError(f"unknown method {method!r}: use 'ssb' or 'wiener'")
-        higher = any(float(v) != 0.0 for k, v in params.items()
-                     if k in ABERRATION_KEYS and k not in QUADRATIC_KEYS and k.startswith("C"))
-        if higher:  # leaves the quadratic fast path: generic CuPy code
+        self._check_reconstruct(spectra, method)
+        if has_higher_order(params):  # leaves the quadratic fast path: generic CuPy code
             return self._generic(spectra, lambda: ArrayEngine.reconstruct(
                 self, spectra, params, upsample, method))
         cp = self.cp

@@ -45,6 +45,12 @@ def unknown_aberration_keys(coeffs: Mapping[str, float]) -> list[str]:
     return sorted(k for k in coeffs if k not in ABERRATION_KEYS and k not in extra)
 
 
+def has_higher_order(coeffs: Mapping[str, float]) -> bool:
+    """Whether any aberration beyond C10/C12 is nonzero (leaves the quadratic fast path)."""
+    return any(float(v) != 0.0 for k, v in coeffs.items()
+               if k in ABERRATION_KEYS and k.startswith("C") and k not in ("C10", "C12"))
+
+
 def chi(
     q_row: Any, q_col: Any, wavelength: float, coeffs: Mapping[str, float], xp: Any = np
 ) -> Any:
