@@ -197,3 +197,14 @@ def test_diagnostic_plots_from_a_fit(fitted) -> None:  # type: ignore[no-untyped
     loss = fitted.loss_evaluator()(np.array([[fitted.full_fit.params[k]
                                               for k in livessb.results.FIT_PARAMETERS]]))
     assert loss[0] == pytest.approx(fitted.full_fit.loss, rel=1e-9)
+
+
+@pytest.mark.parametrize("objective", ["coherence", "phase_variance"])
+def test_comparison_objectives_run_a_full_fit_without_newton(small, objective) -> None:  # type: ignore[no-untyped-def]
+    ds, truth = small
+    with livessb.Session(ds, device="cpu") as s:
+        fit = s.fit(trials=60, objective=objective, progress=False)
+    assert fit.newton == [] and fit.provenance["objective"] == objective
+    assert fit.loss == pytest.approx(min(t["loss"] for t in fit.trials
+                                         if t["branch"] == [b["chosen"] for b in
+                                                            fit.branches].index(True)))

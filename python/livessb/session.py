@@ -142,8 +142,10 @@ class Session:
             branches.append((theta, fit))
         theta, branch_best, choice = self._choose_branch(branches, rot.transpose, box)
         t_branch = time.perf_counter()
-        theta, best = refine_rotation(self._full_model(theta, rot.transpose), theta,
-                                      rot.transpose, branch_best.params, box)
+        best = branch_best
+        if objective == "vp":  # the comparison objectives have no Newton to re-run
+            theta, best = refine_rotation(self._full_model(theta, rot.transpose), theta,
+                                          rot.transpose, branch_best.params, box)
         self.rotation_deg = math.degrees(theta) % 360.0
         self.transpose = rot.transpose
         result = FitResult(
