@@ -93,6 +93,30 @@ def test_losses_and_derivatives_match_cpu(thick, bounds):
         gpu.close()
 
 
+def test_opt_in_coefficients_generic_path_matches_cpu(thick):
+    from livessb.fit.search import fit_names
+
+    ds, _ = thick
+    names = fit_names(("C21", "C23", "C30"))
+    cand = np.array([[-40.0, 12.0, 0.4, 4.0, -3.0, 60.0, 200.0, 0.5, 150.0, -0.2, 2e4],
+                     [-10.0, 3.0, -1.0, 0.0, 1.0, 20.0, 50.0, -2.0, 80.0, 0.7, -5e4]])
+    cpu, gpu = CPUEngine(ds), CUDAEngine(ds)
+    try:
+        _, sc = _prepared(cpu, ds)
+        _, sg = _prepared(gpu, ds)
+        np.testing.assert_allclose(gpu.evaluate(sg, cand, "vp", names),
+                                   cpu.evaluate(sc, cand, "vp", names), rtol=LOSS_RTOL)
+        lc, gc, hc = cpu.derivatives(sc, cand, names)
+        lg, gg, hg = gpu.derivatives(sg, cand, names)
+        np.testing.assert_allclose(lg, lc, rtol=LOSS_RTOL)
+        for k in range(len(cand)):
+            assert np.linalg.norm(gg[k] - gc[k]) <= 1e-3 * np.linalg.norm(gc[k]) + 1e-9
+            assert np.linalg.norm(hg[k] - hc[k]) <= 1e-3 * np.linalg.norm(hc[k]) + 1e-9
+    finally:
+        cpu.close()
+        gpu.close()
+
+
 @pytest.mark.parametrize("upsample,method", [(1, "ssb"), (3, "ssb"), (2, "wiener")])
 def test_reconstruction_matches_cpu(thick, upsample, method):
     ds, truth = thick

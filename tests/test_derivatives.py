@@ -14,17 +14,29 @@ import torch
 from helpers import disk_dataset
 from livessb.engine.array_engine import ArrayEngine
 from livessb.engine.cpu import CPUEngine
+from livessb.fit.search import fit_names
+from livessb.physics.overlap import PARAMS
 
 torch.set_default_dtype(torch.float64)
 
 
-def torch_vp_loss(theta, G, k, nu, mask, weights, energy, lam, k_alpha, edge):  # type: ignore[no-untyped-def]
-    C10, C12, phi12, t_r, t_c, depth = theta
+def torch_vp_loss(theta, G, k, nu, mask, weights, energy, lam, k_alpha, edge,  # type: ignore[no-untyped-def]
+                  names=PARAMS):
+    p = dict(zip(names, theta, strict=True))
+    t_r, t_c, depth = p["tilt_row_mrad"], p["tilt_col_mrad"], p["depth"]
 
     def probe(qr, qc):  # type: ignore[no-untyped-def]
         q2 = qr**2 + qc**2
         phi = torch.atan2(qc, qr)
-        chi = math.pi * lam * q2 * (C10 + C12 * torch.cos(2 * (phi - phi12)))
+        chi = math.pi * lam * q2 * (p["C10"] + p["C12"] * torch.cos(2 * (phi - p["phi12"])))
+        lq = torch.sqrt(q2) * lam  # Krivanek polar form, written out for the opt-in terms
+        if "C21" in p:
+            chi = chi + 2 * math.pi / lam * p["C21"] / 3 * lq**3 * torch.cos(phi - p["phi21"])
+        if "C23" in p:
+            chi = chi + 2 * math.pi / lam * p["C23"] / 3 * lq**3 * torch.cos(
+                3 * (phi - p["phi23"]))
+        if "C30" in p:
+            chi = chi + 2 * math.pi / lam * p["C30"] / 4 * lq**4
         amp = torch.clamp((k_alpha - torch.sqrt(q2)) / edge + 0.5, 0.0, 1.0)
         return amp * torch.exp(-1j * chi)
 
@@ -104,3 +116,24 @@ def test_numba_reconstruction_equals_numpy_reference(prepared, method, upsample)
     b = ref.reconstruct(s_ref, params, upsample, method)
     assert a.shape == b.shape == (12 * upsample, 12 * upsample)
     np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6 * np.abs(b).max())
+
+
+def test_opt_in_coefficients_derivatives_match_autograd(prepared) -> None:  # type: ignore[no-untyped-def]
+    ds, engines, spectra = prepared
+    names = fit_names(("C21", "C23", "C30"))
+    theta = [25.0, 8.0, 0.3, 4.0, -7.0, 120.0, 300.0, 0.7, 200.0, -0.4, 3e4]
+    sp = spectra[1]
+    mask = np.concatenate([(g.amp_minus != 0) | (g.amp_plus != 0) for g in sp.grids])
+    args = (torch.tensor(sp.G), torch.tensor(sp.k), torch.tensor(np.stack([sp.nu_r, sp.nu_c], 1)),
+            torch.tensor(mask, dtype=torch.float64), torch.tensor(sp.weights), sp.energy,
+            ds.wavelength_A, ds.k_alpha, ds.detector_pixel_inv_A, names)
+    x = torch.tensor(theta)
+    fn = lambda t: torch_vp_loss(t, *args)  # noqa: E731
+    grad_t = torch.autograd.functional.jacobian(fn, x).numpy()
+    hess_t = torch.autograd.functional.hessian(fn, x).numpy()
+    for engine, s in zip(engines, spectra, strict=True):  # the CPU engine falls back to NumPy
+        loss, grad, hess = engine.derivatives(s, np.array([theta]), names)
+        assert loss[0] == pytest.approx(fn(x).item(), rel=1e-10)
+        assert engine.evaluate(s, np.array([theta]), "vp", names)[0] == pytest.approx(loss[0])
+        np.testing.assert_allclose(grad[0], grad_t, rtol=1e-6, atol=1e-9 * np.abs(grad_t).max())
+        np.testing.assert_allclose(hess[0], hess_t, rtol=1e-6, atol=1e-9 * np.abs(hess_t).max())

@@ -85,3 +85,25 @@ def test_demo_regions_recover_their_local_defocus(demo_session, demo_with_truth)
     f = demo_session.upsample_factor
     assert reg_l.crop.shape == (80 * f, 32 * f)
     assert _angle_diff_deg(demo_session.rotation_deg, truth.rotation_deg) < 1.0
+
+
+def test_opted_in_spherical_and_threefold_are_recovered() -> None:
+    ds, _ = simulate_4dstem(
+        scan_shape=(24, 24), detector_shape=(40, 40), dose=None, seed=1, semiangle_mrad=25,
+        aberrations={"C10": 30.0, "C12": 8.0, "phi12": 0.3, "C30": 8e4, "C23": 400.0,
+                     "phi23": 0.2})
+    with livessb.Session(ds, device="cpu") as s:
+        six = s.fit(progress=False)
+        more = s.fit(progress=False, extra=("C30", "C23"))
+        with pytest.raises(ValueError, match="opt"):
+            s.fit(extra=("C99",), progress=False)
+        with pytest.raises(ValueError, match="extra"):
+            s.fit(box={"C30": (0.0, 1e5)}, progress=False)
+    p = more.params
+    assert set(p) == {*six.params, "C23", "phi23", "C30"}
+    assert p["C23"] == pytest.approx(400.0, rel=0.1)
+    assert abs((p["phi23"] - 0.2 + math.pi / 3) % (2 * math.pi / 3) - math.pi / 3) < 0.05
+    assert p["C30"] == pytest.approx(8e4, rel=0.25)
+    assert p["C10"] == pytest.approx(30.0, abs=5.0)
+    assert more.loss < 0.7 * six.loss  # the six-parameter model cannot explain C23, C30
+    assert set(more.provenance["box"]) == set(p)

@@ -201,7 +201,7 @@ def test_diagnostic_plots_from_a_fit(fitted) -> None:  # type: ignore[no-untyped
 
 @pytest.mark.parametrize("objective", ["coherence", "phase_variance"])
 def test_comparison_objectives_run_a_full_fit_without_newton(small, objective) -> None:  # type: ignore[no-untyped-def]
-    ds, truth = small
+    ds, _ = small
     with livessb.Session(ds, device="cpu") as s:
         fit = s.fit(trials=60, objective=objective, progress=False)
     assert fit.newton == [] and fit.provenance["objective"] == objective

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from .dataset import Dataset4D
 from .engine import make_engine
 from .fit.joint import BranchFit, joint_fit, refine_rotation
 from .fit.model import ThickSampleModel
-from .fit.search import Box, mirror_in_box
+from .fit.search import Box, fit_names, mirror_in_box
 from .physics.geometry import auto_upsample, estimate_rotation
 from .physics.objective import phase_skewness
 from .physics.optics import unknown_aberration_keys
@@ -127,10 +127,16 @@ class Session:
     def fit(
         self, trials: int = 200, seed: int = 42,
         box: Mapping[str, tuple[float, float]] | None = None, objective: str = "vp",
-        progress: bool = True, sampler: str = "native",
+        progress: bool = True, sampler: str = "native", extra: Sequence[str] = (),
     ) -> FitResult:
-        """Full-field joint fit: rotation from the COM curl, both branches θ and θ+π."""
+        """Full-field joint fit: rotation from the COM curl, both branches θ and θ+π.
+
+        ``extra`` opts further coefficients into the joint fit: any of "C21", "C23"
+        (each with its angle) and "C30"; those fits run on the generic (slower) path.
+        """
         engine = self._check_open()
+        names = fit_names(tuple(extra))
+        Box.from_mapping(box, names)  # bad boxes fail before any work
         t0 = time.perf_counter()
         rot = estimate_rotation(engine.bf_center_of_mass(), self.dataset.scan_step_A)
         t_rot = time.perf_counter()
@@ -138,14 +144,16 @@ class Session:
         for i, theta in enumerate((rot.theta, rot.theta + math.pi)):
             model = self._full_model(theta, rot.transpose)
             fit = joint_fit(model, trials, seed, box, objective, branch=i, progress=progress,
-                            label=f"full field, branch {i + 1}/2", sampler=sampler)
+                            label=f"full field, branch {i + 1}/2", sampler=sampler,
+                            names=names)
             branches.append((theta, fit))
-        theta, branch_best, choice = self._choose_branch(branches, rot.transpose, box)
+        theta, branch_best, choice = self._choose_branch(
+            branches, rot.transpose, Box.from_mapping(box, names))
         t_branch = time.perf_counter()
         best = branch_best
         if objective == "vp":  # the comparison objectives have no Newton to re-run
             theta, best = refine_rotation(self._full_model(theta, rot.transpose), theta,
-                                          rot.transpose, branch_best.params, box)
+                                          rot.transpose, branch_best.params, box, names=names)
         self.rotation_deg = math.degrees(theta) % 360.0
         self.transpose = rot.transpose
         result = FitResult(
@@ -159,7 +167,7 @@ class Session:
                      **best.timings,
                      **{f"branch{i}_{k}": v for i, (_, b) in enumerate(branches)
                         for k, v in b.timings.items()}},
-            provenance=self._provenance(trials, seed, box, objective, sampler=sampler,
+            provenance=self._provenance(trials, seed, box, names, objective, sampler=sampler,
                                         rotation_com_deg=math.degrees(rot.theta),
                                         rotation_residual=rot.residual,
                                         rotation_residual_other_transpose=(
@@ -172,8 +180,7 @@ class Session:
         return result
 
     def _choose_branch(
-        self, branches: list[tuple[float, BranchFit]], transpose: bool,
-        box: Mapping[str, tuple[float, float]] | None,
+        self, branches: list[tuple[float, BranchFit]], transpose: bool, box: Box,
     ) -> tuple[float, BranchFit, list[dict[str, Any]]]:
         """Pick θ or θ+π.
 
@@ -183,8 +190,7 @@ class Session:
         branch whose phase has positive skewness (atoms bright: a positive projected
         potential) wins. Otherwise the lower loss wins.
         """
-        b = Box.from_mapping(box)
-        if not all(mirror_in_box(fit.params, b) for _, fit in branches):
+        if not all(mirror_in_box(fit.params, box) for _, fit in branches):
             i = int(np.argmin([fit.loss for _, fit in branches]))
             info = [{"chosen": j == i, "chosen_by": "loss"} for j in range(2)]
         else:
@@ -202,18 +208,20 @@ class Session:
     def fit_region(
         self, bounds: Bounds, trials: int = 200, seed: int = 42, region_id: str | None = None,
         box: Mapping[str, tuple[float, float]] | None = None, objective: str = "vp",
-        progress: bool = False, sampler: str = "native",
+        progress: bool = False, sampler: str = "native", extra: Sequence[str] = (),
     ) -> RegionResult:
         """Joint fit on the region's sub-scan (rotation held), full-scan reconstruction, crop."""
         engine = self._check_open()
         b = self.check_bounds(bounds)
+        names = fit_names(tuple(extra))
+        Box.from_mapping(box, names)
         theta, transpose = self._theta, bool(self.transpose)
         t0 = time.perf_counter()
         model = ThickSampleModel(engine, b, theta, transpose)
         try:
             t_prep = time.perf_counter()
             fit = joint_fit(model, trials, seed, box, objective, progress=progress,
-                            label=f"region {b}", sampler=sampler)
+                            label=f"region {b}", sampler=sampler, names=names)
         finally:
             model.release()
         t_fit = time.perf_counter()
@@ -225,7 +233,7 @@ class Session:
         result = FitResult(
             params=fit.params, loss=fit.loss, rotation_deg=float(self.rotation_deg or 0.0),
             transpose=transpose, trials=fit.trials, newton=fit.newton, timings=timings,
-            provenance=self._provenance(trials, seed, box, objective, sampler=sampler),
+            provenance=self._provenance(trials, seed, box, names, objective, sampler=sampler),
             on_box_edge=fit.on_box_edge, bounds=b)
         rid = region_id or self._next_region_id()
         region = RegionResult(id=rid, bounds=b, fit=result, crop=crop, timings=timings)
@@ -341,10 +349,10 @@ class Session:
 
     def _provenance(
         self, trials: int, seed: int, box: Mapping[str, tuple[float, float]] | None,
-        objective: str, **extra: Any,
+        names: tuple[str, ...], objective: str, **extra: Any,
     ) -> dict[str, Any]:
         from . import __version__
 
         return {"livessb": __version__, "device": self.device, "trials": trials, "seed": seed,
-                "objective": objective, "box": Box.from_mapping(box).to_dict(),
+                "objective": objective, "box": Box.from_mapping(box, names).to_dict(),
                 "dataset_sha256": self.dataset.signature()["content_sha256"], **extra}

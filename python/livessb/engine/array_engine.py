@@ -26,13 +26,14 @@ from ..physics.geometry import (
 )
 from ..physics.optics import has_higher_order
 from ..physics.overlap import (
-    PAIRS,
     PARAMS,
     OverlapGrid,
     gamma,
     gamma_derivatives,
     gamma_general,
+    gamma_general_derivatives,
     overlap_grid,
+    pairs_of,
 )
 from ..results import Bounds
 from .protocol import EngineClosedError
@@ -59,8 +60,8 @@ class PreparedSpectra:
     extra: dict[str, Any] = field(default_factory=dict)  # engine-specific caches
 
 
-def params_from_vector(v: np.ndarray) -> dict[str, float]:
-    return {name: float(x) for name, x in zip(PARAMS, v, strict=True)}
+def params_from_vector(v: np.ndarray, names: tuple[str, ...] = PARAMS) -> dict[str, float]:
+    return {name: float(x) for name, x in zip(names, v, strict=True)}
 
 
 class ArrayEngine:
@@ -186,13 +187,14 @@ class ArrayEngine:
 
     # -- scoring -----------------------------------------------------------------
     def evaluate(
-        self, spectra: PreparedSpectra, candidates: np.ndarray, objective: str = "vp"
+        self, spectra: PreparedSpectra, candidates: np.ndarray, objective: str = "vp",
+        names: tuple[str, ...] = PARAMS,
     ) -> np.ndarray:
         self._check_open()
         self._require_rotation(spectra)
         out = np.empty(len(candidates))
         for i, v in enumerate(np.asarray(candidates, dtype=np.float64)):
-            params = params_from_vector(v)
+            params = params_from_vector(v, names)
             if objective == "vp":
                 out[i] = self._vp_loss(spectra, params)
             elif objective == "coherence":
@@ -212,7 +214,7 @@ class ArrayEngine:
         N = xp.zeros(spectra.G.shape[1], dtype=self.complex_dtype)
         D = xp.zeros(spectra.G.shape[1], dtype=self.real_dtype)
         for sl, g in zip(self._chunks(spectra), spectra.grids, strict=True):
-            gam = gamma(g, params, xp)
+            gam = self._gamma_for(g, params)
             N += xp.sum(gam.conj() * spectra.G[sl], axis=0)
             D += xp.sum(gam.real**2 + gam.imag**2, axis=0)
         return obj.vp_loss(N, D, spectra.weights, spectra.energy, xp)
@@ -222,32 +224,37 @@ class ArrayEngine:
         return obj.coherence_loss(C, spectra.weights, spectra.energy, spectra.n_bf, self.xp)
 
     def derivatives(
-        self, spectra: PreparedSpectra, candidates: np.ndarray
+        self, spectra: PreparedSpectra, candidates: np.ndarray,
+        names: tuple[str, ...] = PARAMS,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         self._check_open()
         self._require_rotation(spectra)
         xp = self.xp
-        K = len(candidates)
-        losses, grads, hessians = np.empty(K), np.empty((K, 6)), np.empty((K, 6, 6))
+        K, P = len(candidates), len(names)
+        pairs = pairs_of(P)
+        losses, grads, hessians = np.empty(K), np.empty((K, P)), np.empty((K, P, P))
         M = spectra.G.shape[1]
         for i, v in enumerate(np.asarray(candidates, dtype=np.float64)):
-            params = params_from_vector(v)
+            params = params_from_vector(v, names)
             N = xp.zeros(M, dtype=self.complex_dtype)
             D = xp.zeros(M, dtype=self.real_dtype)
-            dN = xp.zeros((6, M), dtype=self.complex_dtype)
-            dD = xp.zeros((6, M), dtype=self.real_dtype)
-            d2N = xp.zeros((21, M), dtype=self.complex_dtype)
-            d2D = xp.zeros((21, M), dtype=self.real_dtype)
+            dN = xp.zeros((P, M), dtype=self.complex_dtype)
+            dD = xp.zeros((P, M), dtype=self.real_dtype)
+            d2N = xp.zeros((len(pairs), M), dtype=self.complex_dtype)
+            d2D = xp.zeros((len(pairs), M), dtype=self.real_dtype)
             for sl, g in zip(self._chunks(spectra), spectra.grids, strict=True):
                 G = spectra.G[sl]
-                gam, dg, d2g = gamma_derivatives(g, params, 2, xp)
+                if names == PARAMS:
+                    gam, dg, d2g = gamma_derivatives(g, params, 2, xp)
+                else:
+                    gam, dg, d2g = gamma_general_derivatives(g, params, names, xp)
                 gc = gam.conj()
                 N += xp.sum(gc * G, axis=0)
                 D += xp.sum(gam.real**2 + gam.imag**2, axis=0)
-                for p in range(6):
+                for p in range(P):
                     dN[p] += xp.sum(dg[p].conj() * G, axis=0)
                     dD[p] += xp.sum(2 * (gc * dg[p]).real, axis=0)
-                for n, (p, q) in enumerate(PAIRS):
+                for n, (p, q) in enumerate(pairs):
                     d2N[n] += xp.sum(d2g[n].conj() * G, axis=0)
                     d2D[n] += xp.sum(2 * (dg[q].conj() * dg[p] + gc * d2g[n]).real, axis=0)
             losses[i], grads[i], hessians[i] = obj.vp_loss_derivatives(

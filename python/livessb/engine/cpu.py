@@ -41,10 +41,11 @@ class CPUEngine(ArrayEngine):
             scan_frame_frequencies(np.eye(2), theta, transpose).T)
 
     def evaluate(
-        self, spectra: PreparedSpectra, candidates: np.ndarray, objective: str = "vp"
+        self, spectra: PreparedSpectra, candidates: np.ndarray, objective: str = "vp",
+        names: tuple[str, ...] = PARAMS,
     ) -> np.ndarray:
-        if objective != "vp":
-            return super().evaluate(spectra, candidates, objective)
+        if objective != "vp" or names != PARAMS:  # the kernels cover the six-parameter model
+            return super().evaluate(spectra, candidates, objective, names)
         self._check_open()
         self._require_rotation(spectra)
         vp_sums: Any = _kernels().vp_sums
@@ -79,8 +80,11 @@ class CPUEngine(ArrayEngine):
         return self._object_spectrum_to_image(spectra, O, f).astype(np.complex64)
 
     def derivatives(
-        self, spectra: PreparedSpectra, candidates: np.ndarray
+        self, spectra: PreparedSpectra, candidates: np.ndarray,
+        names: tuple[str, ...] = PARAMS,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if names != PARAMS:
+            return super().derivatives(spectra, candidates, names)
         self._check_open()
         self._require_rotation(spectra)
         vp_derivative_sums: Any = _kernels().vp_derivative_sums

@@ -30,7 +30,7 @@ import numpy as np
 from ..dataset import Dataset4D
 from ..physics.geometry import fft_friendly_size, scan_frame_frequencies, trotter_support
 from ..physics.optics import aperture, has_higher_order
-from ..physics.overlap import PAIRS, overlap_grid
+from ..physics.overlap import PAIRS, PARAMS, overlap_grid
 from ..results import Bounds
 from . import cuda_kernels as ck
 from .array_engine import (
@@ -319,10 +319,15 @@ class CUDAEngine(ArrayEngine):
         st[key + "_candidates"] = st.get(key + "_candidates", 0) + n
 
     def evaluate(
-        self, spectra: PreparedSpectra, candidates: np.ndarray, objective: str = "vp"
+        self, spectra: PreparedSpectra, candidates: np.ndarray, objective: str = "vp",
+        names: tuple[str, ...] = PARAMS,
     ) -> np.ndarray:
         t0 = time.perf_counter()
-        out = self._evaluate(spectra, candidates, objective)
+        if names != PARAMS:  # opted-in coefficients leave the kernels: generic CuPy code
+            out = self._generic(spectra, lambda: ArrayEngine.evaluate(
+                self, spectra, candidates, objective, names))
+        else:
+            out = self._evaluate(spectra, candidates, objective)
         self._tick("evaluate", t0, len(out))
         return out
 
@@ -368,10 +373,15 @@ class CUDAEngine(ArrayEngine):
         return host.sum(axis=1)[:K]
 
     def derivatives(
-        self, spectra: PreparedSpectra, candidates: np.ndarray
+        self, spectra: PreparedSpectra, candidates: np.ndarray,
+        names: tuple[str, ...] = PARAMS,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         t0 = time.perf_counter()
-        out = self._derivatives(spectra, candidates)
+        if names != PARAMS:
+            out = self._generic(spectra, lambda: ArrayEngine.derivatives(
+                self, spectra, candidates, names))
+        else:
+            out = self._derivatives(spectra, candidates)
         self._tick("derivatives", t0, len(out[0]))
         return out
 

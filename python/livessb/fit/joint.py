@@ -1,4 +1,5 @@
-"""Joint fit of the six parameters: seeded batched search, then Newton from the best few."""
+"""Joint fit (the six parameters, plus any opted-in coefficients): seeded batched search,
+then Newton from the best few."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from tqdm.auto import tqdm
 from ..physics.overlap import PARAMS
 from .model import ThickSampleModel
 from .newton import NewtonOptions, newton_refine
-from .search import Box, best_distinct, search, trial_record
+from .search import NON_NEGATIVE, PERIODS, Box, best_distinct, search, trial_record
 
 EDGE_TOLERANCE = 1e-3  # fraction of the box width
 ROTATION_GRID = 25  # θ samples over ±3° around the COM estimate
@@ -40,18 +41,20 @@ def joint_fit(
     progress: bool = False,
     label: str = "fit",
     sampler: str = "native",
+    names: tuple[str, ...] = PARAMS,
 ) -> BranchFit:
     """Search ``trials`` seeded candidates, then refine the best ``n_starts`` with Newton."""
-    b = Box.from_mapping(box)
+    b = Box.from_mapping(box, names)
     t0 = time.perf_counter()
     with tqdm(total=trials, desc=label, disable=not progress, leave=False) as bar:
-        params, losses, batch_of = search(lambda c: model.evaluate(c, objective), b, trials,
-                                          seed, on_batch=bar.update, sampler=sampler)
+        params, losses, batch_of = search(lambda c: model.evaluate(c, objective, names), b,
+                                          trials, seed, on_batch=bar.update, sampler=sampler)
     t1 = time.perf_counter()
     starts = params[best_distinct(params, losses, b, n_starts)]
     newton: list[dict[str, Any]] = []
     if objective == "vp":
-        x, lx, newton = newton_refine(starts, model.derivatives, b, NewtonOptions())
+        x, lx, newton = newton_refine(starts, lambda c: model.derivatives(c, names), b,
+                                      NewtonOptions())
         best = int(np.argmin(lx))
         vec, loss = x[best], float(lx[best])
     else:  # the comparison objectives have no derivatives: keep the best trial
@@ -60,9 +63,10 @@ def joint_fit(
     t2 = time.perf_counter()
     vec = _tilt_without_depth(vec)
     return BranchFit(
-        params={p: float(v) for p, v in zip(PARAMS, vec, strict=True)},
+        params={p: float(v) for p, v in zip(names, vec, strict=True)},
         loss=loss,
-        trials=trial_record(params, losses, batch_of, branch, offset=branch * trials),
+        trials=trial_record(params, losses, batch_of, branch, offset=branch * trials,
+                            names=names),
         newton=[dict(step, branch=branch) for step in newton],
         on_box_edge=box_edges(vec, b),
         timings={"search_s": t1 - t0, "newton_s": t2 - t1},
@@ -72,18 +76,19 @@ def joint_fit(
 def refine_rotation(
     model: ThickSampleModel, theta: float, transpose: bool, params: Mapping[str, float],
     box: Mapping[str, tuple[float, float]] | None, span_deg: float = 3.0,
+    names: tuple[str, ...] = PARAMS,
 ) -> tuple[float, BranchFit]:
     """Minimise the VP loss over θ near the COM estimate, then re-run Newton there.
 
     The COM curl estimate is noise-limited (~1°); the loss pins θ through the
     aberration phases, which move with the BF frequencies k = R(θ)·T·k_det.
     """
-    b = Box.from_mapping(box)
-    vec = np.array([[params[p] for p in PARAMS]])
+    b = Box.from_mapping(box, names)
+    vec = np.array([[params[p] for p in names]])
 
     def loss_at(t: float) -> float:
         model.set_rotation(t, transpose)
-        return float(model.evaluate(vec)[0])
+        return float(model.evaluate(vec, "vp", names)[0])
 
     # The trotter masks switch pixels in and out as θ moves, so L(θ) is only piecewise
     # smooth: fit a parabola to a grid instead of trusting a line search.
@@ -96,10 +101,10 @@ def refine_rotation(
         refined = float(grid[int(np.argmin(losses))])
     model.set_rotation(refined, transpose)
     t0 = time.perf_counter()
-    x, lx, steps = newton_refine(vec, model.derivatives, b, NewtonOptions())
+    x, lx, steps = newton_refine(vec, lambda c: model.derivatives(c, names), b, NewtonOptions())
     out = _tilt_without_depth(x[0])
     return refined, BranchFit(
-        params={p: float(v) for p, v in zip(PARAMS, out, strict=True)}, loss=float(lx[0]),
+        params={p: float(v) for p, v in zip(names, out, strict=True)}, loss=float(lx[0]),
         trials=[], newton=[dict(st, branch="refined") for st in steps],
         on_box_edge=box_edges(out, b),
         timings={"rotation_refine_s": time.perf_counter() - t0})
@@ -117,11 +122,11 @@ def box_edges(v: np.ndarray, box: Box) -> list[str]:
     """Non-periodic parameters sitting on their box edge (the fit may want more room)."""
     width = box.high - box.low
     out = []
-    for i, name in enumerate(PARAMS):
-        if name == "phi12":
+    for i, name in enumerate(box.names):
+        if name in PERIODS:
             continue
         at_zero = box.low[i] == 0 and v[i] - box.low[i] <= EDGE_TOLERANCE * width[i]
-        if name in ("C12", "depth") and at_zero:
+        if name in NON_NEGATIVE and at_zero:
             continue  # zero astigmatism / zero depth are physical values, not walls
         if min(v[i] - box.low[i], box.high[i] - v[i]) <= EDGE_TOLERANCE * width[i]:
             out.append(name)

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..physics.overlap import PARAMS
 from ..results import Bounds
 
 
@@ -37,11 +38,15 @@ class ThickSampleModel:
     def set_rotation(self, theta: float, transpose: bool) -> None:
         self._live().engine.set_rotation(self.spectra, theta, transpose)
 
-    def evaluate(self, candidates: np.ndarray, objective: str = "vp") -> np.ndarray:
-        return self._live().engine.evaluate(self.spectra, candidates, objective)
+    def evaluate(
+        self, candidates: np.ndarray, objective: str = "vp", names: tuple[str, ...] = PARAMS
+    ) -> np.ndarray:
+        return self._live().engine.evaluate(self.spectra, candidates, objective, names)
 
-    def derivatives(self, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return self._live().engine.derivatives(self.spectra, candidates)
+    def derivatives(
+        self, candidates: np.ndarray, names: tuple[str, ...] = PARAMS
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        return self._live().engine.derivatives(self.spectra, candidates, names)
 
     def reconstruct(self, params: dict[str, float], upsample: int, method: str) -> np.ndarray:
         return self._live().engine.reconstruct(self.spectra, params, upsample, method)

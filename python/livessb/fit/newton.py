@@ -9,19 +9,22 @@ so astigmatism crossing zero is a smooth move, not a wall.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..physics.overlap import PARAMS
-from .search import Box
+from .search import PERIODS, Box
 
-# Scale of each parameter for the trust region (Å, Å, rad, mrad, mrad, Å).
-SCALE = np.array([10.0, 5.0, 0.1, 1.0, 1.0, 20.0])
-I_C12, I_PHI = PARAMS.index("C12"), PARAMS.index("phi12")
+# Scale of each parameter for the trust region (Å, rad, mrad).
+SCALES: dict[str, float] = {
+    "C10": 10.0, "C12": 5.0, "phi12": 0.1, "tilt_row_mrad": 1.0, "tilt_col_mrad": 1.0,
+    "depth": 20.0, "C21": 50.0, "phi21": 0.1, "C23": 50.0, "phi23": 0.1, "C30": 2000.0}
+
+
+def scale_of(names: tuple[str, ...]) -> np.ndarray:
+    return np.array([SCALES[p] for p in names])
 
 
 @dataclass
@@ -62,14 +65,17 @@ def trust_region_step(g: np.ndarray, H: np.ndarray, radius: float) -> np.ndarray
 
 
 def fold_into_box(v: np.ndarray, box: Box) -> np.ndarray:
-    """Fold C12 sign into phi12, wrap phi12, clip the rest to the box."""
+    """Fold each C_nm sign into its angle (C < 0 ≡ φ + π/m), wrap angles, clip the rest."""
     v = v.copy()
-    if v[I_C12] < 0:
-        v[I_C12] = -v[I_C12]
-        v[I_PHI] += math.pi / 2
-    lo, hi = box.low[I_PHI], box.high[I_PHI]
-    period = math.pi
-    v[I_PHI] = lo + np.mod(v[I_PHI] - lo, period) if hi - lo >= period - 1e-12 else v[I_PHI]
+    for i, name in enumerate(box.names):
+        if name not in PERIODS:
+            continue
+        i_c = box.names.index("C" + name[3:])
+        if v[i_c] < 0:
+            v[i_c] = -v[i_c]
+            v[i] += PERIODS[name] / 2
+        if box.full_period(name):
+            v[i] = box.low[i] + np.mod(v[i] - box.low[i], PERIODS[name])
     return np.clip(v, box.low, box.high)
 
 
@@ -86,21 +92,22 @@ def newton_refine(
     and, where the step is accepted, supplies the next gradient and Hessian.
     """
     opt = options or NewtonOptions()
+    scale = scale_of(box.names)
     x = np.array([fold_into_box(s, box) for s in starts])
     loss, grad, hess = derivatives(x)
     radius = np.full(len(x), opt.initial_radius)
     active = np.ones(len(x), dtype=bool)
     record: list[dict[str, Any]] = [
-        _step_entry(i, 0, x[i], loss[i], grad[i], radius[i], True, None)
+        _step_entry(box.names, i, 0, x[i], loss[i], grad[i] * scale, radius[i], True, None)
         for i in range(len(x))]
     for it in range(1, opt.max_iterations + 1):
         steps = {}
         for i in np.flatnonzero(active):
-            g_s, H_s = grad[i] * SCALE, hess[i] * np.outer(SCALE, SCALE)
+            g_s, H_s = grad[i] * scale, hess[i] * np.outer(scale, scale)
             s = trust_region_step(g_s, H_s, radius[i])
-            y = fold_into_box(x[i] + s * SCALE, box)
+            y = fold_into_box(x[i] + s * scale, box)
             # Re-measure the step actually taken after folding/clipping for the model.
-            s_taken = _taken_step(x[i], y) / SCALE
+            s_taken = _taken_step(x[i], y, box.names) / scale
             pred = -(g_s @ s_taken + 0.5 * s_taken @ H_s @ s_taken)
             if pred < opt.min_predicted_rel * max(abs(loss[i]), 1e-6):
                 active[i] = False  # converged: no step left worth evaluating
@@ -117,40 +124,43 @@ def newton_refine(
             actual = loss[i] - t_loss[n]
             rho = actual / predicted[n] if predicted[n] > 0 else -1.0
             ok = bool(rho > 1e-4 and actual > 0)
-            step_norm = float(np.linalg.norm(_taken_step(x[i], trial[n]) / SCALE))
+            step_norm = float(np.linalg.norm(_taken_step(x[i], trial[n], box.names) / scale))
             if rho < 0.25:
                 radius[i] = 0.25 * max(step_norm, 1e-12)
             elif rho > 0.75 and step_norm >= 0.99 * radius[i]:
                 radius[i] = min(2 * radius[i], opt.max_radius)
             if ok:
                 x[i], loss[i], grad[i], hess[i] = trial[n], t_loss[n], t_grad[n], t_hess[n]
-            entries.append(_step_entry(int(i), it, trial[n], t_loss[n], t_grad[n] if ok else None,
-                                       radius[i], ok, float(rho)))
+            entries.append(_step_entry(box.names, int(i), it, trial[n], t_loss[n],
+                                       t_grad[n] * scale if ok else None, radius[i], ok,
+                                       float(rho)))
             if radius[i] < opt.min_radius:
                 active[i] = False
         record += entries
-        _prune_hopeless(active, loss, grad, hess)
-        _merge_duplicates(active, x, loss)
+        _prune_hopeless(active, loss, grad * scale, hess * np.outer(scale, scale))
+        _merge_duplicates(active, x, loss, box.names, scale)
         if on_iteration is not None:
             on_iteration()
     return x, loss, record
 
 
-def _merge_duplicates(active: np.ndarray, x: np.ndarray, loss: np.ndarray) -> None:
+def _merge_duplicates(active: np.ndarray, x: np.ndarray, loss: np.ndarray,
+                      names: tuple[str, ...], scale: np.ndarray) -> None:
     """Starts that meet (within one trust-region unit) refine the same basin: keep the best."""
     order = [int(i) for i in np.argsort(loss, kind="stable")]
     for n, i in enumerate(order):
         if not active[i]:
             continue
         for j in order[:n]:
-            if np.linalg.norm(_taken_step(x[j], x[i]) / SCALE) < 1.0:
+            if np.linalg.norm(_taken_step(x[j], x[i], names) / scale) < 1.0:
                 active[i] = False
                 break
 
 
 def _prune_hopeless(active: np.ndarray, loss: np.ndarray, grad: np.ndarray,
                     hess: np.ndarray) -> None:
-    """Stop starts whose local quadratic model cannot reach the best loss so far.
+    """Stop starts whose local quadratic model cannot reach the best loss so far
+    (``grad``/``hess`` in scaled coordinates).
 
     With a positive definite Hessian the model's minimum is L - ½ gᵀH⁻¹g; a start
     whose model minimum lies above the current best loss is in a worse basin, and
@@ -160,8 +170,7 @@ def _prune_hopeless(active: np.ndarray, loss: np.ndarray, grad: np.ndarray,
     for i in np.flatnonzero(active):
         if i == best:
             continue
-        H = hess[i] * np.outer(SCALE, SCALE)
-        g = grad[i] * SCALE
+        H, g = hess[i], grad[i]
         evals, evecs = np.linalg.eigh(H)
         if evals[0] <= 0:
             continue
@@ -170,21 +179,25 @@ def _prune_hopeless(active: np.ndarray, loss: np.ndarray, grad: np.ndarray,
             active[i] = False
 
 
-def _taken_step(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """y - x with the phi12 difference taken on the circle."""
+def _taken_step(x: np.ndarray, y: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
+    """y - x with angle differences taken on their circles."""
     d = y - x
-    d[I_PHI] = (d[I_PHI] + math.pi / 2) % math.pi - math.pi / 2
+    for i, name in enumerate(names):
+        if name in PERIODS:
+            period = PERIODS[name]
+            d[i] = (d[i] + period / 2) % period - period / 2
     return d
 
 
 def _step_entry(
-    start: int, iteration: int, v: np.ndarray, loss: float, grad: np.ndarray | None,
+    names: tuple[str, ...], start: int, iteration: int, v: np.ndarray, loss: float,
+    grad: np.ndarray | None,
     radius: float, accepted: bool, rho: float | None,
 ) -> dict[str, Any]:
     return {
         "start": start, "iteration": iteration,
-        "params": {p: float(x) for p, x in zip(PARAMS, v, strict=True)},
+        "params": {p: float(x) for p, x in zip(names, v, strict=True)},
         "loss": float(loss),
-        "grad_norm": None if grad is None else float(np.linalg.norm(grad * SCALE)),
+        "grad_norm": None if grad is None else float(np.linalg.norm(grad)),
         "radius": float(radius), "accepted": accepted, "rho": rho,
     }

@@ -25,36 +25,59 @@ DEFAULT_BOX: dict[str, tuple[float, float]] = {
     "tilt_row_mrad": (-15.0, 15.0),
     "tilt_col_mrad": (-15.0, 15.0),
     "depth": (0.0, 500.0),
+    # Opt-in coefficients (Session.fit(extra=...)): coma, three-fold, spherical.
+    "C21": (0.0, 2000.0),
+    "phi21": (-math.pi, math.pi),
+    "C23": (0.0, 2000.0),
+    "phi23": (-math.pi / 3, math.pi / 3),
+    "C30": (-2e5, 2e5),
 }
-PERIODIC = {"phi12": math.pi}
+OPTIONAL: dict[str, tuple[str, ...]] = {
+    "C21": ("C21", "phi21"), "C23": ("C23", "phi23"), "C30": ("C30",)}
+# Angles and their period 2π/m; the magnitude C_nm of each is non-negative.
+PERIODS: dict[str, float] = {"phi12": math.pi, "phi21": 2 * math.pi, "phi23": 2 * math.pi / 3}
+NON_NEGATIVE = ("C12", "C21", "C23", "depth")
 ELITES = 8
 SPREAD_START = 0.12  # in unit-cube coordinates
 SPREAD_SHRINK = 0.6
+
+
+def fit_names(extra: tuple[str, ...] | list[str] = ()) -> tuple[str, ...]:
+    """The six joint parameters plus opted-in coefficients (and their angles)."""
+    unknown = [e for e in extra if e not in OPTIONAL]
+    if unknown:
+        raise ValueError(f"cannot opt {unknown} into the fit: choose from {sorted(OPTIONAL)}")
+    return PARAMS + tuple(n for key in OPTIONAL if key in extra for n in OPTIONAL[key])
 
 
 @dataclass(frozen=True)
 class Box:
     low: np.ndarray
     high: np.ndarray
+    names: tuple[str, ...] = PARAMS
 
     @classmethod
-    def from_mapping(cls, box: Mapping[str, tuple[float, float]] | None) -> Box:
-        merged = dict(DEFAULT_BOX)
+    def from_mapping(
+        cls, box: Mapping[str, tuple[float, float]] | None, names: tuple[str, ...] = PARAMS
+    ) -> Box:
+        merged = {n: DEFAULT_BOX[n] for n in names}
         for key, value in (box or {}).items():
-            if key not in DEFAULT_BOX:
-                raise ValueError(f"unknown fit parameter {key!r} in box: use {list(PARAMS)}")
+            if key not in merged:
+                hint = " (opt it in with extra=...)" if key in DEFAULT_BOX else ""
+                raise ValueError(f"unknown fit parameter {key!r} in box{hint}: use {list(names)}")
             lo, hi = (float(x) for x in value)
             if not hi > lo:
                 raise ValueError(f"box for {key} must have low < high, got {value!r}")
             merged[key] = (lo, hi)
-        if merged["C12"][0] < 0 or merged["depth"][0] < 0:
-            raise ValueError("C12 and depth are non-negative: their box must start at ≥ 0")
-        return cls(low=np.array([merged[p][0] for p in PARAMS]),
-                   high=np.array([merged[p][1] for p in PARAMS]))
+        negative = [n for n in NON_NEGATIVE if n in merged and merged[n][0] < 0]
+        if negative:
+            raise ValueError(f"{negative} are non-negative: their box must start at ≥ 0")
+        return cls(low=np.array([merged[p][0] for p in names]),
+                   high=np.array([merged[p][1] for p in names]), names=tuple(names))
 
     def to_dict(self) -> dict[str, list[float]]:
-        return {p: [float(lo), float(hi)] for p, lo, hi in zip(PARAMS, self.low, self.high,
-                                                               strict=True)}
+        return {p: [float(lo), float(hi)]
+                for p, lo, hi in zip(self.names, self.low, self.high, strict=True)}
 
     def from_unit(self, u: np.ndarray) -> np.ndarray:
         return self.low + u * (self.high - self.low)
@@ -62,14 +85,26 @@ class Box:
     def to_unit(self, v: np.ndarray) -> np.ndarray:
         return (v - self.low) / (self.high - self.low)
 
+    def full_period(self, name: str) -> bool:
+        """Whether the box spans a whole period of angle ``name`` (so it wraps, not clips)."""
+        i = self.names.index(name)
+        return name in PERIODS and self.high[i] - self.low[i] >= PERIODS[name] - 1e-12
+
+
+# Under θ → θ+π the loss is invariant when every C_nm with even m and the tilt change
+# sign (C12's sign change is phi12 + π/2); odd-m coefficients (C21, C23) are unchanged.
+MIRROR_SIGN = {"C10": -1.0, "C30": -1.0, "tilt_row_mrad": -1.0, "tilt_col_mrad": -1.0}
+
 
 def mirror_in_box(params: Mapping[str, float], box: Box) -> bool:
-    """Whether the θ+π mirror (-C10, C12, phi12+π/2, -tilt, depth) of ``params`` is in the box."""
-    v = np.array([params[p] for p in PARAMS])
-    mirror = v * np.array([-1.0, 1.0, 1.0, -1.0, -1.0, 1.0])
-    i_phi = PARAMS.index("phi12")
-    mirror[i_phi] = v[i_phi]  # periodic: any phi12 is inside a full-period box
-    return bool(np.all(mirror >= box.low - 1e-9) and np.all(mirror <= box.high + 1e-9))
+    """Whether the θ+π mirror of ``params`` (same loss on the other branch) is in the box."""
+    for i, name in enumerate(box.names):
+        if name in PERIODS and box.full_period(name):
+            continue  # any angle lies in a full-period box
+        value = MIRROR_SIGN.get(name, 1.0) * params[name]
+        if not box.low[i] - 1e-9 <= value <= box.high[i] + 1e-9:
+            return False
+    return True
 
 
 def batch_sizes(trials: int) -> list[int]:
@@ -85,15 +120,17 @@ def batch_sizes(trials: int) -> list[int]:
 
 
 def _adaptive_batch(
-    rng: np.random.Generator, unit: np.ndarray, losses: np.ndarray, n: int, spread: float
+    rng: np.random.Generator, unit: np.ndarray, losses: np.ndarray, n: int, spread: float,
+    box: Box,
 ) -> np.ndarray:
     order = np.argsort(losses, kind="stable")[:ELITES]
     ranks = np.arange(len(order))
     weights = np.exp(-ranks / 3.0)
     picks = rng.choice(order, size=n, p=weights / weights.sum())
     out = unit[picks] + rng.normal(scale=spread, size=(n, unit.shape[1]))
-    phi = PARAMS.index("phi12")
-    out[:, phi] = np.mod(out[:, phi], 1.0)  # periodic: wrap instead of clip
+    for i, name in enumerate(box.names):
+        if box.full_period(name):
+            out[:, i] = np.mod(out[:, i], 1.0)  # periodic: wrap instead of clip
     return np.clip(out, 0.0, 1.0)
 
 
@@ -103,13 +140,13 @@ class NativeProposer:
     def __init__(self, box: Box, trials: int, seed: int) -> None:
         self.box = box
         self.rng = np.random.default_rng(seed)
-        self.halton = qmc.Halton(d=len(PARAMS), scramble=True, seed=self.rng)
+        self.halton = qmc.Halton(d=len(box.names), scramble=True, seed=self.rng)
 
     def propose(self, batch: int, n: int, params: np.ndarray, losses: np.ndarray) -> np.ndarray:
         if batch == 0:
             return self.box.from_unit(self.halton.random(n))
         unit = _adaptive_batch(self.rng, self.box.to_unit(params), losses, n,
-                               SPREAD_START * SPREAD_SHRINK ** (batch - 1))
+                               SPREAD_START * SPREAD_SHRINK ** (batch - 1), self.box)
         return self.box.from_unit(unit)
 
     def tell(self, values: np.ndarray) -> None:
@@ -130,15 +167,16 @@ class OptunaProposer:
         optuna.logging.set_verbosity(optuna.logging.WARNING)
         self.dists: dict[str, BaseDistribution] = {
             p: FloatDistribution(float(lo), float(hi))
-            for p, lo, hi in zip(PARAMS, box.low, box.high, strict=True)}
+            for p, lo, hi in zip(box.names, box.low, box.high, strict=True)}
         sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=max(1, trials // 2),
                                              multivariate=True, constant_liar=True)
         self.study = optuna.create_study(direction="minimize", sampler=sampler)
         self.asked: list[Any] = []
+        self.names = box.names
 
     def propose(self, batch: int, n: int, params: np.ndarray, losses: np.ndarray) -> np.ndarray:
         self.asked = [self.study.ask(self.dists) for _ in range(n)]
-        return np.array([[t.params[p] for p in PARAMS] for t in self.asked])
+        return np.array([[t.params[p] for p in self.names] for t in self.asked])
 
     def tell(self, values: np.ndarray) -> None:
         for t, v in zip(self.asked, values, strict=True):
@@ -164,7 +202,7 @@ def search(
     if sampler not in SAMPLERS:
         raise ValueError(f"unknown sampler {sampler!r}: use {sorted(SAMPLERS)}")
     proposer = SAMPLERS[sampler](box, trials, seed)
-    params = np.empty((0, len(PARAMS)))
+    params = np.empty((0, len(box.names)))
     losses = np.empty(0)
     batch_of: list[int] = []
     for b, n in enumerate(batch_sizes(trials)):
@@ -194,11 +232,12 @@ def best_distinct(
 
 
 def trial_record(
-    params: np.ndarray, losses: np.ndarray, batch_of: list[int], branch: int, offset: int = 0
+    params: np.ndarray, losses: np.ndarray, batch_of: list[int], branch: int, offset: int = 0,
+    names: tuple[str, ...] = PARAMS,
 ) -> list[dict[str, Any]]:
     return [
         {"number": offset + i, "batch": int(batch_of[i]), "branch": branch,
-         "params": {p: float(v) for p, v in zip(PARAMS, params[i], strict=True)},
+         "params": {p: float(v) for p, v in zip(names, params[i], strict=True)},
          "loss": float(losses[i])}
         for i in range(len(losses))
     ]

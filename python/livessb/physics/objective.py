@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from .overlap import N_PARAMS, PAIRS
+from .overlap import pairs_of
 
 D_FLOOR = 1e-12  # frequencies without any BF pixel in their trotters carry no energy
 
@@ -27,9 +27,9 @@ def vp_loss_derivatives(
     N: Any, D: Any, dN: Any, dD: Any, d2N: Any, d2D: Any, weights: Any, energy: float,
     xp: Any = np,
 ) -> tuple[float, np.ndarray, np.ndarray]:
-    """Loss, gradient (6,) and Hessian (6, 6) of the VP loss from per-ν sums.
+    """Loss, gradient (P,) and Hessian (P, P) of the VP loss from per-ν sums.
 
-    ``dN``/``dD`` are (6, M), ``d2N``/``d2D`` are (21, M) in ``PAIRS`` order.
+    ``dN``/``dD`` are (P, M), ``d2N``/``d2D`` are (P(P+1)/2, M) in ``pairs_of(P)`` order.
     f = |N|²/D per ν; its derivatives follow from the quotient rule.
     """
     ok = D > D_FLOOR
@@ -39,9 +39,10 @@ def vp_loss_derivatives(
     re_n_dn = (N.conj()[None, :] * dN).real  # Re(N* N_i), (6, M)
     grad_f = 2 * re_n_dn * inv_d - n2 * dD * inv_d * inv_d_unweighted(D, ok, xp)
     grad = -xp.sum(grad_f, axis=1) / energy
-    hess = xp.zeros((N_PARAMS, N_PARAMS), dtype=grad.dtype)
+    n_params = dN.shape[0]
+    hess = xp.zeros((n_params, n_params), dtype=grad.dtype)
     inv_uw = inv_d_unweighted(D, ok, xp)
-    for n, (i, j) in enumerate(PAIRS):
+    for n, (i, j) in enumerate(pairs_of(n_params)):
         term = (2 * (dN[j].conj() * dN[i] + N.conj() * d2N[n]).real
                 - 2 * re_n_dn[i] * dD[j] * inv_uw
                 - 2 * re_n_dn[j] * dD[i] * inv_uw

@@ -144,6 +144,94 @@ def gamma_derivatives(
     return gam, grads, hess
 
 
+def pairs_of(n: int) -> tuple[tuple[int, int], ...]:
+    """(i, j), i ≤ j, for ``n`` parameters: the order second derivatives come in."""
+    return tuple((i, j) for i in range(n) for j in range(i, n))
+
+
+def _chi_partials(
+    q_row: Any, q_col: Any, wavelength: float, params: Mapping[str, float], name: str, xp: Any
+) -> tuple[Any, Any, Any]:
+    """∂χ/∂θ for one aberration name, and the nonzero second partials
+    (∂²χ/∂C_nm∂φ_nm, ∂²χ/∂φ_nm²) of that coefficient (zero for a C name's own square)."""
+    n, m = int(name[-2]), int(name[-1])
+    C = float(params.get(f"C{n}{m}", 0.0))
+    phi_nm = float(params.get(f"phi{n}{m}", 0.0))
+    radial = (2 * math.pi / wavelength) / (n + 1) * (
+        xp.sqrt(q_row * q_row + q_col * q_col) * wavelength) ** (n + 1)
+    if m == 0:
+        return radial, 0.0 * radial, 0.0 * radial
+    ang = m * (xp.arctan2(q_col, q_row) - phi_nm)
+    cos_a, sin_a = xp.cos(ang), xp.sin(ang)
+    if name.startswith("C"):
+        return radial * cos_a, radial * m * sin_a, 0.0 * radial
+    return C * radial * m * sin_a, radial * m * sin_a, -C * radial * m * m * cos_a
+
+
+def gamma_general_derivatives(
+    g: OverlapGrid, params: Mapping[str, float], names: tuple[str, ...], xp: Any = np
+) -> tuple[Any, list[Any], list[Any]]:
+    """Γ, first and second derivatives (``pairs_of(len(names))`` order) for any fit
+    parameters: aberration coefficients C_nm/phi_nm of any order plus tilt and depth.
+
+    Slower than ``gamma_derivatives`` (general χ, trigonometry per pair); used when
+    coefficients beyond C10/C12 are opted into a fit.
+    """
+    kr, kc, nr, nc, lam = g.k_r, g.k_c, g.nu_r, g.nu_c, g.wavelength
+    geom = ("tilt_row_mrad", "tilt_col_mrad", "depth")
+    depth = float(params.get("depth", 0.0))
+    tilt_phase = 2 * math.pi * MRAD * (
+        nr * float(params.get("tilt_row_mrad", 0.0)) + nc * float(params.get("tilt_col_mrad", 0.0)))
+    chi_k = chi(kr, kc, lam, params, xp)
+    aber = [i for i, p in enumerate(names) if p not in geom]
+    parts_k = {i: _chi_partials(kr, kc, lam, params, names[i], xp) for i in aber}
+    P = len(names)
+    pairs = pairs_of(P)
+    gam: Any = 0
+    grads: list[Any] = [0] * P
+    hess: list[Any] = [0] * len(pairs)
+    pl = math.pi * lam
+    for sign, amp, sgn in ((-1, g.amp_minus, 1.0), (+1, g.amp_plus, -1.0)):
+        qr, qc = kr + sign * nr, kc + sign * nc
+        ip = 1j * sign  # a: exp(-i Δχ), b: exp(+i Δχ)
+        wave = amp * xp.exp(ip * (chi(qr, qc, lam, params, xp) - chi_k))
+        d1 = {}
+        d2 = {}
+        for i in aber:
+            pq = _chi_partials(qr, qc, lam, params, names[i], xp)
+            d1[i] = pq[0] - parts_k[i][0]
+            d2[i] = (pq[1] - parts_k[i][1], pq[2] - parts_k[i][2])
+        beta = -sign * pl * ((qr * qr + qc * qc) - (kr * kr + kc * kc)) + tilt_phase
+        S, dS, d2S = _sinc_and_derivatives(beta * (depth / 2), xp)
+        dx = {"tilt_row_mrad": math.pi * depth * MRAD * nr,
+              "tilt_col_mrad": math.pi * depth * MRAD * nc, "depth": beta / 2}
+        gam = gam + sgn * S * wave
+        for i, name in enumerate(names):
+            if name in geom:
+                grads[i] = grads[i] + sgn * dS * dx[name] * wave
+            else:
+                grads[i] = grads[i] + sgn * S * ip * d1[i] * wave
+        for n_, (i, j) in enumerate(pairs):
+            a_name, b_name = names[i], names[j]
+            if a_name not in geom and b_name not in geom:
+                second = ip * d1[i] * ip * d1[j] * wave
+                if a_name[-2:] == b_name[-2:]:  # same coefficient: C_nm/phi_nm cross terms
+                    if a_name.startswith("phi") and b_name.startswith("phi"):
+                        second = second + ip * d2[i][1] * wave
+                    elif a_name != b_name:
+                        second = second + ip * d2[i][0] * wave
+                hess[n_] = hess[n_] + sgn * S * second
+            elif a_name in geom and b_name in geom:
+                d2x = d2S * dx[a_name] * dx[b_name]
+                if b_name == "depth" and a_name != "depth":
+                    d2x = d2x + dS * math.pi * MRAD * (nr if a_name == "tilt_row_mrad" else nc)
+                hess[n_] = hess[n_] + sgn * d2x * wave
+            else:
+                ab, ge = (i, b_name) if a_name not in geom else (j, a_name)
+                hess[n_] = hess[n_] + sgn * dS * dx[ge] * ip * d1[ab] * wave
+    return gam, grads, hess
+
+
 def gamma_general(
     g: OverlapGrid, params: Mapping[str, float], xp: Any = np
 ) -> Any:
