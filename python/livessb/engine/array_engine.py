@@ -364,14 +364,16 @@ class ArrayEngine:
 
     def _object_spectrum_to_image(self, spectra: PreparedSpectra, O: Any, f: int) -> Any:
         """O(ν) is anti-Hermitian off DC, so O(r) = DC + i·irfft2(-i·O): one inverse FFT."""
-        xp = self.xp
         Nr, Nc = spectra.shape
         shape = (f * Nr, f * Nc)
         H = (-1j * O).reshape(shape[0], shape[1] // 2 + 1)
         H[0, 0] = 0
-        h = xp.fft.irfft2(H, s=shape)
+        h = self._irfft2(H, shape)
         dc = spectra.dc / (shape[0] * shape[1])
         return dc + 1j * h
+
+    def _irfft2(self, H: Any, shape: tuple[int, int]) -> Any:
+        return self.xp.fft.irfft2(H, s=shape)
 
     # -- lifetime --------------------------------------------------------------
     def release(self, spectra: PreparedSpectra) -> None:

@@ -480,17 +480,10 @@ class CUDAEngine(ArrayEngine):
                 time.perf_counter() - t0)
         return out
 
-    def _object_spectrum_to_image(self, spectra: PreparedSpectra, O: Any, f: int) -> Any:
-        """As ArrayEngine's (one inverse FFT), with a process-cached cuFFT plan."""
-        cp = self.cp
-        Nr, Nc = spectra.shape
-        shape = (f * Nr, f * Nc)
-        H = (-1j * O).reshape(shape[0], shape[1] // 2 + 1)
-        H[0, 0] = 0
+    def _irfft2(self, H: Any, shape: tuple[int, int]) -> Any:
+        """As ArrayEngine's, with a process-cached cuFFT plan."""
         with _fft_plan(H, "C2R", shape):
-            h = cp.fft.irfft2(H, s=shape)
-        dc = spectra.dc / (shape[0] * shape[1])
-        return dc + 1j * h
+            return self.cp.fft.irfft2(H, s=shape)
 
     # -- generic (NumPy-semantics) fallback: non-VP objectives, higher-order aberrations ---------
     def _generic(self, spectra: PreparedSpectra, call: Any) -> Any:
