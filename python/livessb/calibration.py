@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .atomic import atomic_write_text
 from .dataset import Dataset4D
 from .results import FitResult
 
@@ -18,23 +17,6 @@ SCHEMA_VERSION = 1
 
 class CalibrationError(ValueError):
     """A calibration file that cannot be used (corrupt, other schema, other dataset)."""
-
-
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write to a temporary file beside ``path``, fsync, then rename over it."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
 
 
 def calibration_document(

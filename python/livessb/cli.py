@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .calibration import atomic_write_text
+from .atomic import atomic_write, atomic_write_text
 
 
 def _write_json(path: str | Path, doc: dict[str, Any]) -> Path:
@@ -20,9 +20,8 @@ def _write_png(path: Path, phase: Any) -> Path:
     from .render import phase_to_png
 
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(phase_to_png(phase))
-    tmp.replace(path)
+    with atomic_write(path) as fh:
+        fh.write(phase_to_png(phase))
     return path
 
 

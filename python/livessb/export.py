@@ -7,15 +7,14 @@ existing file untouched and no temporary file behind.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 import numpy as np
+
+from .atomic import atomic_write
 
 if TYPE_CHECKING:
     from .results import Reconstruction
@@ -26,30 +25,6 @@ WHAT: tuple[str, ...] = ("phase", "object", "amplitude")
 
 class ExportError(ValueError):
     """The export cannot be done as asked (suffix, content); the message names the fix."""
-
-
-@contextlib.contextmanager
-def atomic_write(path: str | Path) -> Iterator[IO[bytes]]:
-    """Open a temporary file next to ``path``; on success it replaces ``path``.
-
-    On any exception the temporary file is removed and ``path`` is left as it was.
-    """
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise FileNotFoundError(f"the directory {str(directory)!r} does not exist: create it first")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    os.close(fd)
-    try:
-        with open(tmp, "wb") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _metadata(rec: Reconstruction, what: str, units: str) -> dict[str, Any]:
