@@ -68,13 +68,15 @@ class CPUEngine(ArrayEngine):
         key = f"fine{f}"
         if key not in spectra.extra:  # geometry of the f-times finer grid, per rotation
             grids, index, conj = self._fine_grids(spectra, f)
-            spectra.extra[key] = _pack_trotter_pairs(
+            pack = _pack_trotter_pairs(
                 grids, spectra.k, self.bf.rows, self.bf.cols, spectra.G, index, conj)
+            # The fine grid's frequencies, kept with its pairs (every grid block shares them).
+            pack["nu_r"], pack["nu_c"] = grids[0].nu_r.ravel(), grids[0].nu_c.ravel()
+            spectra.extra[key] = pack
         c = spectra.extra[key]
-        nu_r, nu_c = (spectra.nu_r, spectra.nu_c) if f == 1 else _fine_nu(spectra, f, self.step)
         vec = np.array([float(params.get(p, 0.0)) for p in PARAMS])
         C, N, D = _kernels().reconstruction_sums(
-            c["indptr"], c["k_r"], c["k_c"], c["amp_m"], c["amp_p"], c["G"], nu_r, nu_c,
+            c["indptr"], c["k_r"], c["k_c"], c["amp_m"], c["amp_p"], c["G"], c["nu_r"], c["nu_c"],
             np.pi * self.wavelength, vec, RECON_EPS)
         O = C / spectra.n_bf if method == "ssb" else N / (D + 1e-3 * spectra.n_bf)
         return self._object_spectrum_to_image(spectra, O, f).astype(np.complex64)
@@ -105,13 +107,6 @@ def _kernels() -> Any:
     from . import cpu_kernels
 
     return cpu_kernels
-
-
-def _fine_nu(spectra: PreparedSpectra, f: int, step: tuple[float, float]) -> tuple[Any, Any]:
-    from .array_engine import _half_plane_grid
-
-    Nr, Nc = spectra.shape
-    return _half_plane_grid((f * Nr, f * Nc), (step[0] / f, step[1] / f))
 
 
 def _pack_trotter_pairs(
