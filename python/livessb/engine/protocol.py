@@ -41,13 +41,17 @@ class Engine(Protocol):
     def set_rotation(self, spectra: Spectra, theta: float, transpose: bool) -> None:
         """Scan-frame BF frequencies, trotter support and sideband energy for this rotation."""
 
-    def evaluate(self, spectra: Spectra, candidates: np.ndarray) -> np.ndarray:
-        """VP losses of a (K, 6) batch of parameter vectors, in one call: (K,)."""
+    def evaluate(
+        self, spectra: Spectra, candidates: np.ndarray, objective: str = "vp",
+        names: tuple[str, ...] = ...,
+    ) -> np.ndarray:
+        """Losses of a (K, P) batch of parameter vectors named ``names`` (default the six
+        joint parameters), in one call: (K,)."""
 
     def derivatives(
-        self, spectra: Spectra, candidates: np.ndarray
+        self, spectra: Spectra, candidates: np.ndarray, names: tuple[str, ...] = ...,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Exact loss (K,), gradient (K, 6) and Hessian (K, 6, 6) of a batch."""
+        """Exact VP loss (K,), gradient (K, P) and Hessian (K, P, P) of a batch."""
 
     def reconstruct(
         self, spectra: Spectra, params: dict[str, float], upsample: int, method: str
