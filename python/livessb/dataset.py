@@ -126,8 +126,15 @@ class Dataset4D:
             "shape": list(self.counts.shape),
             "dtype": str(self.counts.dtype),
             "calibration": self.calibration(),
-            "content_sha256": content_hash(self.counts),
+            "content_sha256": self._content_sha256(),
         }
+
+    def _content_sha256(self) -> str:
+        # Counts are fixed at construction: hash the sampled frames once, not per fit.
+        cached = self.__dict__.get("_content_hash")
+        if cached is None:
+            cached = self.__dict__["_content_hash"] = content_hash(self.counts)
+        return str(cached)
 
     def _check_disk_fits(self) -> None:
         bf = self.bright_field

@@ -104,12 +104,6 @@ class DeviceDataset4D(Dataset4D):
                                                     detector_sampling_mrad, "")
             self.detector_sampling_derived = False
         self._check_disk_fits()
-        self._signature: dict[str, Any] | None = None
-
-    def signature(self) -> dict[str, Any]:
-        if self._signature is None:  # the hash reads 64 frames from the device once
-            self._signature = super().signature()
-        return self._signature
 
 
 @dataclass
