@@ -135,25 +135,23 @@ class Session:
         (each with its angle) and "C30"; those fits run on the generic (slower) path.
         """
         engine = self._check_open()
-        names = fit_names(tuple(extra))
-        Box.from_mapping(box, names)  # bad boxes fail before any work
+        fit_box = Box.from_mapping(box, fit_names(tuple(extra)))  # bad input fails first
         t0 = time.perf_counter()
         rot = estimate_rotation(engine.bf_center_of_mass(), self.dataset.scan_step_A)
         t_rot = time.perf_counter()
         branches: list[tuple[float, BranchFit]] = []
         for i, theta in enumerate((rot.theta, rot.theta + math.pi)):
             model = self._full_model(theta, rot.transpose)
-            fit = joint_fit(model, trials, seed, box, objective, branch=i, progress=progress,
-                            label=f"full field, branch {i + 1}/2", sampler=sampler,
-                            names=names)
+            fit = joint_fit(model, trials, seed, fit_box, objective, branch=i,
+                            progress=progress, label=f"full field, branch {i + 1}/2",
+                            sampler=sampler)
             branches.append((theta, fit))
-        theta, branch_best, choice = self._choose_branch(
-            branches, rot.transpose, Box.from_mapping(box, names))
+        theta, branch_best, choice = self._choose_branch(branches, rot.transpose, fit_box)
         t_branch = time.perf_counter()
         best = branch_best
         if objective == "vp":  # the comparison objectives have no Newton to re-run
             theta, best = refine_rotation(self._full_model(theta, rot.transpose), theta,
-                                          rot.transpose, branch_best.params, box, names=names)
+                                          rot.transpose, branch_best.params, fit_box)
         self.rotation_deg = math.degrees(theta) % 360.0
         self.transpose = rot.transpose
         result = FitResult(
@@ -167,7 +165,7 @@ class Session:
                      **best.timings,
                      **{f"branch{i}_{k}": v for i, (_, b) in enumerate(branches)
                         for k, v in b.timings.items()}},
-            provenance=self._provenance(trials, seed, box, names, objective, sampler=sampler,
+            provenance=self._provenance(trials, seed, fit_box, objective, sampler=sampler,
                                         rotation_com_deg=math.degrees(rot.theta),
                                         rotation_residual=rot.residual,
                                         rotation_residual_other_transpose=(
@@ -213,15 +211,14 @@ class Session:
         """Joint fit on the region's sub-scan (rotation held), full-scan reconstruction, crop."""
         engine = self._check_open()
         b = self.check_bounds(bounds)
-        names = fit_names(tuple(extra))
-        Box.from_mapping(box, names)
+        fit_box = Box.from_mapping(box, fit_names(tuple(extra)))
         theta, transpose = self._theta, bool(self.transpose)
         t0 = time.perf_counter()
         model = ThickSampleModel(engine, b, theta, transpose)
         try:
             t_prep = time.perf_counter()
-            fit = joint_fit(model, trials, seed, box, objective, progress=progress,
-                            label=f"region {b}", sampler=sampler, names=names)
+            fit = joint_fit(model, trials, seed, fit_box, objective, progress=progress,
+                            label=f"region {b}", sampler=sampler)
         finally:
             model.release()
         t_fit = time.perf_counter()
@@ -233,7 +230,7 @@ class Session:
         result = FitResult(
             params=fit.params, loss=fit.loss, rotation_deg=float(self.rotation_deg or 0.0),
             transpose=transpose, trials=fit.trials, newton=fit.newton, timings=timings,
-            provenance=self._provenance(trials, seed, box, names, objective, sampler=sampler),
+            provenance=self._provenance(trials, seed, fit_box, objective, sampler=sampler),
             on_box_edge=fit.on_box_edge, bounds=b)
         rid = region_id or self._next_region_id()
         region = RegionResult(id=rid, bounds=b, fit=result, crop=crop, timings=timings)
@@ -348,11 +345,10 @@ class Session:
             self.regions[rid] = RegionResult(id=rid, bounds=b, fit=fit, crop=crop)
 
     def _provenance(
-        self, trials: int, seed: int, box: Mapping[str, tuple[float, float]] | None,
-        names: tuple[str, ...], objective: str, **extra: Any,
+        self, trials: int, seed: int, box: Box, objective: str, **extra: Any,
     ) -> dict[str, Any]:
         from . import __version__
 
         return {"livessb": __version__, "device": self.device, "trials": trials, "seed": seed,
-                "objective": objective, "box": Box.from_mapping(box, names).to_dict(),
+                "objective": objective, "box": box.to_dict(),
                 "dataset_sha256": self.dataset.signature()["content_sha256"], **extra}

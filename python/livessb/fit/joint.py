@@ -34,17 +34,17 @@ def joint_fit(
     model: ThickSampleModel,
     trials: int,
     seed: int,
-    box: Mapping[str, tuple[float, float]] | None = None,
+    box: Box,
     objective: str = "vp",
     n_starts: int = 3,
     branch: int = 0,
     progress: bool = False,
     label: str = "fit",
     sampler: str = "native",
-    names: tuple[str, ...] = PARAMS,
 ) -> BranchFit:
-    """Search ``trials`` seeded candidates, then refine the best ``n_starts`` with Newton."""
-    b = Box.from_mapping(box, names)
+    """Search ``trials`` seeded candidates in ``box`` (its names are the fit parameters),
+    then refine the best ``n_starts`` with Newton."""
+    b, names = box, box.names
     t0 = time.perf_counter()
     with tqdm(total=trials, desc=label, disable=not progress, leave=False) as bar:
         params, losses, batch_of = search(lambda c: model.evaluate(c, objective, names), b,
@@ -75,15 +75,14 @@ def joint_fit(
 
 def refine_rotation(
     model: ThickSampleModel, theta: float, transpose: bool, params: Mapping[str, float],
-    box: Mapping[str, tuple[float, float]] | None, span_deg: float = 3.0,
-    names: tuple[str, ...] = PARAMS,
+    box: Box, span_deg: float = 3.0,
 ) -> tuple[float, BranchFit]:
     """Minimise the VP loss over θ near the COM estimate, then re-run Newton there.
 
     The COM curl estimate is noise-limited (~1°); the loss pins θ through the
     aberration phases, which move with the BF frequencies k = R(θ)·T·k_det.
     """
-    b = Box.from_mapping(box, names)
+    b, names = box, box.names
     vec = np.array([[params[p] for p in names]])
 
     def loss_at(t: float) -> float:
