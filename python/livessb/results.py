@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .physics.overlap import PARAMS
+
 if TYPE_CHECKING:
     import optuna
 
 Bounds = tuple[int, int, int, int]
-FIT_PARAMETERS: tuple[str, ...] = (
-    "C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")
+FIT_PARAMETERS: tuple[str, ...] = PARAMS  # the six joint parameters, in vector order
 
 
 @dataclass
