@@ -208,3 +208,14 @@ def test_comparison_objectives_run_a_full_fit_without_newton(small, objective) -
     assert fit.loss == pytest.approx(min(t["loss"] for t in fit.trials
                                          if t["branch"] == [b["chosen"] for b in
                                                             fit.branches].index(True)))
+
+
+def test_region_diagnostics_release_their_spectra(fitted) -> None:  # type: ignore[no-untyped-def]
+    import matplotlib
+
+    matplotlib.use("Agg")
+    reg = fitted.fit_region((0, 16, 0, 16), trials=20, region_id="diag")
+    models_before = len(fitted._engine.models)
+    figs = fitted.plot_diagnostics(reg.fit)
+    assert len(figs) == 3
+    assert len(fitted._engine.models) == models_before

@@ -301,13 +301,16 @@ class Session:
     # -- diagnostics --------------------------------------------------------------
     def loss_evaluator(self, bounds: Bounds | None = None) -> Callable[[np.ndarray], np.ndarray]:
         """A batch evaluator (K×6 → K losses) on the full field or a region, at the
-        full-field rotation: for ``livessb.plots.plot_loss_slices`` and custom scans."""
+        full-field rotation: for ``livessb.plots.plot_loss_slices`` and custom scans.
+        A region's spectra stay resident until the session closes."""
+        return self._model_for(bounds).evaluate
+
+    def _model_for(self, bounds: Bounds | None) -> ThickSampleModel:
         engine = self._check_open()
         if bounds is None:
-            return self._full_model(self._theta, bool(self.transpose)).evaluate
-        model = ThickSampleModel(engine, self.check_bounds(bounds), self._theta,
-                                 bool(self.transpose))
-        return model.evaluate
+            return self._full_model(self._theta, bool(self.transpose))
+        return ThickSampleModel(engine, self.check_bounds(bounds), self._theta,
+                                bool(self.transpose))
 
     def plot_diagnostics(self, fit: FitResult | None = None) -> list[Any]:
         """Figures: BF disk + rotated COM field, trial history, loss slices around ``fit``."""
@@ -316,9 +319,15 @@ class Session:
         fit = fit or self.full_fit
         if fit is None or self.rotation_deg is None:
             raise FitRequiredError("nothing to plot yet: run fit() first")
+        model = self._model_for(fit.bounds)
+        try:
+            slices = plot_loss_slices(fit, model.evaluate)
+        finally:
+            if model is not self._full:
+                model.release()  # a region's spectra are not kept for a plot
         return [plot_bright_field(self.dataset, self.rotation_deg, bool(self.transpose),
                                   self._check_open().bf_center_of_mass()),
-                plot_trials(fit), plot_loss_slices(fit, self.loss_evaluator(fit.bounds))]
+                plot_trials(fit), slices]
 
     # -- calibration --------------------------------------------------------------
     def save_calibration(self, path: str | Path) -> Path:
