@@ -23,6 +23,15 @@ def rotated_fit():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
+def rotated_fit_both_searched():  # type: ignore[no-untyped-def]
+    ds, _ = simulate_4dstem(
+        scan_shape=(32, 32), detector_shape=(32, 32), dose=5e4, seed=2, rotation_deg=17.0,
+        aberrations={"C10": -50.0, "C12": 10.0, "phi12": -0.4})
+    with livessb.Session(ds, device="cpu") as s:
+        return s.fit(progress=False, search_both_branches=True)
+
+
+@pytest.fixture(scope="module")
 def transposed_fit():  # type: ignore[no-untyped-def]
     ds, truth = simulate_4dstem(
         scan_shape=(32, 32), detector_shape=(32, 32), dose=5e4, seed=3, rotation_deg=-30.0,
@@ -41,20 +50,34 @@ def test_full_field_fit_recovers_aberrations_rotation_and_branch(which, request)
     assert fit.transpose == truth.transpose
     assert _angle_diff_deg(fit.rotation_deg, truth.rotation_deg) < 1.0  # right branch, not θ+180
     assert len(fit.branches) == 2 and sum(b["chosen"] for b in fit.branches) == 1
-    assert len(fit.trials) == 400  # 200 seeded trials per branch, none dropped
+    # The default box is mirror symmetric: branch θ+π is branch θ's fit mirrored, its
+    # loss evaluated on θ+π; branch θ ran all 200 seeded trials.
+    assert len(fit.trials) == 200 and fit.provenance["branches_searched"] == 1
+    assert fit.branches[0]["derived"] is None
+    assert fit.branches[1]["derived"].startswith("mirror of branch 1")
     assert fit.newton and all(np.isfinite(s["loss"]) for s in fit.newton)
 
 
-def test_wrong_branch_is_the_exact_mirror_of_the_right_one(rotated_fit) -> None:  # type: ignore[no-untyped-def]
-    # The VP loss is invariant under θ→θ+π with aberrations and tilt negated; the two
-    # branch fits must land on mirrored parameters with equal loss.
-    fit, _ = rotated_fit
-    a, b = (br["params"] for br in fit.branches)
-    assert fit.branches[0]["loss"] == pytest.approx(fit.branches[1]["loss"], rel=1e-6)
+def test_wrong_branch_is_the_exact_mirror_of_the_right_one(  # type: ignore[no-untyped-def]
+        rotated_fit, rotated_fit_both_searched) -> None:
+    # The VP loss is invariant under θ→θ+π with aberrations and tilt negated: two
+    # independent searches land on mirrored parameters with equal loss, and the
+    # mirrored shortcut picks the same branch with the same parameters.
+    both = rotated_fit_both_searched
+    assert len(both.trials) == 400 and both.provenance["branches_searched"] == 2
+    a, b = (br["params"] for br in both.branches)
+    assert both.branches[0]["loss"] == pytest.approx(both.branches[1]["loss"], rel=1e-6)
     assert a["C10"] == pytest.approx(-b["C10"], abs=0.5)
     assert a["C12"] == pytest.approx(b["C12"], abs=0.5)
-    chosen = next(br for br in fit.branches if br["chosen"])
+    chosen = next(br for br in both.branches if br["chosen"])
     assert chosen["chosen_by"] == "phase_skewness" and chosen["phase_skewness"] > 0
+    fit, _ = rotated_fit
+    mirrored = fit.branches[1]
+    assert mirrored["loss"] == pytest.approx(both.branches[1]["loss"], rel=1e-6)
+    assert mirrored["params"]["C10"] == pytest.approx(b["C10"], abs=0.5)
+    assert [br["chosen"] for br in fit.branches] == [br["chosen"] for br in both.branches]
+    assert fit.rotation_deg == pytest.approx(both.rotation_deg, abs=0.05)
+    assert fit.params["C10"] == pytest.approx(both.params["C10"], abs=0.2)
 
 
 def test_thick_tilted_slab_joint_fit_recovers_depth_and_tilt() -> None:

@@ -174,6 +174,9 @@ def test_box_is_validated_and_edges_reported(small) -> None:  # type: ignore[no-
             s.fit(box={"C99": (0, 1)}, progress=False)
         fit = s.fit(trials=30, box={"C10": (60.0, 300.0)}, progress=False)  # truth ±25 Å
         assert "C10" in fit.on_box_edge
+        # An asymmetric C10 box is not its own mirror: both branches run their search.
+        assert fit.provenance["branches_searched"] == 2 and len(fit.trials) == 60
+        assert all(b["derived"] is None for b in fit.branches)
     assert fit.study().best_value == pytest.approx(min(t["loss"] for t in fit.trials))
 
 

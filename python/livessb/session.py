@@ -20,7 +20,7 @@ from .dataset import Dataset4D
 from .engine import make_engine
 from .fit.joint import BranchFit, joint_fit, refine_rotation
 from .fit.model import ThickSampleModel
-from .fit.search import Box, fit_names, mirror_in_box
+from .fit.search import Box, box_is_mirror_symmetric, fit_names, mirror_in_box, mirror_params
 from .physics.geometry import auto_upsample, estimate_rotation
 from .physics.objective import phase_skewness
 from .physics.optics import unknown_aberration_keys
@@ -128,11 +128,18 @@ class Session:
         self, trials: int = 200, seed: int = 42,
         box: Mapping[str, tuple[float, float]] | None = None, objective: str = "vp",
         progress: bool = True, sampler: str = "native", extra: Sequence[str] = (),
+        search_both_branches: bool = False,
     ) -> FitResult:
         """Full-field joint fit: rotation from the COM curl, both branches θ and θ+π.
 
         ``extra`` opts further coefficients into the joint fit: any of "C21", "C23"
         (each with its angle) and "C30"; those fits run on the generic (slower) path.
+
+        The VP loss is exactly invariant under (θ→θ+π, C10→-C10, phi12→phi12+π/2,
+        tilt→-tilt). When the box maps onto itself under that mirror, branch θ+π's
+        search would be branch θ's search mirrored, so its fit is branch θ's fit
+        mirrored; its loss is re-evaluated on θ+π to confirm, and a full search runs
+        if the two disagree. ``search_both_branches=True`` always searches both.
         """
         engine = self._check_open()
         fit_box = Box.from_mapping(box, fit_names(tuple(extra)))  # bad input fails first
@@ -142,9 +149,13 @@ class Session:
         branches: list[tuple[float, BranchFit]] = []
         for i, theta in enumerate((rot.theta, rot.theta + math.pi)):
             model = self._full_model(theta, rot.transpose)
-            fit = joint_fit(model, trials, seed, fit_box, objective, branch=i,
-                            progress=progress, label=f"full field, branch {i + 1}/2",
-                            sampler=sampler)
+            fit = None
+            if i == 1 and objective == "vp" and not search_both_branches:
+                fit = _mirrored_branch(model, branches[0][1], fit_box)
+            if fit is None:
+                fit = joint_fit(model, trials, seed, fit_box, objective, branch=i,
+                                progress=progress, label=f"full field, branch {i + 1}/2",
+                                sampler=sampler)
             branches.append((theta, fit))
         theta, branch_best, choice = self._choose_branch(branches, rot.transpose, fit_box)
         t_branch = time.perf_counter()
@@ -166,13 +177,15 @@ class Session:
                      **{f"branch{i}_{k}": v for i, (_, b) in enumerate(branches)
                         for k, v in b.timings.items()}},
             provenance=self._provenance(trials, seed, fit_box, objective, sampler=sampler,
+                                        branches_searched=sum(not b.derived for _, b in branches),
                                         rotation_com_deg=math.degrees(rot.theta),
                                         rotation_residual=rot.residual,
                                         rotation_residual_other_transpose=(
                                             rot.residual_other_transpose)),
             on_box_edge=best.on_box_edge,
             branches=[{"rotation_deg": math.degrees(t) % 360.0, "loss": b.loss,
-                       "params": b.params, **choice[i]} for i, (t, b) in enumerate(branches)],
+                       "params": b.params, "derived": b.derived, **choice[i]}
+                      for i, (t, b) in enumerate(branches)],
         )
         self.full_fit = result
         return result
@@ -361,3 +374,24 @@ class Session:
         return {"livessb": __version__, "device": self.device, "trials": trials, "seed": seed,
                 "objective": objective, "box": box.to_dict(),
                 "dataset_sha256": self.dataset.signature()["content_sha256"], **extra}
+
+
+MIRROR_LOSS_RTOL = 1e-5  # float32 sums in another order; a real asymmetry is far larger
+
+
+def _mirrored_branch(model: ThickSampleModel, fit: BranchFit, box: Box) -> BranchFit | None:
+    """Branch θ+π as the exact mirror of branch θ's fit, its loss evaluated on θ+π;
+    None when the box is not mirror symmetric or the loss does not match."""
+    if not box_is_mirror_symmetric(box):
+        return None
+    t0 = time.perf_counter()
+    params = mirror_params(fit.params, box)
+    vec = np.array([[params[p] for p in box.names]])
+    loss = float(model.evaluate(vec, "vp", box.names)[0])
+    if abs(loss - fit.loss) > MIRROR_LOSS_RTOL * max(abs(fit.loss), 1e-12):
+        return None
+    return BranchFit(params=params, loss=loss, trials=[], newton=[],
+                     on_box_edge=list(fit.on_box_edge),
+                     timings={"mirror_s": time.perf_counter() - t0},
+                     derived=f"mirror of branch 1 (loss {fit.loss:.9g} there, "
+                             f"{loss:.9g} evaluated here)")

@@ -28,6 +28,7 @@ class BranchFit:
     newton: list[dict[str, Any]]
     on_box_edge: list[str]
     timings: dict[str, float] = field(default_factory=dict)
+    derived: str | None = None  # how a fit that ran no search of its own was obtained
 
 
 def joint_fit(

@@ -96,13 +96,32 @@ class Box:
 MIRROR_SIGN = {"C10": -1.0, "C30": -1.0, "tilt_row_mrad": -1.0, "tilt_col_mrad": -1.0}
 
 
+def mirror_params(params: Mapping[str, float], box: Box) -> dict[str, float]:
+    """The θ+π mirror of ``params``: same loss on the other rotation branch."""
+    out = {name: MIRROR_SIGN.get(name, 1.0) * float(v) for name, v in params.items()}
+    if "phi12" in out:  # C12 → -C12 is phi12 + π/2; wrap it into the box when it wraps
+        out["phi12"] += PERIODS["phi12"] / 2
+        if "phi12" in box.names and box.full_period("phi12"):
+            i = box.names.index("phi12")
+            out["phi12"] = float(box.low[i] + (out["phi12"] - box.low[i]) % PERIODS["phi12"])
+    return out
+
+
 def mirror_in_box(params: Mapping[str, float], box: Box) -> bool:
     """Whether the θ+π mirror of ``params`` (same loss on the other branch) is in the box."""
+    mirrored = mirror_params(params, box)
+    return all(box.low[i] - 1e-9 <= mirrored[name] <= box.high[i] + 1e-9
+               for i, name in enumerate(box.names))
+
+
+def box_is_mirror_symmetric(box: Box) -> bool:
+    """Whether the θ+π mirror maps the box onto itself: then the other branch's search
+    is this branch's search mirrored, and its optimum is this branch's optimum mirrored."""
     for i, name in enumerate(box.names):
-        if name in PERIODS and box.full_period(name):
-            continue  # any angle lies in a full-period box
-        value = MIRROR_SIGN.get(name, 1.0) * params[name]
-        if not box.low[i] - 1e-9 <= value <= box.high[i] + 1e-9:
+        if name in MIRROR_SIGN and not math.isclose(box.low[i], -box.high[i], rel_tol=1e-12,
+                                                    abs_tol=1e-12):
+            return False
+        if name == "phi12" and not box.full_period(name):
             return False
     return True
 
