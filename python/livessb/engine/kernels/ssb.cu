@@ -135,84 +135,6 @@ __device__ __forceinline__ void gamma_conj(float kr, float kc, float q, float am
     pi = __fsub_rn(__fmul_rn(v, po.cc), __fmul_rn(u, po.sc));
 }
 
-// Split form used by scoring and reconstruction (same Γ, fewer instructions):
-//   conj(Γ) = α e^{iA} − β e^{iB},  A = Ψ/2 − c',  B = A − Ψ,
-// so |Γ|² = α² + β² − 2αβ cos Ψ. In a trotter pair k lies inside exactly one disc
-// (amplitude ≥ a/2, the main term); the other amplitude is nonzero only in the soft
-// edge band, so its term is evaluated only when some lane of the warp needs it.
-struct CandS {         // per (ν, candidate) constants
-    float vr, vc;      // c' = kr*vr + kc*vc
-    float A0;          // Ψ/2 reduced to [-π, π] in float64 (keeps the float phase exact)
-    float cP, sP;      // e^{iΨ}
-    float hd;          // Δ/2
-    float Xm, Xp;      // sinc arguments x = X - hd*q
-};
-
-__device__ __forceinline__ void make_cand_s(const double* __restrict__ cand, double nr, double nc,
-                                            double pilam, CandS& o) {
-    const double C10 = cand[0], C12 = cand[1], c2 = cand[2], s2 = cand[3];
-    const double tr = cand[4], tc = cand[5], dep = cand[6];
-    const double a = C12 * c2, b = C12 * s2;
-    o.vr = (float)(2.0 * pilam * ((C10 + a) * nr + b * nc));
-    o.vc = (float)(2.0 * pilam * (b * nr + (C10 - a) * nc));
-    const double nn = nr * nr + nc * nc;
-    const double half_psi = pilam * (C10 * nn + a * (nr * nr - nc * nc) + b * 2.0 * nr * nc);
-    o.A0 = (float)remainder(half_psi, 2.0 * PI_D);
-    double s, c;
-    sincos(2.0 * half_psi, &s, &c);
-    o.cP = (float)c;
-    o.sP = (float)s;
-    const double hd = 0.5 * dep, tp = 2.0 * PI_D * (nr * tr + nc * tc);
-    o.hd = (float)hd;
-    o.Xm = (float)(hd * (pilam * nn + tp));
-    o.Xp = (float)(hd * (-pilam * nn + tp));
-}
-
-// sin x: Cody-Waite reduction by 2π, then the SFU (as fast_sincos).
-__device__ __forceinline__ float fast_sin(float x) {
-    const float n = rintf(__fmul_rn(x, 0.159154943091895336f));
-    float r = __fmaf_rn(n, -6.28318548202514648f, x);
-    r = __fmaf_rn(n, 1.74845553e-7f, r);
-    return __sinf(r);
-}
-
-// conj(Γ) = pr + i pi and |Γ|² = d for one pair and candidate. side: k lies in the disc
-// shifted by -ν (α is the main term). minor: warp-uniform, evaluate the edge term.
-__device__ __forceinline__ void gamma_split(float kr, float kc, float q, float am, float ap,
-                                            bool side, bool minor, const CandS& c, float& pr,
-                                            float& pi, float& d) {
-    const float cprime = __fmaf_rn(kr, c.vr, __fmul_rn(kc, c.vc));
-    const float ph = __fsub_rn(side ? c.A0 : -c.A0, cprime);  // A (side) or B
-    float s1, c1;
-    fast_sincos(ph, &s1, &c1);
-    const float y = __fmul_rn(c.hd, q);
-    float S1 = 1.0f;
-    if (c.hd != 0.0f) {
-        const float x = __fsub_rn(side ? c.Xm : c.Xp, y);
-        S1 = sinc_f(x, fast_sin(x));
-    }
-    const float m1 = __fmul_rn(S1, side ? am : ap);
-    const float w1 = side ? m1 : -m1;  // +α e^{iA} or −β e^{iB}
-    pr = __fmul_rn(w1, c1);
-    pi = __fmul_rn(w1, s1);
-    d = __fmul_rn(w1, w1);
-    if (minor) {
-        float S2 = 1.0f;
-        if (c.hd != 0.0f) {
-            const float x = __fsub_rn(side ? c.Xp : c.Xm, y);
-            S2 = sinc_f(x, fast_sin(x));
-        }
-        const float m2 = __fmul_rn(S2, side ? ap : am);
-        const float w2 = side ? -m2 : m2;
-        const float sg = side ? -c.sP : c.sP;  // the other phase is ph ∓ Ψ
-        const float c2 = __fsub_rn(__fmul_rn(c1, c.cP), __fmul_rn(s1, sg));
-        const float s2 = __fmaf_rn(s1, c.cP, __fmul_rn(c1, sg));
-        pr = __fmaf_rn(w2, c2, pr);
-        pi = __fmaf_rn(w2, s2, pi);
-        d = __fmaf_rn(__fmul_rn(2.0f, w1), __fmul_rn(w2, c.cP), __fmaf_rn(w2, w2, d));
-    }
-}
-
 // Accumulate N += conj(Γ) G, D += |Γ|^2 (float partials).
 __device__ __forceinline__ void acc_nd(float pr, float pi, float u, float v, float2 g,
                                        float& Nr, float& Ni, float& D) {
@@ -245,7 +167,7 @@ __device__ __forceinline__ void block_reduce(double* red, int n) {
 // Mask and amplitudes of pair (b, ν). Returns false outside the trotter.
 __device__ __forceinline__ bool pair_geo(float fkr, float fkc, float fnr, float fnc,
                                          const double* kd, double nr, double nc, float akb,
-                                         const Geo& g, float& am, float& ap, bool& side) {
+                                         const Geo& g, float& am, float& ap) {
     // float first; the float64 NumPy formula decides only within 1e-4 of an edge.
     const float fr = fkr - fnr, fc = fkc - fnc, pr = fkr + fnr, pc = fkc + fnc;
     float dm = fr * fr + fc * fc, dp = pr * pr + pc * pc;
@@ -261,7 +183,6 @@ __device__ __forceinline__ bool pair_geo(float fkr, float fkc, float fnr, float 
         inp = dpd <= g.ka2;
     }
     if (inm == inp) return false;
-    side = inm;
     am = __fmul_rn(aperture_f(dm, g), akb);
     ap = __fmul_rn(aperture_f(dp, g), akb);
     return true;
@@ -283,9 +204,7 @@ __device__ __forceinline__ bool pair_geo(float fkr, float fkc, float fnr, float 
     __shared__ double s_k[2 * BT];                                               \
     __shared__ float s_fr[BT], s_fc[BT], s_ak[BT];
 
-#define PAIR_GEO_SIDE(t, am, ap, side) pair_geo(s_fr[t], s_fc[t], fnr, fnc, s_k + 2 * (t), nr, nc, s_ak[t], geo, am, ap, side)
-#define PAIR_GEO(t, am, ap) PAIR_GEO_SIDE(t, am, ap, side_unused)
-#define FULL_WARP 0xffffffffu
+#define PAIR_GEO(t, am, ap) pair_geo(s_fr[t], s_fc[t], fnr, fnc, s_k + 2 * (t), nr, nc, s_ak[t], geo, am, ap)
 
 // ---------------------------------------------------------------------------------
 // VP loss terms for KC candidates per thread; grid (ceil(Kpad/KC), ceil(M/NT)).
@@ -312,48 +231,39 @@ __global__ void __launch_bounds__(NT) vp_eval(
         nc = nu_c[m % Hc];
         if (nr * nr + nc * nc > 4.0 * geo.ka2 * (1.0 + 1e-6)) active = false;
     }
-    CandS cc[KC];
+    Cand cc[KC];
     float fN[KC][3];
     double dN[KC][3];
 #pragma unroll
     for (int j = 0; j < KC; ++j) {
-        make_cand_s(cand + 8 * (c0 + j), nr, nc, pilam, cc[j]);
+        make_cand(cand + 8 * (c0 + j), nr, nc, pilam, cc[j]);
         fN[j][0] = fN[j][1] = fN[j][2] = 0.0f;
         dN[j][0] = dN[j][1] = dN[j][2] = 0.0;
     }
     const float fnr = (float)nr, fnc = (float)nc;
     const float qr = __fmul_rn(geo.twopilam, fnr), qc = __fmul_rn(geo.twopilam, fnc);
-    // Whole lanes of a warp walk the pixels together (the votes below need all 32);
-    // lanes without a pair add zero. Warps with no active frequency skip the walk.
-    const bool warp_active = __any_sync(FULL_WARP, active);
-    const size_t mm = m < M ? m : 0;
     for (int b0 = BL; b0 < BH; b0 += BT) {
         TILE_LOAD();
         const int nb = min(BT, BH - b0);
-        if (warp_active) {
+        if (active) {
             // Two-ahead unconditional prefetch of the spectra (hides the load latency
             // behind the arithmetic of the current pixel; G rows exist for every b).
-            float2 g0 = G[(size_t)b0 * M + mm];
-            float2 g1 = nb > 1 ? G[(size_t)(b0 + 1) * M + mm] : make_float2(0.f, 0.f);
+            float2 g0 = G[(size_t)b0 * M + m];
+            float2 g1 = nb > 1 ? G[(size_t)(b0 + 1) * M + m] : make_float2(0.f, 0.f);
             for (int t = 0; t < nb; ++t) {
                 const float2 g = g0;
                 g0 = g1;
-                if (t + 2 < nb) g1 = G[(size_t)(b0 + t + 2) * M + mm];
-                float am = 0.f, ap = 0.f;
-                bool side = true;
-                const bool pair = active && PAIR_GEO_SIDE(t, am, ap, side);
-                if (!__any_sync(FULL_WARP, pair)) continue;
-                if (!pair) { am = 0.f; ap = 0.f; }
-                const bool minor = __any_sync(FULL_WARP, (side ? ap : am) > 0.f);
+                if (t + 2 < nb) g1 = G[(size_t)(b0 + t + 2) * M + m];
+                float am, ap;
+                if (!PAIR_GEO(t, am, ap)) continue;
                 const float kr = s_fr[t], kc = s_fc[t];
                 const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
 #pragma unroll
                 for (int j = 0; j < KC; ++j) {
-                    float pr, pi, d;
-                    gamma_split(kr, kc, q, am, ap, side, minor, cc[j], pr, pi, d);
-                    fN[j][0] = __fadd_rn(fN[j][0], __fsub_rn(__fmul_rn(pr, g.x), __fmul_rn(pi, g.y)));
-                    fN[j][1] = __fadd_rn(fN[j][1], __fmaf_rn(pr, g.y, __fmul_rn(pi, g.x)));
-                    fN[j][2] = __fadd_rn(fN[j][2], d);
+                    float pr, pi, u, v;
+                    PairOut po;
+                    gamma_conj(kr, kc, q, am, ap, cc[j], pr, pi, u, v, po);
+                    acc_nd(pr, pi, u, v, g, fN[j][0], fN[j][1], fN[j][2]);
                 }
             }
 #pragma unroll
@@ -578,7 +488,6 @@ __global__ void __launch_bounds__(NT) vp_derivs(
                 g0 = g1;
                 if (t + 2 < nb) g1 = G[(size_t)(b0 + t + 2) * M + m];
                 float am, ap;
-                bool side_unused;
                 if (!PAIR_GEO(t, am, ap)) continue;
                 const float kr = s_fr[t], kc = s_fc[t];
                 const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
@@ -736,7 +645,6 @@ __global__ void __launch_bounds__(NT) energy_kernel(
                 g0 = g1;
                 if (t + 2 < nb) g1 = G[(size_t)(b0 + t + 2) * M + m];
                 float am, ap;
-                bool side_unused;
                 if (!PAIR_GEO(t, am, ap)) continue;
                 fe += g.x * g.x + g.y * g.y;
                 cnt += 1.0;
@@ -780,17 +688,16 @@ __global__ void __launch_bounds__(NT) reconstruct_kernel(
         if (cj) { R = (Nr - R) % Nr; C = Nc - C; }
         src = R * Hc + C;
     }
-    CandS cc;
-    make_cand_s(cand, nr, nc, pilam, cc);
+    Cand cc;
+    make_cand(cand, nr, nc, pilam, cc);
     const float fnr = (float)nr, fnc = (float)nc;
     const float qr = __fmul_rn(geo.twopilam, fnr), qc = __fmul_rn(geo.twopilam, fnc);
     double aR = 0.0, aI = 0.0, aD = 0.0;
     const int BH = B;
-    const bool warp_active = __any_sync(FULL_WARP, active);  // as in vp_eval
     for (int b0 = 0; b0 < B; b0 += BT) {
         TILE_LOAD();
         const int nb = min(BT, B - b0);
-        if (warp_active) {
+        if (active) {
             float fr_ = 0.f, fi_ = 0.f, fd_ = 0.f;
             float2 g0 = G[(size_t)b0 * M + src];
             float2 g1 = nb > 1 ? G[(size_t)(b0 + 1) * M + src] : make_float2(0.f, 0.f);
@@ -798,25 +705,20 @@ __global__ void __launch_bounds__(NT) reconstruct_kernel(
                 float2 g = g0;
                 g0 = g1;
                 if (t + 2 < nb) g1 = G[(size_t)(b0 + t + 2) * M + src];
-                float am = 0.f, ap = 0.f;
-                bool side = true;
-                const bool pair = active && PAIR_GEO_SIDE(t, am, ap, side);
-                if (!__any_sync(FULL_WARP, pair)) continue;
-                if (!pair) { am = 0.f; ap = 0.f; }
-                const bool minor = __any_sync(FULL_WARP, (side ? ap : am) > 0.f);
+                float am, ap;
+                if (!PAIR_GEO(t, am, ap)) continue;
                 if (cj) g.y = -g.y;
                 const float kr = s_fr[t], kc = s_fc[t];
                 const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
-                float pr, pi, d;
-                gamma_split(kr, kc, q, am, ap, side, minor, cc, pr, pi, d);
+                float pr, pi, u, v;
+                PairOut po;
+                gamma_conj(kr, kc, q, am, ap, cc, pr, pi, u, v, po);
                 if (mode == 0) {
-                    const float inv = pair ? fminf(rsqrtf(d), 1.0f / eps) : 0.0f;
+                    const float inv = fminf(rsqrtf(u * u + v * v), 1.0f / eps);
                     fr_ += (pr * g.x - pi * g.y) * inv;
                     fi_ += (pr * g.y + pi * g.x) * inv;
                 } else {
-                    fr_ += pr * g.x - pi * g.y;
-                    fi_ += pr * g.y + pi * g.x;
-                    fd_ += d;
+                    acc_nd(pr, pi, u, v, g, fr_, fi_, fd_);
                 }
             }
             aR += fr_; aI += fi_; aD += fd_;
