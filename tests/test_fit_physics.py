@@ -14,20 +14,22 @@ def _angle_diff_deg(a: float, b: float) -> float:
 
 
 @pytest.fixture(scope="module")
-def rotated_fit():  # type: ignore[no-untyped-def]
-    ds, truth = simulate_4dstem(
+def rotated_data():  # type: ignore[no-untyped-def]
+    return simulate_4dstem(
         scan_shape=(32, 32), detector_shape=(32, 32), dose=5e4, seed=2, rotation_deg=17.0,
         aberrations={"C10": -50.0, "C12": 10.0, "phi12": -0.4})
+
+
+@pytest.fixture(scope="module")
+def rotated_fit(rotated_data):  # type: ignore[no-untyped-def]
+    ds, truth = rotated_data
     with livessb.Session(ds, device="cpu") as s:
         return s.fit(progress=False), truth
 
 
 @pytest.fixture(scope="module")
-def rotated_fit_both_searched():  # type: ignore[no-untyped-def]
-    ds, _ = simulate_4dstem(
-        scan_shape=(32, 32), detector_shape=(32, 32), dose=5e4, seed=2, rotation_deg=17.0,
-        aberrations={"C10": -50.0, "C12": 10.0, "phi12": -0.4})
-    with livessb.Session(ds, device="cpu") as s:
+def rotated_fit_both_searched(rotated_data):  # type: ignore[no-untyped-def]
+    with livessb.Session(rotated_data[0], device="cpu") as s:
         return s.fit(progress=False, search_both_branches=True)
 
 
