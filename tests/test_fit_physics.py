@@ -132,3 +132,25 @@ def test_opted_in_spherical_and_threefold_are_recovered() -> None:
     assert p["C10"] == pytest.approx(30.0, abs=5.0)
     assert more.loss < 0.7 * six.loss  # the six-parameter model cannot explain C23, C30
     assert set(more.provenance["box"]) == set(p)
+
+
+def test_mirror_params_give_the_same_loss_on_the_other_branch(rotated_data) -> None:  # type: ignore[no-untyped-def]
+    # The symmetry the mirrored branch relies on, with every opt-in coefficient set:
+    # L(θ, p) = L(θ+π, mirror(p)); a wrong mirror (e.g. C21 negated) breaks it.
+    from livessb.fit.search import Box, box_is_mirror_symmetric, fit_names, mirror_params
+
+    names = fit_names(("C21", "C23", "C30"))
+    box = Box.from_mapping(None, names)
+    assert box_is_mirror_symmetric(box)
+    assert not box_is_mirror_symmetric(Box.from_mapping({"tilt_row_mrad": (-5.0, 10.0)}))
+    p = {"C10": -40.0, "C12": 8.0, "phi12": 0.3, "tilt_row_mrad": 2.0, "tilt_col_mrad": -1.0,
+         "depth": 40.0, "C21": 300.0, "phi21": 0.7, "C23": 200.0, "phi23": 0.2, "C30": 3e4}
+    q = mirror_params(p, box)
+    wrong = dict(q, C21=-q["C21"])
+    with livessb.Session(rotated_data[0], device="cpu") as s:
+        loss = s._full_model(0.3, False).evaluate(np.array([[p[n] for n in names]]), "vp", names)
+        other = s._full_model(0.3 + math.pi, False)
+        mirrored = other.evaluate(np.array([[q[n] for n in names]]), "vp", names)
+        broken = other.evaluate(np.array([[wrong[n] for n in names]]), "vp", names)
+    assert mirrored[0] == pytest.approx(loss[0], rel=1e-9)
+    assert abs(broken[0] - loss[0]) > 1e-5  # far above the symmetry's rounding
