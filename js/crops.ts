@@ -1,6 +1,7 @@
 // Per-region panels beside the scan: the crop image (PNG bytes -> blob URL),
 // the fitted parameters and the region's status.
 import { regionColor } from "./canvas";
+import { element } from "./dom";
 import { fmt, type Region, type RegionResult, type Status } from "./model";
 
 const PARAM_ROWS: [key: string, label: string, unit: string, digits: number][] = [
@@ -28,9 +29,7 @@ export class CropPanels {
   private onSelect: (id: string) => void;
 
   constructor(onSelect: (id: string) => void) {
-    this.el = document.createElement("div");
-    this.el.className = "livessb-crops";
-    this.el.setAttribute("aria-label", "region crops");
+    this.el = element("div", "livessb-crops", "region crops");
     this.onSelect = onSelect;
   }
 
@@ -80,22 +79,17 @@ export class CropPanels {
   }
 
   private create(id: string): Panel {
-    const root = document.createElement("section");
-    root.className = "livessb-panel";
+    const root = element("section", "livessb-panel", `region panel ${id}`);
     root.dataset.regionId = id;
     root.dataset.status = "idle";
     root.style.borderColor = regionColor(id);
-    root.setAttribute("aria-label", `region panel ${id}`);
     root.addEventListener("click", () => this.onSelect(id));
-    const title = document.createElement("header");
-    const img = document.createElement("img");
-    img.setAttribute("aria-label", `region crop ${id}`);
+    const title = element("header");
+    const img = element("img", "", `region crop ${id}`);
     img.alt = `phase crop of region ${id}`;
     img.hidden = true;
-    const params = document.createElement("div");
-    params.className = "livessb-params";
-    const statusEl = document.createElement("div");
-    statusEl.className = "livessb-panel-status";
+    const params = element("div", "livessb-params");
+    const statusEl = element("div", "livessb-panel-status");
     statusEl.setAttribute("role", "status");
     root.append(title, img, params, statusEl);
     this.el.append(root);
@@ -115,11 +109,9 @@ export class CropPanels {
     const params = result?.params ?? {};
     panel.params.replaceChildren();
     const row = (key: string, label: string, value: number | null | undefined, text: string) => {
-      const k = document.createElement("span");
-      k.className = "livessb-key";
+      const k = element("span", "livessb-key");
       k.textContent = label;
-      const v = document.createElement("span");
-      v.className = "livessb-value";
+      const v = element("span", "livessb-value");
       v.dataset.param = key;
       if (typeof value === "number") v.dataset.value = String(value);
       v.textContent = text;

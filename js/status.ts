@@ -1,4 +1,5 @@
 // Widget status, message line and the full-field readout (rotation + params).
+import { button, element } from "./dom";
 import { fmt, type FullFit, type Status } from "./model";
 
 export class StatusBar {
@@ -8,18 +9,11 @@ export class StatusBar {
   private readoutEl: HTMLElement;
 
   constructor() {
-    this.el = document.createElement("div");
-    this.el.className = "livessb-status";
-    this.statusEl = document.createElement("span");
-    this.statusEl.className = "livessb-status-badge";
-    this.statusEl.setAttribute("aria-label", "widget status");
-    this.messageEl = document.createElement("div");
-    this.messageEl.className = "livessb-message";
+    this.el = element("div", "livessb-status");
+    this.statusEl = element("span", "livessb-status-badge", "widget status");
+    this.messageEl = element("div", "livessb-message", "message");
     this.messageEl.setAttribute("role", "status");
-    this.messageEl.setAttribute("aria-label", "message");
-    this.readoutEl = document.createElement("div");
-    this.readoutEl.className = "livessb-readout";
-    this.readoutEl.setAttribute("aria-label", "full-field fit");
+    this.readoutEl = element("div", "livessb-readout", "full-field fit");
     this.el.append(this.statusEl, this.readoutEl, this.messageEl);
   }
 
@@ -40,7 +34,7 @@ export class StatusBar {
       return;
     }
     const add = (key: string, text: string, value: number | boolean | undefined) => {
-      const span = document.createElement("span");
+      const span = element("span");
       span.dataset.param = key;
       if (value !== undefined) span.dataset.value = String(value);
       span.textContent = text;
@@ -67,21 +61,13 @@ export class Toolbar {
   readonly saveButton: HTMLButtonElement;
 
   constructor() {
-    this.el = document.createElement("div");
-    this.el.className = "livessb-toolbar";
-    this.deleteButton = document.createElement("button");
-    this.deleteButton.type = "button";
-    this.deleteButton.textContent = "Delete";
-    this.deleteButton.setAttribute("aria-label", "delete region");
+    this.el = element("div", "livessb-toolbar");
+    this.deleteButton = button("Delete", "delete region");
     this.deleteButton.disabled = true;
-    this.pathInput = document.createElement("input");
+    this.pathInput = element("input", "", "calibration path");
     this.pathInput.type = "text";
     this.pathInput.value = "calibration.json";
-    this.pathInput.setAttribute("aria-label", "calibration path");
-    this.saveButton = document.createElement("button");
-    this.saveButton.type = "button";
-    this.saveButton.textContent = "Save";
-    this.saveButton.setAttribute("aria-label", "save calibration");
+    this.saveButton = button("Save", "save calibration");
     this.el.append(this.deleteButton, this.pathInput, this.saveButton);
   }
 }

@@ -4,6 +4,7 @@
 import type { Render } from "@anywidget/types";
 import { decodePng, HANDLE_PX, paint, setupCanvas } from "./canvas";
 import { CropPanels } from "./crops";
+import { element } from "./dom";
 import { applyGesture, beginGesture, regionsDiffer, removeRegion, type Gesture } from "./interaction";
 import {
   asStatus, parseCropMessage, parseRegions, parseShape, regionsForWire, toBytes,
@@ -16,13 +17,10 @@ import "./widget.css";
 const MAX_CANVAS_PX = 512;
 
 const render: Render<Traits> = ({ model, el }) => {
-  const root = document.createElement("div");
-  root.className = "livessb";
-  const canvas = document.createElement("canvas");
-  canvas.setAttribute("aria-label", "scan image");
+  const root = element("div", "livessb");
+  const canvas = element("canvas", "", "scan image");
   canvas.tabIndex = 0;
-  const left = document.createElement("div");
-  left.className = "livessb-left";
+  const left = element("div", "livessb-left");
   const statusBar = new StatusBar();
   const toolbar = new Toolbar();
   const panels = new CropPanels((id) => select(id));
