@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -227,6 +227,9 @@ def _unit_for(key: str, attrs: Mapping[str, Any]) -> str | None:
     return None
 
 
+_Found = tuple[str, list[float]]  # (calibration field, its values)
+
+
 def parse_attrs(attrs: Mapping[Any, Any], source: str = "metadata") -> FileCalibration:
     """Calibration from a flat mapping of metadata attributes (keys matched by alias).
 
@@ -247,8 +250,9 @@ def parse_attrs(attrs: Mapping[Any, Any], source: str = "metadata") -> FileCalib
             continue
         flat.setdefault(nk, v)
 
-    def grab(keys: Iterable[str], target: str, table: Mapping[str, float],
-             pair: bool = False) -> list[float] | None:
+    def first(keys: Iterable[str], problem: str,
+              convert: Callable[[str, list[float], str | None], _Found | None]) -> _Found | None:
+        """The first key present whose value converts; failures are recorded as problems."""
         for key in keys:
             if key not in flat:
                 continue
@@ -257,17 +261,39 @@ def parse_attrs(attrs: Mapping[Any, Any], source: str = "metadata") -> FileCalib
                 nums, unit = numbers_and_unit(flat[key])
                 if unit is None:
                     unit = _unit_for(key, flat)
-                if len(nums) == 2 and not pair:
-                    raise ValueError("expected a single number, got two")
-                vals = _convert(nums, unit, table, _KEY_DEFAULT_UNIT.get(key, _default(target)))
+                found = convert(key, nums, unit)
             except (ValueError, OverflowError, TypeError) as exc:
-                cal.problems.setdefault(target, f"{where} = {_short(flat[key])}: {exc}")
+                cal.problems.setdefault(problem, f"{where} = {_short(flat[key])}: {exc}")
                 continue
-            if vals is None:
+            if found is None:
                 continue  # in pixels or unit-less index: not a physical calibration
-            cal.sources[target] = where
-            return vals
+            cal.sources[found[0]] = where
+            return found
         return None
+
+    def grab(keys: Iterable[str], target: str, table: Mapping[str, float],
+             pair: bool = False) -> list[float] | None:
+        def convert(key: str, nums: list[float], unit: str | None) -> _Found | None:
+            if len(nums) == 2 and not pair:
+                raise ValueError("expected a single number, got two")
+            vals = _convert(nums, unit, table, _KEY_DEFAULT_UNIT.get(key, _default(target)))
+            return None if vals is None else (target, vals)
+
+        found = first(keys, target, convert)
+        return None if found is None else found[1]
+
+    def sampling(key: str, nums: list[float], unit: str | None) -> _Found | None:
+        # Angle or reciprocal length, depending on the unit.
+        if len(nums) == 2:
+            if not math.isclose(nums[0], nums[1], rel_tol=1e-6):
+                raise ValueError("different row/column detector sampling is not supported")
+            nums = nums[:1]
+        u = unit if unit is not None else _KEY_DEFAULT_UNIT.get(key, "mrad")
+        if u in _RECIP_INV_A:
+            target, vals = "detector_sampling_inv_A", _convert(nums, u, _RECIP_INV_A, None)
+        else:
+            target, vals = "detector_sampling_mrad", _convert(nums, u, _ANGLE_MRAD, None)
+        return None if vals is None else (target, vals)
 
     v = grab(VOLTAGE_KEYS, "voltage_kV", _VOLTAGE_KV)
     if v is not None:
@@ -281,34 +307,9 @@ def parse_attrs(attrs: Mapping[Any, Any], source: str = "metadata") -> FileCalib
     v = grab(SCAN_STEP_KEYS, "scan_step_A", _LENGTH_A, pair=True)
     if v is not None:
         cal.scan_step_A = (v[0], v[-1])
-    for key in SAMPLING_KEYS:  # angle or reciprocal length, depending on units
-        if key not in flat:
-            continue
-        where = f"{source}:{key}"
-        try:
-            nums, unit = numbers_and_unit(flat[key])
-            if unit is None:
-                unit = _unit_for(key, flat)
-            if len(nums) == 2:
-                if not math.isclose(nums[0], nums[1], rel_tol=1e-6):
-                    raise ValueError("different row/column detector sampling is not supported")
-                nums = nums[:1]
-            u = unit if unit is not None else _KEY_DEFAULT_UNIT.get(key, "mrad")
-            if u in _RECIP_INV_A:
-                vals = _convert(nums, u, _RECIP_INV_A, None)
-                if vals is not None:
-                    cal.detector_sampling_inv_A = vals[0]
-                    cal.sources["detector_sampling_inv_A"] = where
-                    break
-            else:
-                vals = _convert(nums, u, _ANGLE_MRAD, None)
-                if vals is not None:
-                    cal.detector_sampling_mrad = vals[0]
-                    cal.sources["detector_sampling_mrad"] = where
-                    break
-        except (ValueError, OverflowError, TypeError) as exc:
-            cal.problems.setdefault(
-                "detector_sampling_mrad", f"{where} = {_short(flat[key])}: {exc}")
+    found = first(SAMPLING_KEYS, "detector_sampling_mrad", sampling)
+    if found is not None:
+        setattr(cal, found[0], found[1][0])
     v = grab(PIXEL_SIZE_KEYS, "detector_pixel_size_A", _LENGTH_A, pair=True)
     if v is not None:
         cal.detector_pixel_size_A = v[0]
