@@ -56,6 +56,7 @@ import scipy.sparse
 
 from .dataset import Dataset4D
 from .physics import optics
+from .physics.geometry import fft_friendly_size
 
 __all__ = ["SimulationTruth", "demo_dataset", "simulate_4dstem"]
 
@@ -254,15 +255,8 @@ def _scan_frame_size(detector_shape: tuple[int, int], center: tuple[float, float
     """Smallest FFT-friendly even window that holds every detector read with margin."""
     k = m @ _detector_offsets(detector_shape, center)
     half = float(np.abs(k).max())
-    n = 2 * (math.ceil(round(half, 9)) + 2)
-    while True:
-        r = n
-        for p in (2, 3, 5):
-            while r % p == 0:
-                r //= p
-        if r == 1:
-            return n
-        n += 2
+    # Even 2·3·5-smooth numbers are twice the 2·3·5-smooth ones.
+    return 2 * fft_friendly_size(math.ceil(round(half, 9)) + 2)
 
 
 def _resampling_matrix(detector_shape: tuple[int, int], center: tuple[float, float],
