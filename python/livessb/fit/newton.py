@@ -74,8 +74,7 @@ def fold_into_box(v: np.ndarray, box: Box) -> np.ndarray:
         if v[i_c] < 0:
             v[i_c] = -v[i_c]
             v[i] += PERIODS[name] / 2
-        if box.full_period(name):
-            v[i] = box.low[i] + np.mod(v[i] - box.low[i], PERIODS[name])
+        v[i] = box.wrap(name, v[i])
     return np.clip(v, box.low, box.high)
 
 

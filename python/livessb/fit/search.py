@@ -90,6 +90,13 @@ class Box:
         i = self.names.index(name)
         return name in PERIODS and self.high[i] - self.low[i] >= PERIODS[name] - 1e-12
 
+    def wrap(self, name: str, value: float) -> float:
+        """Angle ``name`` wrapped into the box when the box spans a whole period."""
+        if not self.full_period(name):
+            return value
+        low = self.low[self.names.index(name)]
+        return float(low + np.mod(value - low, PERIODS[name]))
+
 
 # Under θ → θ+π the loss is invariant when every C_nm with even m and the tilt change
 # sign (C12's sign change is phi12 + π/2); odd-m coefficients (C21, C23) are unchanged.
@@ -99,11 +106,10 @@ MIRROR_SIGN = {"C10": -1.0, "C30": -1.0, "tilt_row_mrad": -1.0, "tilt_col_mrad":
 def mirror_params(params: Mapping[str, float], box: Box) -> dict[str, float]:
     """The θ+π mirror of ``params``: same loss on the other rotation branch."""
     out = {name: MIRROR_SIGN.get(name, 1.0) * float(v) for name, v in params.items()}
-    if "phi12" in out:  # C12 → -C12 is phi12 + π/2; wrap it into the box when it wraps
+    if "phi12" in out:  # C12 → -C12 is phi12 + π/2
         out["phi12"] += PERIODS["phi12"] / 2
-        if "phi12" in box.names and box.full_period("phi12"):
-            i = box.names.index("phi12")
-            out["phi12"] = float(box.low[i] + (out["phi12"] - box.low[i]) % PERIODS["phi12"])
+        if "phi12" in box.names:
+            out["phi12"] = box.wrap("phi12", out["phi12"])
     return out
 
 
