@@ -188,23 +188,46 @@ __device__ __forceinline__ bool pair_geo(float fkr, float fkc, float fnr, float 
     return true;
 }
 
-#define TILE_LOAD()                                                              \
-    __syncthreads();                                                             \
-    for (int t = threadIdx.x; t < BT; t += NT) {                                 \
-        int bb = b0 + t;                                                         \
-        if (bb < BH) {                                                           \
-            s_k[2 * t] = k64[2 * bb]; s_k[2 * t + 1] = k64[2 * bb + 1];          \
-            s_fr[t] = (float)k64[2 * bb]; s_fc[t] = (float)k64[2 * bb + 1];      \
-            s_ak[t] = akb[bb];                                                   \
-        }                                                                        \
-    }                                                                            \
-    __syncthreads();
-
-#define TILE_SHARED()                                                            \
-    __shared__ double s_k[2 * BT];                                               \
+// The pixel walk shared by the ν-parallel kernels: BF pixels [BL, BH) in shared-memory
+// tiles of BT; for an active thread, pair(kr, kc, g, am, ap) for every trotter pair of its
+// frequency (spectra G[b*M + src], prefetched two ahead to hide the load latency behind
+// the arithmetic of the current pixel; G rows exist for every b), then tile_end() after
+// each tile (where the float partials are flushed). Every block thread must call it.
+template <typename Pair, typename TileEnd>
+__device__ __forceinline__ void walk_pairs(
+    const float2* __restrict__ G, int M, int src, bool active, int BL, int BH,
+    const double* __restrict__ k64, const float* __restrict__ akb, double nr, double nc,
+    const Geo& geo, Pair&& pair, TileEnd&& tile_end) {
+    __shared__ double s_k[2 * BT];
     __shared__ float s_fr[BT], s_fc[BT], s_ak[BT];
-
-#define PAIR_GEO(t, am, ap) pair_geo(s_fr[t], s_fc[t], fnr, fnc, s_k + 2 * (t), nr, nc, s_ak[t], geo, am, ap)
+    const float fnr = (float)nr, fnc = (float)nc;
+    for (int b0 = BL; b0 < BH; b0 += BT) {
+        __syncthreads();
+        for (int t = threadIdx.x; t < BT; t += NT) {
+            const int bb = b0 + t;
+            if (bb < BH) {
+                s_k[2 * t] = k64[2 * bb]; s_k[2 * t + 1] = k64[2 * bb + 1];
+                s_fr[t] = (float)k64[2 * bb]; s_fc[t] = (float)k64[2 * bb + 1];
+                s_ak[t] = akb[bb];
+            }
+        }
+        __syncthreads();
+        if (!active) continue;
+        const int nb = min(BT, BH - b0);
+        float2 g0 = G[(size_t)b0 * M + src];
+        float2 g1 = nb > 1 ? G[(size_t)(b0 + 1) * M + src] : make_float2(0.f, 0.f);
+        for (int t = 0; t < nb; ++t) {
+            const float2 g = g0;
+            g0 = g1;
+            if (t + 2 < nb) g1 = G[(size_t)(b0 + t + 2) * M + src];
+            float am, ap;
+            if (!pair_geo(s_fr[t], s_fc[t], fnr, fnc, s_k + 2 * t, nr, nc, s_ak[t], geo, am, ap))
+                continue;
+            pair(s_fr[t], s_fc[t], g, am, ap);
+        }
+        tile_end();
+    }
+}
 
 // ---------------------------------------------------------------------------------
 // VP loss terms for KC candidates per thread; grid (ceil(Kpad/KC), ceil(M/NT)).
@@ -216,7 +239,6 @@ __global__ void __launch_bounds__(NT) vp_eval(
     const double* __restrict__ k64, const float* __restrict__ akb,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam, double pilam, double* __restrict__ partial,
     int bsplit, double* __restrict__ raw) {
-    TILE_SHARED();
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
     __shared__ double red[KC * NT];
     const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
@@ -240,39 +262,25 @@ __global__ void __launch_bounds__(NT) vp_eval(
         fN[j][0] = fN[j][1] = fN[j][2] = 0.0f;
         dN[j][0] = dN[j][1] = dN[j][2] = 0.0;
     }
-    const float fnr = (float)nr, fnc = (float)nc;
-    const float qr = __fmul_rn(geo.twopilam, fnr), qc = __fmul_rn(geo.twopilam, fnc);
-    for (int b0 = BL; b0 < BH; b0 += BT) {
-        TILE_LOAD();
-        const int nb = min(BT, BH - b0);
-        if (active) {
-            // Two-ahead unconditional prefetch of the spectra (hides the load latency
-            // behind the arithmetic of the current pixel; G rows exist for every b).
-            float2 g0 = G[(size_t)b0 * M + m];
-            float2 g1 = nb > 1 ? G[(size_t)(b0 + 1) * M + m] : make_float2(0.f, 0.f);
-            for (int t = 0; t < nb; ++t) {
-                const float2 g = g0;
-                g0 = g1;
-                if (t + 2 < nb) g1 = G[(size_t)(b0 + t + 2) * M + m];
-                float am, ap;
-                if (!PAIR_GEO(t, am, ap)) continue;
-                const float kr = s_fr[t], kc = s_fc[t];
-                const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
+    const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
+    walk_pairs(G, M, m, active, BL, BH, k64, akb, nr, nc, geo,
+        [&](float kr, float kc, float2 g, float am, float ap) {
+            const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
 #pragma unroll
-                for (int j = 0; j < KC; ++j) {
-                    float pr, pi, u, v;
-                    PairOut po;
-                    gamma_conj(kr, kc, q, am, ap, cc[j], pr, pi, u, v, po);
-                    acc_nd(pr, pi, u, v, g, fN[j][0], fN[j][1], fN[j][2]);
-                }
+            for (int j = 0; j < KC; ++j) {
+                float pr, pi, u, v;
+                PairOut po;
+                gamma_conj(kr, kc, q, am, ap, cc[j], pr, pi, u, v, po);
+                acc_nd(pr, pi, u, v, g, fN[j][0], fN[j][1], fN[j][2]);
             }
+        },
+        [&]() {
 #pragma unroll
             for (int j = 0; j < KC; ++j) {
                 dN[j][0] += fN[j][0]; dN[j][1] += fN[j][1]; dN[j][2] += fN[j][2];
                 fN[j][0] = fN[j][1] = fN[j][2] = 0.0f;
             }
-        }
-    }
+        });
     if (gridDim.z > 1) {  // raw (K, nsplit, 3, M) sums; vp_eval_finish combines them
         if (m < M) {
 #pragma unroll
@@ -437,7 +445,6 @@ __global__ void __launch_bounds__(NT) vp_derivs(
     const double* __restrict__ k64, const float* __restrict__ akb,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
     double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw) {
-    TILE_SHARED();
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
     extern __shared__ double sh[];  // NA * NT float64 accumulators, then the reduction
     const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
@@ -455,7 +462,7 @@ __global__ void __launch_bounds__(NT) vp_derivs(
     }
     Cand cc;
     make_cand(cd, nr, nc, pilam, cc);
-    const double C12 = cd[1], c2 = cd[2], s2 = cd[3], dep = cd[6];
+    const double C12 = cd[1], c2 = cd[2], s2 = cd[3];
     const double tr = cd[4], tcc = cd[5];
     const double Dn = nr * nr - nc * nc, Xn = 2.0 * nr * nc, nn = nr * nr + nc * nc;
     const double P0 = pilam * nn, P1 = pilam * (c2 * Dn + s2 * Xn);
@@ -466,8 +473,7 @@ __global__ void __launch_bounds__(NT) vp_derivs(
     const float fP12 = (float)P12, fP22 = (float)P22;
     const float Bm = (float)(pilam * nn + tp), Bp = (float)(-pilam * nn + tp);
     const float fC12 = (float)C12, fc2 = (float)c2, fs2 = (float)s2;
-    const float fnr = (float)nr, fnc = (float)nc;
-    const float qr = __fmul_rn(geo.twopilam, fnr), qc = __fmul_rn(geo.twopilam, fnc);
+    const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
 
     float fN[3] = {0.f, 0.f, 0.f};
     double dN[3] = {0.0, 0.0, 0.0};
@@ -475,92 +481,79 @@ __global__ void __launch_bounds__(NT) vp_derivs(
 #pragma unroll
     for (int j = 0; j < NA; ++j) { A[j] = 0.f; sh[j * NT + threadIdx.x] = 0.0; }
 
-    for (int b0 = BL; b0 < BH; b0 += BT) {
-        TILE_LOAD();
-        const int nb = min(BT, BH - b0);
-        if (active) {
-            // Two-ahead unconditional prefetch of the spectra (hides the load latency
-            // behind the arithmetic of the current pixel; G rows exist for every b).
-            float2 g0 = G[(size_t)b0 * M + m];
-            float2 g1 = nb > 1 ? G[(size_t)(b0 + 1) * M + m] : make_float2(0.f, 0.f);
-            for (int t = 0; t < nb; ++t) {
-                const float2 g = g0;
-                g0 = g1;
-                if (t + 2 < nb) g1 = G[(size_t)(b0 + t + 2) * M + m];
-                float am, ap;
-                if (!PAIR_GEO(t, am, ap)) continue;
-                const float kr = s_fr[t], kc = s_fc[t];
-                const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
-                float pr, pi, u, v;
-                PairOut po;
-                gamma_conj(kr, kc, q, am, ap, cc, pr, pi, u, v, po);
-                acc_nd(pr, pi, u, v, g, fN[0], fN[1], fN[2]);
-                // ---- derivative sums ----
-                const float e1 = q;
-                const float e2 = kr * qr - kc * qc;
-                const float e3 = kr * qc + kc * qr;
-                const float cd1 = fc2 * e2 + fs2 * e3;
-                const float tt = -fs2 * e2 + fc2 * e3;
-                const float cdv[3] = {e1, cd1, 2.f * fC12 * tt};
-                const float cd12 = 2.f * tt, cd22 = -4.f * fC12 * cd1;
-                // g' = e^{-ic'} G; h_m = E g', h_p = -conj(E) g'
-                const float gr = po.cc * g.x + po.sc * g.y;
-                const float gi = po.cc * g.y - po.sc * g.x;
-                const float hm[2] = {cc.cE * gr - cc.sE * gi, cc.cE * gi + cc.sE * gr};
-                const float hp[2] = {-(cc.cE * gr + cc.sE * gi), -(cc.cE * gi - cc.sE * gr)};
-                float S1m, S2m, S1p, S2p;
-                sinc_d12(po.xm, po.Sm, po.sm, po.cm, S1m, S2m);
-                sinc_d12(po.xp, po.Sp, po.sp, po.cp, S1p, S2p);
-                const float Am = po.Sm * am, Ap = po.Sp * ap;
-                const float xDm = 0.5f * (Bm - e1), xDp = 0.5f * (Bp - e1);
-                const float Tm = S1m * am, Tp = S1p * ap;
-                const float Dm = Tm * xDm, Dp = Tp * xDp;
-                const float Um = S2m * am, Up = S2p * ap;
-                const float UDm = Um * xDm, UDp = Up * xDp;
-                const float UDDm = UDm * xDm, UDDp = UDp * xDp;
-                float Pm[3], Pp[3];
-#pragma unroll
-                for (int i = 0; i < 3; ++i) { Pm[i] = fP[i] - cdv[i]; Pp[i] = -fP[i] - cdv[i]; }
-#define ACC(j, rm, rp) { A[(j)] += (rm) * hm[0] + (rp) * hp[0]; A[(j) + 1] += (rm) * hm[1] + (rp) * hp[1]; }
-#pragma unroll
-                for (int i = 0; i < 3; ++i) {
-                    ACC(IX(i), Pm[i] * Am, Pp[i] * Ap);
-                    ACC(IWT(i), Pm[i] * Tm, Pp[i] * Tp);
-                    ACC(IWD(i), Pm[i] * Dm, Pp[i] * Dp);
-                }
-                ACC(INT_, Tm, Tp);
-                ACC(IND, Dm, Dp);
-                {
-                    int n = 0;
-#pragma unroll
-                    for (int i = 0; i < 3; ++i)
-#pragma unroll
-                        for (int j = i; j < 3; ++j, ++n) ACC(IY(n), Pm[i] * Pm[j] * Am, Pp[i] * Pp[j] * Ap);
-                }
-                ACC(IZ12, (fP12 - cd12) * Am, (-fP12 - cd12) * Ap);
-                ACC(IZ22, (fP22 - cd22) * Am, (-fP22 - cd22) * Ap);
-                ACC(IVTT, Um, Up);
-                ACC(IVTD, UDm, UDp);
-                ACC(IVDD, UDDm, UDDp);
-#undef ACC
-                A[IR0] += Am * Ap;
-                A[IQT] += Am * Tm + Ap * Tp;
-                A[IQD] += Am * Dm + Ap * Dp;
-                A[IRT] += Tm * Ap + Am * Tp;
-                A[IRD] += Dm * Ap + Am * Dp;
-                A[IQTT] += Tm * Tm + Am * Um + Tp * Tp + Ap * Up;
-                A[IQTD] += Tm * Dm + Am * UDm + Tp * Dp + Ap * UDp;
-                A[IQDD] += Dm * Dm + Am * UDDm + Dp * Dp + Ap * UDDp;
-                A[IRTT] += Um * Ap + 2.f * Tm * Tp + Am * Up;
-                A[IRTD] += UDm * Ap + Tm * Dp + Dm * Tp + Am * UDp;
-                A[IRDD] += UDDm * Ap + 2.f * Dm * Dp + Am * UDDp;
+    walk_pairs(G, M, m, active, BL, BH, k64, akb, nr, nc, geo,
+        [&](float kr, float kc, float2 g, float am, float ap) {
+            const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
+            float pr, pi, u, v;
+            PairOut po;
+            gamma_conj(kr, kc, q, am, ap, cc, pr, pi, u, v, po);
+            acc_nd(pr, pi, u, v, g, fN[0], fN[1], fN[2]);
+            // ---- derivative sums ----
+            const float e1 = q;
+            const float e2 = kr * qr - kc * qc;
+            const float e3 = kr * qc + kc * qr;
+            const float cd1 = fc2 * e2 + fs2 * e3;
+            const float tt = -fs2 * e2 + fc2 * e3;
+            const float cdv[3] = {e1, cd1, 2.f * fC12 * tt};
+            const float cd12 = 2.f * tt, cd22 = -4.f * fC12 * cd1;
+            // g' = e^{-ic'} G; h_m = E g', h_p = -conj(E) g'
+            const float gr = po.cc * g.x + po.sc * g.y;
+            const float gi = po.cc * g.y - po.sc * g.x;
+            const float hm[2] = {cc.cE * gr - cc.sE * gi, cc.cE * gi + cc.sE * gr};
+            const float hp[2] = {-(cc.cE * gr + cc.sE * gi), -(cc.cE * gi - cc.sE * gr)};
+            float S1m, S2m, S1p, S2p;
+            sinc_d12(po.xm, po.Sm, po.sm, po.cm, S1m, S2m);
+            sinc_d12(po.xp, po.Sp, po.sp, po.cp, S1p, S2p);
+            const float Am = po.Sm * am, Ap = po.Sp * ap;
+            const float xDm = 0.5f * (Bm - e1), xDp = 0.5f * (Bp - e1);
+            const float Tm = S1m * am, Tp = S1p * ap;
+            const float Dm = Tm * xDm, Dp = Tp * xDp;
+            const float Um = S2m * am, Up = S2p * ap;
+            const float UDm = Um * xDm, UDp = Up * xDp;
+            const float UDDm = UDm * xDm, UDDp = UDp * xDp;
+            float Pm[3], Pp[3];
+            #pragma unroll
+            for (int i = 0; i < 3; ++i) { Pm[i] = fP[i] - cdv[i]; Pp[i] = -fP[i] - cdv[i]; }
+            #define ACC(j, rm, rp) { A[(j)] += (rm) * hm[0] + (rp) * hp[0]; A[(j) + 1] += (rm) * hm[1] + (rp) * hp[1]; }
+            #pragma unroll
+            for (int i = 0; i < 3; ++i) {
+                ACC(IX(i), Pm[i] * Am, Pp[i] * Ap);
+                ACC(IWT(i), Pm[i] * Tm, Pp[i] * Tp);
+                ACC(IWD(i), Pm[i] * Dm, Pp[i] * Dp);
             }
+            ACC(INT_, Tm, Tp);
+            ACC(IND, Dm, Dp);
+            {
+                int n = 0;
+            #pragma unroll
+                for (int i = 0; i < 3; ++i)
+            #pragma unroll
+                    for (int j = i; j < 3; ++j, ++n) ACC(IY(n), Pm[i] * Pm[j] * Am, Pp[i] * Pp[j] * Ap);
+            }
+            ACC(IZ12, (fP12 - cd12) * Am, (-fP12 - cd12) * Ap);
+            ACC(IZ22, (fP22 - cd22) * Am, (-fP22 - cd22) * Ap);
+            ACC(IVTT, Um, Up);
+            ACC(IVTD, UDm, UDp);
+            ACC(IVDD, UDDm, UDDp);
+            #undef ACC
+            A[IR0] += Am * Ap;
+            A[IQT] += Am * Tm + Ap * Tp;
+            A[IQD] += Am * Dm + Ap * Dp;
+            A[IRT] += Tm * Ap + Am * Tp;
+            A[IRD] += Dm * Ap + Am * Dp;
+            A[IQTT] += Tm * Tm + Am * Um + Tp * Tp + Ap * Up;
+            A[IQTD] += Tm * Dm + Am * UDm + Tp * Dp + Ap * UDp;
+            A[IQDD] += Dm * Dm + Am * UDDm + Dp * Dp + Ap * UDDp;
+            A[IRTT] += Um * Ap + 2.f * Tm * Tp + Am * Up;
+            A[IRTD] += UDm * Ap + Tm * Dp + Dm * Tp + Am * UDp;
+            A[IRDD] += UDDm * Ap + 2.f * Dm * Dp + Am * UDDp;
+        },
+        [&]() {
             dN[0] += fN[0]; dN[1] += fN[1]; dN[2] += fN[2];
             fN[0] = fN[1] = fN[2] = 0.f;
 #pragma unroll
             for (int j = 0; j < NA; ++j) { sh[j * NT + threadIdx.x] += (double)A[j]; A[j] = 0.f; }
-        }
-    }
+        });
     if (gridDim.z > 1) {  // raw (K, nsplit, 3 + NA, M) sums; vp_derivs_finish combines them
         if (m < M) {
             const size_t base = ((size_t)ci * gridDim.z + blockIdx.z) * (3 + NA);
@@ -620,7 +613,6 @@ __global__ void __launch_bounds__(NT) energy_kernel(
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
     const double* __restrict__ k64, const float* __restrict__ akb, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
     double* __restrict__ partial, double* __restrict__ pairs) {
-    TILE_SHARED();
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
     __shared__ double red[2 * NT];
     const int Hc = Nc / 2 + 1;
@@ -628,30 +620,14 @@ __global__ void __launch_bounds__(NT) energy_kernel(
     double nr = 0.0, nc = 0.0;
     bool active = m < M;
     if (active) { nr = nu_r[m / Hc]; nc = nu_c[m % Hc]; }
-    const float fnr = (float)nr, fnc = (float)nc;
     double e = 0.0, cnt = 0.0;
-    const int BH = B;
-    for (int b0 = 0; b0 < B; b0 += BT) {
-        TILE_LOAD();
-        const int nb = min(BT, B - b0);
-        if (active) {
-            float fe = 0.f;
-            // Two-ahead unconditional prefetch of the spectra (hides the load latency
-            // behind the arithmetic of the current pixel; G rows exist for every b).
-            float2 g0 = G[(size_t)b0 * M + m];
-            float2 g1 = nb > 1 ? G[(size_t)(b0 + 1) * M + m] : make_float2(0.f, 0.f);
-            for (int t = 0; t < nb; ++t) {
-                const float2 g = g0;
-                g0 = g1;
-                if (t + 2 < nb) g1 = G[(size_t)(b0 + t + 2) * M + m];
-                float am, ap;
-                if (!PAIR_GEO(t, am, ap)) continue;
-                fe += g.x * g.x + g.y * g.y;
-                cnt += 1.0;
-            }
-            e += fe;
-        }
-    }
+    float fe = 0.f;
+    walk_pairs(G, M, m, active, 0, B, k64, akb, nr, nc, geo,
+        [&](float, float, float2 g, float, float) {
+            fe += g.x * g.x + g.y * g.y;
+            cnt += 1.0;
+        },
+        [&]() { e += fe; fe = 0.f; });
     const double w = active ? half_weight(m % Hc, Nc) : 0.0;
     red[threadIdx.x] = e * w;
     red[NT + threadIdx.x] = cnt;
@@ -670,7 +646,6 @@ __global__ void __launch_bounds__(NT) reconstruct_kernel(
     const double* __restrict__ k64, const float* __restrict__ akb,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam, double pilam, float eps, int mode,
     float2* __restrict__ out) {
-    TILE_SHARED();
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
     const int Hc = Nc / 2 + 1, Hf = Fc / 2 + 1;
     const int MF = Fr * Hf;
@@ -690,40 +665,28 @@ __global__ void __launch_bounds__(NT) reconstruct_kernel(
     }
     Cand cc;
     make_cand(cand, nr, nc, pilam, cc);
-    const float fnr = (float)nr, fnc = (float)nc;
-    const float qr = __fmul_rn(geo.twopilam, fnr), qc = __fmul_rn(geo.twopilam, fnc);
+    const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
     double aR = 0.0, aI = 0.0, aD = 0.0;
-    const int BH = B;
-    for (int b0 = 0; b0 < B; b0 += BT) {
-        TILE_LOAD();
-        const int nb = min(BT, B - b0);
-        if (active) {
-            float fr_ = 0.f, fi_ = 0.f, fd_ = 0.f;
-            float2 g0 = G[(size_t)b0 * M + src];
-            float2 g1 = nb > 1 ? G[(size_t)(b0 + 1) * M + src] : make_float2(0.f, 0.f);
-            for (int t = 0; t < nb; ++t) {
-                float2 g = g0;
-                g0 = g1;
-                if (t + 2 < nb) g1 = G[(size_t)(b0 + t + 2) * M + src];
-                float am, ap;
-                if (!PAIR_GEO(t, am, ap)) continue;
-                if (cj) g.y = -g.y;
-                const float kr = s_fr[t], kc = s_fc[t];
-                const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
-                float pr, pi, u, v;
-                PairOut po;
-                gamma_conj(kr, kc, q, am, ap, cc, pr, pi, u, v, po);
-                if (mode == 0) {
-                    const float inv = fminf(rsqrtf(u * u + v * v), 1.0f / eps);
-                    fr_ += (pr * g.x - pi * g.y) * inv;
-                    fi_ += (pr * g.y + pi * g.x) * inv;
-                } else {
-                    acc_nd(pr, pi, u, v, g, fr_, fi_, fd_);
-                }
+    float fr_ = 0.f, fi_ = 0.f, fd_ = 0.f;
+    walk_pairs(G, M, src, active, 0, B, k64, akb, nr, nc, geo,
+        [&](float kr, float kc, float2 g, float am, float ap) {
+            if (cj) g.y = -g.y;
+            const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
+            float pr, pi, u, v;
+            PairOut po;
+            gamma_conj(kr, kc, q, am, ap, cc, pr, pi, u, v, po);
+            if (mode == 0) {
+                const float inv = fminf(rsqrtf(u * u + v * v), 1.0f / eps);
+                fr_ += (pr * g.x - pi * g.y) * inv;
+                fi_ += (pr * g.y + pi * g.x) * inv;
+            } else {
+                acc_nd(pr, pi, u, v, g, fr_, fi_, fd_);
             }
+        },
+        [&]() {
             aR += fr_; aI += fi_; aD += fd_;
-        }
-    }
+            fr_ = fi_ = fd_ = 0.f;
+        });
     if (m < MF) {
         float2 o;
         if (mode == 0) { o.x = (float)(aR / B); o.y = (float)(aI / B); }
