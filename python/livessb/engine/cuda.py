@@ -272,11 +272,9 @@ class CUDAEngine(ArrayEngine):
             return
         t0 = time.perf_counter()
         cp = self.cp
-        k = scan_frame_frequencies(self.bf.k_det, theta, transpose)  # float64 (B, 2)
-        ak = aperture(k[:, 0], k[:, 1], self.k_alpha, self.edge_width, np).astype(np.float32)
+        k, px = self._pixel_geometry([theta], transpose)
         ex = spectra.extra
-        ex["k64"] = cp.asarray(np.ascontiguousarray(k))
-        ex["akb"] = cp.asarray(ak)
+        ex["k64"], ex["px"] = cp.asarray(k[0]), cp.asarray(px[0])
         spectra.k = ex["k64"]
         spectra.grids = []
         Nr, Nc = spectra.shape
@@ -286,12 +284,55 @@ class CUDAEngine(ArrayEngine):
         pairs = cp.empty(nblk, dtype=cp.float64)
         ck.module().get_function("energy_kernel")(
             (nblk,), (ck.NT,), (spectra.G, np.int32(spectra.n_bf), np.int32(M), np.int32(Nr),
-                                np.int32(Nc), ex["nu_r"], ex["nu_c"], ex["k64"], ex["akb"],
+                                np.int32(Nc), ex["nu_r"], ex["nu_c"], ex["k64"], ex["px"],
                                 *self._geo, part, pairs))
         spectra.energy = float(np.sum(cp.asnumpy(part)))
         ex["pairs"] = int(np.sum(cp.asnumpy(pairs)))
         spectra.rotation = (theta, transpose)
         self._tick("set_rotation", t0)
+
+    def _pixel_geometry(self, thetas: Any, transpose: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Scan-frame BF frequencies (R, B, 2) float64 and the kernels' per-pixel rows
+        (k_r, k_c, aperture, 0) as float32 (R, B, 4): one 16-byte load per pixel."""
+        k = np.stack([scan_frame_frequencies(self.bf.k_det, t, transpose) for t in thetas])
+        px = np.zeros(k.shape[:2] + (4,), dtype=np.float32)
+        px[..., :2] = k
+        px[..., 2] = aperture(k[..., 0], k[..., 1], self.k_alpha, self.edge_width, np)
+        return np.ascontiguousarray(k), px
+
+    def evaluate_rotations(
+        self, spectra: PreparedSpectra, thetas: np.ndarray, transpose: bool,
+        candidate: np.ndarray,
+    ) -> np.ndarray:
+        """VP loss of one six-parameter vector at each rotation, energies included, in one
+        launch: the same sums as set_rotation + evaluate per θ (bit for bit where those do
+        not split the pixel loop, i.e. windows of ≥ 512 frequency blocks; here the rotations
+        fill the device instead). The spectra's own rotation is left as it was."""
+        t0 = time.perf_counter()
+        self._check_open()
+        cp = self.cp
+        thetas = np.asarray(thetas, dtype=np.float64).ravel()
+        cand = np.asarray(candidate, dtype=np.float64).reshape(1, 6)
+        R, M = len(thetas), spectra.extra["M"]
+        if R == 0:
+            return np.empty(0)
+        k, px = self._pixel_geometry(thetas, transpose)
+        nblk = -(-M // ck.NT)
+        part = cp.empty((R, nblk), dtype=cp.float64)
+        energy = cp.empty((R, nblk), dtype=cp.float64)
+        Nr, Nc = spectra.shape
+        ex = spectra.extra
+        ck.module().get_function(ck.eval_kernel_name(1, rotations=True))(
+            (R, nblk, 1), (ck.NT,),
+            (spectra.G, np.int32(spectra.n_bf), np.int32(M), np.int32(Nr), np.int32(Nc),
+             ex["nu_r"], ex["nu_c"], cp.asarray(k), cp.asarray(px),
+             cp.asarray(_candidate_table(cand)), *self._geo, self._pilam, part,
+             np.int32(spectra.n_bf), part, energy))
+        sums = cp.asnumpy(part).sum(axis=1)
+        energies = np.array([float(np.sum(row)) for row in cp.asnumpy(energy)])
+        self.evaluations += R
+        self._tick("evaluate_rotations", t0, R)
+        return 1.0 - sums / energies
 
     # -- scoring -------------------------------------------------------------------------------
     def _split(self, spectra: PreparedSpectra) -> tuple[int, int]:
@@ -310,7 +351,7 @@ class CUDAEngine(ArrayEngine):
         ex = spectra.extra
         Nr, Nc = spectra.shape
         return (spectra.G, np.int32(spectra.n_bf), np.int32(ex["M"]), np.int32(Nr), np.int32(Nc),
-                ex["nu_r"], ex["nu_c"], ex["k64"], ex["akb"])
+                ex["nu_r"], ex["nu_c"], ex["k64"], ex["px"])
 
     def _tick(self, key: str, t0: float, n: int = 1) -> None:
         st = self.stats
@@ -361,10 +402,10 @@ class CUDAEngine(ArrayEngine):
         part = cp.empty((Kp, nblk), dtype=cp.float64)
         per, nsplit = self._split(spectra)
         raw = cp.empty((Kp, nsplit, 3, M) if nsplit > 1 else 1, dtype=cp.float64)
-        ck.module().get_function(f"vp_eval<{kc}>")(
+        ck.module().get_function(ck.eval_kernel_name(kc))(
             (Kp // kc, nblk, nsplit), (ck.NT,),
             (*self._launch_args(spectra), cp.asarray(table), *self._geo, self._pilam, part,
-             np.int32(per), raw))
+             np.int32(per), raw, raw))  # (the energy output is unused here)
         if nsplit > 1:
             ck.module().get_function("vp_eval_finish")(
                 (Kp, nblk), (ck.NT,), (raw, np.int32(nsplit), np.int32(M),
@@ -464,7 +505,7 @@ class CUDAEngine(ArrayEngine):
                 (-(-MF // ck.NT),), (ck.NT,),
                 (spectra.G, np.int32(spectra.n_bf), np.int32(ex["M"]), np.int32(Nr),
                  np.int32(Nc), np.int32(Fr), np.int32(Fc), nu_r, nu_c, alias, ex["k64"],
-                 ex["akb"], cp.asarray(_candidate_table(vec)), *self._geo, self._pilam,
+                 ex["px"], cp.asarray(_candidate_table(vec)), *self._geo, self._pilam,
                  np.float32(RECON_EPS), np.int32(0 if method == "ssb" else 1), O))
             ev[1].record()
             image = self._object_spectrum_to_image(spectra, O, f).astype(np.complex64)

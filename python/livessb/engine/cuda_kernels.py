@@ -25,8 +25,13 @@ NQ = 28  # loss + 6 gradient + 21 Hessian terms
 NA = 55  # derivative sums per frequency (float64 in shared memory)
 BT = 128  # BF pixels per tile (matches the source)
 
+def eval_kernel_name(group: int, rotations: bool = False) -> str:
+    """vp_eval for ``group`` candidates per thread, or one candidate at many rotations."""
+    return f"vp_eval<{group}, {'true' if rotations else 'false'}>"
+
+
 def _names() -> list[str]:
-    names = [f"vp_eval<{k}>" for k in EVAL_GROUPS]
+    names = [eval_kernel_name(k) for k in EVAL_GROUPS] + [eval_kernel_name(1, rotations=True)]
     names += ["vp_derivs", "vp_eval_finish", "vp_derivs_finish", "energy_kernel",
               "reconstruct_kernel", "fma_peak"]
     for t in COUNT_TYPES.values():

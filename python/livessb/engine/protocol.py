@@ -48,6 +48,12 @@ class Engine(Protocol):
         """Losses of a (K, P) batch of parameter vectors named ``names`` (default the six
         joint parameters), in one call: (K,)."""
 
+    def evaluate_rotations(
+        self, spectra: Spectra, thetas: np.ndarray, transpose: bool, candidate: np.ndarray
+    ) -> np.ndarray:
+        """VP loss of one six-parameter vector at each rotation θ (energies per θ): (R,).
+        The spectra's rotation afterwards is unspecified: set the one you want."""
+
     def derivatives(
         self, spectra: Spectra, candidates: np.ndarray, names: tuple[str, ...] = ...,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

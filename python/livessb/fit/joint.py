@@ -85,15 +85,16 @@ def refine_rotation(
     """
     b, names = box, box.names
     vec = np.array([[params[p] for p in names]])
-
-    def loss_at(t: float) -> float:
-        model.set_rotation(t, transpose)
-        return float(model.evaluate(vec, "vp", names)[0])
-
     # The trotter masks switch pixels in and out as θ moves, so L(θ) is only piecewise
     # smooth: fit a parabola to a grid instead of trusting a line search.
     grid = theta + np.radians(np.linspace(-span_deg, span_deg, ROTATION_GRID))
-    losses = np.array([loss_at(t) for t in grid])
+    if names == PARAMS:  # the whole grid in one engine call
+        losses = model.evaluate_rotations(grid, transpose, vec)
+    else:
+        losses = np.empty(len(grid))
+        for i, t in enumerate(grid):
+            model.set_rotation(float(t), transpose)
+            losses[i] = model.evaluate(vec, "vp", names)[0]
     a, b_, _ = np.polyfit(grid - theta, losses, 2)
     if a > 0:
         refined = theta + float(np.clip(-b_ / (2 * a), grid[0] - theta, grid[-1] - theta))

@@ -43,6 +43,12 @@ class ThickSampleModel:
     ) -> np.ndarray:
         return self._live().engine.evaluate(self.spectra, candidates, objective, names)
 
+    def evaluate_rotations(
+        self, thetas: np.ndarray, transpose: bool, candidate: np.ndarray
+    ) -> np.ndarray:
+        return self._live().engine.evaluate_rotations(self.spectra, thetas, transpose,
+                                                      candidate)
+
     def derivatives(
         self, candidates: np.ndarray, names: tuple[str, ...] = PARAMS
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -3,7 +3,7 @@
 //
 // Layout: G is (B, M) complex64, M = Nr * Hc the flattened rfft half plane (row-major).
 // One thread owns one frequency ν and loops over the BF pixels b in index order
-// (tiles of BT pixels staged in shared memory), so every per-ν sum has a fixed order.
+// (float partial sums flushed to float64 every BT pixels), so every per-ν sum has a fixed order.
 // Per-block partial sums are reduced by a fixed tree in shared memory and written
 // to a partial array; the host reduces those rows (numpy, fixed order). No atomics.
 //
@@ -14,10 +14,20 @@
 // The trotter mask is evaluated in float64 with the NumPy formula (bit-identical
 // support to the CPU engine); the rest runs in float32 with float64 flushes.
 
-#define BT 128          // BF pixels per shared-memory tile
+#define BT 128          // BF pixels per float partial sum (flushed to float64 after each)
 #define NT 128          // threads (frequencies) per block
 #define PI_D 3.141592653589793
 #define MRAD_D 1e-3
+// Minimum resident blocks per SM of the hot kernels (register budget; -D overrides).
+#ifndef EVAL_MINB_FOR  // by candidates per thread: more of them need more registers
+#define EVAL_MINB_FOR(KC) ((KC) <= 2 ? 6 : (KC) == 4 ? 5 : 4)
+#endif
+#ifndef DERIV_MINB
+#define DERIV_MINB 3
+#endif
+#ifndef RECON_MINB
+#define RECON_MINB 6
+#endif
 
 struct Geo {
     double ka2;        // k_alpha^2 (mask)
@@ -76,7 +86,7 @@ __device__ __forceinline__ void make_cand(const double* __restrict__ cand, doubl
 // is accurate relative to x near 0, so the quotient keeps float precision there.
 #define SINC_SERIES 0.6f
 __device__ __forceinline__ float sinc_f(float x, float s) {
-    return fabsf(x) < 1e-3f ? __fsub_rn(1.0f, __fmul_rn(__fmul_rn(x, x), 0.16666667f))
+    return fabsf(x) < 1e-3f ? __fmaf_rn(__fmul_rn(x, x), -0.16666667f, 1.0f)
                             : __fdividef(s, x);
 }
 
@@ -99,8 +109,10 @@ __device__ __forceinline__ void sinc_d12(float x, float S, float sn, float cs, f
 
 // sin and cos of x: Cody-Waite reduction by 2π (two constants), then the SFU pair.
 // Absolute error ~5e-7 after reduction; float32 arguments themselves carry ~|x|·6e-8.
+// n = rint(x/2π) by the 1.5·2^23 shift inside one fma (FMA pipe; FRND would use the
+// conversion unit); exact for |x| < 2^22·2π.
 __device__ __forceinline__ void fast_sincos(float x, float* s, float* c) {
-    const float n = rintf(__fmul_rn(x, 0.159154943091895336f));
+    const float n = __fsub_rn(__fmaf_rn(x, 0.159154943091895336f, 12582912.0f), 12582912.0f);
     float r = __fmaf_rn(n, -6.28318548202514648f, x);
     r = __fmaf_rn(n, 1.74845553e-7f, r);
     __sincosf(r, s, c);
@@ -118,9 +130,9 @@ __device__ __forceinline__ void gamma_conj(float kr, float kc, float q, float am
         fast_sincos(y, &sy, &cy);
         po.xm = __fsub_rn(c.Xm, y);
         po.xp = __fsub_rn(c.Xp, y);
-        po.sm = __fsub_rn(__fmul_rn(c.sXm, cy), __fmul_rn(c.cXm, sy));
+        po.sm = __fmaf_rn(c.sXm, cy, -__fmul_rn(c.cXm, sy));
         po.cm = __fmaf_rn(c.cXm, cy, __fmul_rn(c.sXm, sy));
-        po.sp = __fsub_rn(__fmul_rn(c.sXp, cy), __fmul_rn(c.cXp, sy));
+        po.sp = __fmaf_rn(c.sXp, cy, -__fmul_rn(c.cXp, sy));
         po.cp = __fmaf_rn(c.cXp, cy, __fmul_rn(c.sXp, sy));
         po.Sm = sinc_f(po.xm, po.sm);
         po.Sp = sinc_f(po.xp, po.sp);
@@ -132,15 +144,15 @@ __device__ __forceinline__ void gamma_conj(float kr, float kc, float q, float am
     u = __fmul_rn(__fsub_rn(al, be), c.cE);
     v = __fmul_rn(__fadd_rn(al, be), c.sE);
     pr = __fmaf_rn(u, po.cc, __fmul_rn(v, po.sc));
-    pi = __fsub_rn(__fmul_rn(v, po.cc), __fmul_rn(u, po.sc));
+    pi = __fmaf_rn(v, po.cc, -__fmul_rn(u, po.sc));
 }
 
 // Accumulate N += conj(Γ) G, D += |Γ|^2 (float partials).
 __device__ __forceinline__ void acc_nd(float pr, float pi, float u, float v, float2 g,
                                        float& Nr, float& Ni, float& D) {
-    Nr = __fadd_rn(Nr, __fsub_rn(__fmul_rn(pr, g.x), __fmul_rn(pi, g.y)));
-    Ni = __fadd_rn(Ni, __fmaf_rn(pr, g.y, __fmul_rn(pi, g.x)));
-    D = __fadd_rn(D, __fmaf_rn(u, u, __fmul_rn(v, v)));
+    Nr = __fmaf_rn(pr, g.x, __fmaf_rn(-pi, g.y, Nr));
+    Ni = __fmaf_rn(pr, g.y, __fmaf_rn(pi, g.x, Ni));
+    D = __fmaf_rn(u, u, __fmaf_rn(v, v, D));
 }
 
 __device__ __forceinline__ double loss_term(double Nr, double Ni, double D, double w) {
@@ -188,59 +200,71 @@ __device__ __forceinline__ bool pair_geo(float fkr, float fkc, float fnr, float 
     return true;
 }
 
-// The pixel walk shared by the ν-parallel kernels: BF pixels [BL, BH) in shared-memory
-// tiles of BT; for an active thread, pair(kr, kc, g, am, ap) for every trotter pair of its
-// frequency (spectra G[b*M + src], prefetched two ahead to hide the load latency behind
-// the arithmetic of the current pixel; G rows exist for every b), then tile_end() after
-// each tile (where the float partials are flushed). Every block thread must call it.
+// The pixel walk shared by the ν-parallel kernels: BF pixels [BL, BH) in tiles of BT;
+// for an active thread, pair(kr, kc, g, am, ap) for every trotter pair of its frequency
+// (spectra G[b*M + src]; pixel geometry px[b] = (k_r, k_c, aperture, 0) as float, staged
+// in shared memory per tile), then tile_end() after each tile (where the float partials
+// are flushed to float64). Spectra are prefetched two pixels ahead to hide the load
+// latency behind the arithmetic of the current pixel. Every block thread must call it.
 template <typename Pair, typename TileEnd>
 __device__ __forceinline__ void walk_pairs(
     const float2* __restrict__ G, int M, int src, bool active, int BL, int BH,
-    const double* __restrict__ k64, const float* __restrict__ akb, double nr, double nc,
+    const double* __restrict__ k64, const float4* __restrict__ px, double nr, double nc,
     const Geo& geo, Pair&& pair, TileEnd&& tile_end) {
-    __shared__ double s_k[2 * BT];
-    __shared__ float s_fr[BT], s_fc[BT], s_ak[BT];
+    __shared__ float4 s_px[BT];
     const float fnr = (float)nr, fnc = (float)nc;
     for (int b0 = BL; b0 < BH; b0 += BT) {
         __syncthreads();
-        for (int t = threadIdx.x; t < BT; t += NT) {
-            const int bb = b0 + t;
-            if (bb < BH) {
-                s_k[2 * t] = k64[2 * bb]; s_k[2 * t + 1] = k64[2 * bb + 1];
-                s_fr[t] = (float)k64[2 * bb]; s_fc[t] = (float)k64[2 * bb + 1];
-                s_ak[t] = akb[bb];
-            }
-        }
+        for (int t = threadIdx.x; t < BT && b0 + t < BH; t += NT) s_px[t] = px[b0 + t];
         __syncthreads();
         if (!active) continue;
         const int nb = min(BT, BH - b0);
-        float2 g0 = G[(size_t)b0 * M + src];
-        float2 g1 = nb > 1 ? G[(size_t)(b0 + 1) * M + src] : make_float2(0.f, 0.f);
-        for (int t = 0; t < nb; ++t) {
+        const float2* gp = G + (size_t)b0 * M + src;
+        float2 g0 = gp[0];
+        float2 g1 = nb > 1 ? gp[M] : make_float2(0.f, 0.f);
+        gp += 2 * (size_t)M;
+        for (int t = 0; t < nb; ++t, gp += M) {
             const float2 g = g0;
             g0 = g1;
-            if (t + 2 < nb) g1 = G[(size_t)(b0 + t + 2) * M + src];
+            if (t + 2 < nb) g1 = *gp;
+            const float4 p = s_px[t];
             float am, ap;
-            if (!pair_geo(s_fr[t], s_fc[t], fnr, fnc, s_k + 2 * t, nr, nc, s_ak[t], geo, am, ap))
+            if (!pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc, p.z, geo, am, ap))
                 continue;
-            pair(s_fr[t], s_fc[t], g, am, ap);
+            pair(p.x, p.y, g, am, ap);
         }
         tile_end();
     }
 }
 
+// |g|² of one in-trotter pair (the sideband energy term; one form for both kernels).
+__device__ __forceinline__ float energy_term(float2 g) {
+    return __fmaf_rn(g.x, g.x, __fmul_rn(g.y, g.y));
+}
+
 // ---------------------------------------------------------------------------------
-// VP loss terms for KC candidates per thread; grid (ceil(Kpad/KC), ceil(M/NT)).
+// VP loss terms for KC candidates per thread; grid (ceil(Kpad/KC), ceil(M/NT), nsplit).
 // partial: (Kpad, nblk) doubles, Σ_ν∈block w |N|^2 / D.
-template <int KC>
-__global__ void __launch_bounds__(NT) vp_eval(
+// ROT (KC = 1, no split): one candidate at R rotations, blockIdx.x = rotation r with its
+// own geometry rows (k64 + 2Br, px + Br); also writes the sideband energy of rotation r
+// (energy_kernel's sums, same order) to energy (R, nblk).
+template <int KC, bool ROT>
+__global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc,
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
-    const double* __restrict__ k64, const float* __restrict__ akb,
+    const double* __restrict__ k64, const float4* __restrict__ px,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam, double pilam, double* __restrict__ partial,
-    int bsplit, double* __restrict__ raw) {
+    int bsplit, double* __restrict__ raw, double* __restrict__ energy) {
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
-    __shared__ double red[KC * NT];
+    // float64 sums (N_re, N_im, D per candidate; then the energy for ROT) live in shared
+    // memory, not registers (more resident warps); later reused for the block reduction.
+    __shared__ double acc[(3 * KC + ROT) * NT];
+    if (ROT) {
+        k64 += (size_t)2 * B * blockIdx.x;
+        px += (size_t)B * blockIdx.x;
+    }
+    float fE = 0.0f;
+#define ACC_(j, q) acc[(3 * (j) + (q)) * NT + threadIdx.x]
     const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
     const int Hc = Nc / 2 + 1;
     const int m = blockIdx.y * NT + threadIdx.x;
@@ -255,15 +279,16 @@ __global__ void __launch_bounds__(NT) vp_eval(
     }
     Cand cc[KC];
     float fN[KC][3];
-    double dN[KC][3];
+    const double* ctab = ROT ? cand : cand + 8 * c0;
 #pragma unroll
     for (int j = 0; j < KC; ++j) {
-        make_cand(cand + 8 * (c0 + j), nr, nc, pilam, cc[j]);
+        make_cand(ctab + 8 * j, nr, nc, pilam, cc[j]);
         fN[j][0] = fN[j][1] = fN[j][2] = 0.0f;
-        dN[j][0] = dN[j][1] = dN[j][2] = 0.0;
+        ACC_(j, 0) = ACC_(j, 1) = ACC_(j, 2) = 0.0;
     }
+    if (ROT) acc[3 * KC * NT + threadIdx.x] = 0.0;
     const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
-    walk_pairs(G, M, m, active, BL, BH, k64, akb, nr, nc, geo,
+    walk_pairs(G, M, m, active, BL, BH, k64, px, nr, nc, geo,
         [&](float kr, float kc, float2 g, float am, float ap) {
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
 #pragma unroll
@@ -273,29 +298,35 @@ __global__ void __launch_bounds__(NT) vp_eval(
                 gamma_conj(kr, kc, q, am, ap, cc[j], pr, pi, u, v, po);
                 acc_nd(pr, pi, u, v, g, fN[j][0], fN[j][1], fN[j][2]);
             }
+            if (ROT) fE = __fadd_rn(fE, energy_term(g));
         },
         [&]() {
 #pragma unroll
-            for (int j = 0; j < KC; ++j) {
-                dN[j][0] += fN[j][0]; dN[j][1] += fN[j][1]; dN[j][2] += fN[j][2];
-                fN[j][0] = fN[j][1] = fN[j][2] = 0.0f;
-            }
+            for (int j = 0; j < KC; ++j)
+#pragma unroll
+                for (int q = 0; q < 3; ++q) { ACC_(j, q) += fN[j][q]; fN[j][q] = 0.0f; }
+            if (ROT) { acc[3 * KC * NT + threadIdx.x] += fE; fE = 0.0f; }
         });
     if (gridDim.z > 1) {  // raw (K, nsplit, 3, M) sums; vp_eval_finish combines them
         if (m < M) {
 #pragma unroll
             for (int j = 0; j < KC; ++j)
                 for (int q = 0; q < 3; ++q)
-                    raw[(((size_t)(c0 + j) * gridDim.z + blockIdx.z) * 3 + q) * M + m] = dN[j][q];
+                    raw[(((size_t)(c0 + j) * gridDim.z + blockIdx.z) * 3 + q) * M + m] = ACC_(j, q);
         }
         return;
     }
     const double w = active ? half_weight(m % Hc, Nc) : 0.0;
+    double lt[KC + ROT];
 #pragma unroll
-    for (int j = 0; j < KC; ++j)
-        red[j * NT + threadIdx.x] = active ? loss_term(dN[j][0], dN[j][1], dN[j][2], w) : 0.0;
-    block_reduce(red, KC);
-    if (threadIdx.x < KC) partial[(size_t)(c0 + threadIdx.x) * nblk + blockIdx.y] = red[threadIdx.x * NT];
+    for (int j = 0; j < KC; ++j) lt[j] = active ? loss_term(ACC_(j, 0), ACC_(j, 1), ACC_(j, 2), w) : 0.0;
+    if (ROT) lt[KC] = acc[3 * KC * NT + threadIdx.x] * w;
+#pragma unroll
+    for (int j = 0; j < KC + ROT; ++j) acc[j * NT + threadIdx.x] = lt[j];
+#undef ACC_
+    block_reduce(acc, KC + ROT);
+    if (threadIdx.x < KC) partial[(size_t)(c0 + threadIdx.x) * nblk + blockIdx.y] = acc[threadIdx.x * NT];
+    if (ROT && threadIdx.x == 0) energy[(size_t)blockIdx.x * nblk + blockIdx.y] = acc[KC * NT];
 }
 
 // ---------------------------------------------------------------------------------
@@ -439,10 +470,10 @@ __device__ void derivs_epilogue(const double* sh, const double* dN, bool active,
 
 // Loss, gradient and Hessian terms, one candidate per blockIdx.x.
 // partial: (K, 28, nblk): [loss, grad(6), hess(21 in PAIRS order)] (sums before -1/E).
-__global__ void __launch_bounds__(NT) vp_derivs(
+__global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc,
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
-    const double* __restrict__ k64, const float* __restrict__ akb,
+    const double* __restrict__ k64, const float4* __restrict__ px,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
     double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw) {
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
@@ -481,7 +512,7 @@ __global__ void __launch_bounds__(NT) vp_derivs(
 #pragma unroll
     for (int j = 0; j < NA; ++j) { A[j] = 0.f; sh[j * NT + threadIdx.x] = 0.0; }
 
-    walk_pairs(G, M, m, active, BL, BH, k64, akb, nr, nc, geo,
+    walk_pairs(G, M, m, active, BL, BH, k64, px, nr, nc, geo,
         [&](float kr, float kc, float2 g, float am, float ap) {
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
             float pr, pi, u, v;
@@ -514,7 +545,9 @@ __global__ void __launch_bounds__(NT) vp_derivs(
             float Pm[3], Pp[3];
             #pragma unroll
             for (int i = 0; i < 3; ++i) { Pm[i] = fP[i] - cdv[i]; Pp[i] = -fP[i] - cdv[i]; }
-            #define ACC(j, rm, rp) { A[(j)] += (rm) * hm[0] + (rp) * hp[0]; A[(j) + 1] += (rm) * hm[1] + (rp) * hp[1]; }
+            // a += x*y + z*w as two fmas (no separate product and add)
+            #define FMA2(a, x, y, z, w) a = fmaf((x), (y), fmaf((z), (w), a))
+            #define ACC(j, rm, rp) { FMA2(A[(j)], rm, hm[0], rp, hp[0]); FMA2(A[(j) + 1], rm, hm[1], rp, hp[1]); }
             #pragma unroll
             for (int i = 0; i < 3; ++i) {
                 ACC(IX(i), Pm[i] * Am, Pp[i] * Ap);
@@ -536,17 +569,18 @@ __global__ void __launch_bounds__(NT) vp_derivs(
             ACC(IVTD, UDm, UDp);
             ACC(IVDD, UDDm, UDDp);
             #undef ACC
-            A[IR0] += Am * Ap;
-            A[IQT] += Am * Tm + Ap * Tp;
-            A[IQD] += Am * Dm + Ap * Dp;
-            A[IRT] += Tm * Ap + Am * Tp;
-            A[IRD] += Dm * Ap + Am * Dp;
-            A[IQTT] += Tm * Tm + Am * Um + Tp * Tp + Ap * Up;
-            A[IQTD] += Tm * Dm + Am * UDm + Tp * Dp + Ap * UDp;
-            A[IQDD] += Dm * Dm + Am * UDDm + Dp * Dp + Ap * UDDp;
-            A[IRTT] += Um * Ap + 2.f * Tm * Tp + Am * Up;
-            A[IRTD] += UDm * Ap + Tm * Dp + Dm * Tp + Am * UDp;
-            A[IRDD] += UDDm * Ap + 2.f * Dm * Dp + Am * UDDp;
+            A[IR0] = fmaf(Am, Ap, A[IR0]);
+            FMA2(A[IQT], Am, Tm, Ap, Tp);
+            FMA2(A[IQD], Am, Dm, Ap, Dp);
+            FMA2(A[IRT], Tm, Ap, Am, Tp);
+            FMA2(A[IRD], Dm, Ap, Am, Dp);
+            FMA2(A[IQTT], Tm, Tm, Am, Um); FMA2(A[IQTT], Tp, Tp, Ap, Up);
+            FMA2(A[IQTD], Tm, Dm, Am, UDm); FMA2(A[IQTD], Tp, Dp, Ap, UDp);
+            FMA2(A[IQDD], Dm, Dm, Am, UDDm); FMA2(A[IQDD], Dp, Dp, Ap, UDDp);
+            FMA2(A[IRTT], Um, Ap, 2.f * Tm, Tp); A[IRTT] = fmaf(Am, Up, A[IRTT]);
+            FMA2(A[IRTD], UDm, Ap, Tm, Dp); FMA2(A[IRTD], Dm, Tp, Am, UDp);
+            FMA2(A[IRDD], UDDm, Ap, 2.f * Dm, Dp); A[IRDD] = fmaf(Am, UDDp, A[IRDD]);
+            #undef FMA2
         },
         [&]() {
             dN[0] += fN[0]; dN[1] += fN[1]; dN[2] += fN[2];
@@ -611,7 +645,7 @@ __global__ void __launch_bounds__(NT) vp_derivs_finish(
 __global__ void __launch_bounds__(NT) energy_kernel(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc,
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
-    const double* __restrict__ k64, const float* __restrict__ akb, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
+    const double* __restrict__ k64, const float4* __restrict__ px, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
     double* __restrict__ partial, double* __restrict__ pairs) {
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
     __shared__ double red[2 * NT];
@@ -622,9 +656,9 @@ __global__ void __launch_bounds__(NT) energy_kernel(
     if (active) { nr = nu_r[m / Hc]; nc = nu_c[m % Hc]; }
     double e = 0.0, cnt = 0.0;
     float fe = 0.f;
-    walk_pairs(G, M, m, active, 0, B, k64, akb, nr, nc, geo,
+    walk_pairs(G, M, m, active, 0, B, k64, px, nr, nc, geo,
         [&](float, float, float2 g, float, float) {
-            fe += g.x * g.x + g.y * g.y;
+            fe = __fadd_rn(fe, energy_term(g));
             cnt += 1.0;
         },
         [&]() { e += fe; fe = 0.f; });
@@ -639,11 +673,11 @@ __global__ void __launch_bounds__(NT) energy_kernel(
 // Reconstruction on the f-times finer half plane (Fr, Fc): thread per fine ν.
 // mode 0: O = (1/B) Σ_b G conj(Γ)/max(|Γ|, eps); mode 1: O = N / (D + 1e-3 B).
 // row_alias: (Fr,) coarse row of each fine row (before the Hermitian fold).
-__global__ void __launch_bounds__(NT) reconstruct_kernel(
+__global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc, int Fr, int Fc,
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
     const int* __restrict__ row_alias,
-    const double* __restrict__ k64, const float* __restrict__ akb,
+    const double* __restrict__ k64, const float4* __restrict__ px,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam, double pilam, float eps, int mode,
     float2* __restrict__ out) {
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
@@ -668,7 +702,7 @@ __global__ void __launch_bounds__(NT) reconstruct_kernel(
     const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
     double aR = 0.0, aI = 0.0, aD = 0.0;
     float fr_ = 0.f, fi_ = 0.f, fd_ = 0.f;
-    walk_pairs(G, M, src, active, 0, B, k64, akb, nr, nc, geo,
+    walk_pairs(G, M, src, active, 0, B, k64, px, nr, nc, geo,
         [&](float kr, float kc, float2 g, float am, float ap) {
             if (cj) g.y = -g.y;
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));

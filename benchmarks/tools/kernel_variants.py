@@ -1,0 +1,96 @@
+"""Time the hot kernels compiled with different register budgets (-D*_MINB) on one dataset.
+
+Usage: python3 benchmarks/tools/kernel_variants.py OUT.json [scan]
+Each variant: evaluate (100 candidates, eval groups 2/4/8), derivatives (3 candidates) and
+one Auto reconstruction; results must be bit-identical across variants (launch bounds do
+not change arithmetic), which the script records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from typing import Any
+
+import cupy as cp
+import numpy as np
+
+from livessb.engine import cuda_kernels as ck
+from livessb.session import Session
+from livessb.synthetic_gpu import generate_dataset
+
+VARIANTS = {
+    "default": (),
+    "eval_minb4_deriv2_recon8": ("-DEVAL_MINB_FOR(KC)=4", "-DDERIV_MINB=2", "-DRECON_MINB=8"),
+}
+
+
+def compile_variant(opts: tuple[str, ...]) -> Any:
+    mod = cp.RawModule(code=ck.SOURCE.read_text(), options=("-std=c++17", *opts),
+                       name_expressions=ck._names())
+    mod.compile()
+    return mod
+
+
+def timed(fn: Any, reps: int) -> tuple[float, Any]:
+    out = fn()
+    cp.cuda.Device().synchronize()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        out = fn()
+        cp.cuda.Device().synchronize()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts)), out
+
+
+def digest(*arrays: Any) -> str:
+    h = hashlib.sha256()
+    for a in arrays:
+        h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()[:16]
+
+
+def main() -> None:
+    path = sys.argv[1]
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 512
+    ds, _ = generate_dataset(scan=(n, n), detector=(192, 192), dtype="uint16", seed=42)
+    s = Session(ds, device="cuda")
+    fit = s.fit(trials=8, seed=1, progress=False)
+    eng, sp = s._engine, s._full.spectra
+    rng = np.random.default_rng(0)
+    K = 100
+    cand = np.column_stack([rng.uniform(-500, 500, K), rng.uniform(0, 100, K),
+                            rng.uniform(-1.5, 1.5, K), rng.uniform(-15, 15, K),
+                            rng.uniform(-15, 15, K), rng.uniform(0, 500, K)])
+    dcand = np.array([[-80, 20, 0.5, 0, 0, 10]] * 3, dtype=float) + rng.normal(0, 1, (3, 6))
+    result: dict[str, Any] = {"pairs": sp.extra["pairs"], "M": sp.extra["M"], "B": sp.n_bf}
+    for name, opts in VARIANTS.items():
+        mod = compile_variant(opts)
+        ck.module = lambda mod=mod: mod  # type: ignore[assignment]
+        row: dict[str, Any] = {}
+        for kc in (2, 4, 8):
+            eng.eval_group = kc
+            t, losses = timed(lambda: eng.evaluate(sp, cand), 3)
+            row[f"eval_group{kc}_per_candidate_ms"] = t / K * 1e3
+            row[f"eval_group{kc}_hash"] = digest(losses)
+        eng.eval_group = 4
+        t, d = timed(lambda: eng.derivatives(sp, dcand), 3)
+        row["derivatives_3_ms"] = t * 1e3
+        row["derivatives_hash"] = digest(*d)
+        t, rec = timed(lambda: s.reconstruct(fit.params), 3)
+        row["reconstruct_auto_ms"] = t * 1e3
+        row["reconstruct_hash"] = rec.phase_hash()
+        t, _ = timed(lambda: eng.evaluate(sp, cand[:1]), 5)
+        row["eval_1_candidate_ms"] = t * 1e3
+        result[name] = row
+        print(name, json.dumps(row), flush=True)
+    s.close()
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,47 @@
+"""Launch the hot kernels once each inside a profiler range (for `ncu --profile-from-start off`).
+
+Usage: ncu --profile-from-start off ... python3 benchmarks/tools/profile_kernels.py [scan]
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import cupy as cp
+import numpy as np
+
+from livessb.session import Session
+from livessb.synthetic_gpu import generate_dataset
+
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 512
+    ds, truth = generate_dataset(scan=(n, n), detector=(192, 192), dtype="uint16", seed=42)
+    s = Session(ds, device="cuda")
+    s.fit(trials=8, seed=1, progress=False)
+    eng, sp = s._engine, s._full.spectra
+    rng = np.random.default_rng(0)
+    K = 8
+    cand = np.column_stack([rng.uniform(-500, 500, K), rng.uniform(0, 100, K),
+                            rng.uniform(-1.5, 1.5, K), rng.uniform(-15, 15, K),
+                            rng.uniform(-15, 15, K), rng.uniform(0, 500, K)])
+    eng.evaluate(sp, cand)
+    eng.derivatives(sp, cand[:2])
+    cp.cuda.Device().synchronize()
+    t0 = time.perf_counter()
+    eng.evaluate(sp, cand)
+    cp.cuda.Device().synchronize()
+    print("eval 8:", time.perf_counter() - t0, "pairs", sp.extra["pairs"], "M", sp.extra["M"],
+          "B", sp.n_bf, flush=True)
+    cp.cuda.profiler.start()
+    eng.evaluate(sp, cand)
+    eng.derivatives(sp, cand[:2])
+    s.reconstruct()
+    cp.cuda.Device().synchronize()
+    cp.cuda.profiler.stop()
+    s.close()
+
+
+if __name__ == "__main__":
+    main()
