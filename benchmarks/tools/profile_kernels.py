@@ -17,7 +17,7 @@ from livessb.synthetic_gpu import generate_dataset
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 512
-    ds, truth = generate_dataset(scan=(n, n), detector=(192, 192), dtype="uint16", seed=42)
+    ds, _ = generate_dataset(scan=(n, n), detector=(192, 192), dtype="uint16", seed=42)
     s = Session(ds, device="cuda")
     s.fit(trials=8, seed=1, progress=False)
     eng, sp = s._engine, s._full.spectra

@@ -93,6 +93,12 @@ def _candidate_table(candidates: np.ndarray, pad_to: int = 1) -> np.ndarray:
     return out
 
 
+def _device_bytes(extra: dict[str, Any], cp: Any) -> int:
+    """Bytes of the device arrays a spectra handle keeps beside G (grids, masks)."""
+    return sum(int(a.nbytes) for v in extra.values()
+               for a in (v if isinstance(v, tuple) else (v,)) if isinstance(a, cp.ndarray))
+
+
 def device_array_of(counts: Any) -> Any:
     """The CuPy array behind ``counts`` (a cupy.ndarray or a DeviceCounts), else None."""
     dev = getattr(counts, "device_array", None)
@@ -119,6 +125,7 @@ class CUDAEngine(ArrayEngine):
         if self.eval_group not in ck.EVAL_GROUPS:
             raise ValueError(f"eval_group must be one of {ck.EVAL_GROUPS}")
         self._buffers: dict[tuple[int, int], Any] = {}  # reusable G buffers by shape
+        self._all_pairs: tuple[int, Any] | None = None  # (n_bf, mask row of every pixel)
         self._closing = False
         self.stats: dict[str, float] = {}
         self.close_breakdown: dict[str, float] = {}
@@ -277,25 +284,51 @@ class CUDAEngine(ArrayEngine):
         ex["k64"], ex["px"] = cp.asarray(k[0]), cp.asarray(px[0])
         spectra.k = ex["k64"]
         spectra.grids = []
-        Nr, Nc = spectra.shape
-        M = ex["M"]
-        nblk = -(-M // ck.NT)
-        part = cp.empty(nblk, dtype=cp.float64)
-        pairs = cp.empty(nblk, dtype=cp.float64)
-        ck.module().get_function("energy_kernel")(
-            (nblk,), (ck.NT,), (spectra.G, np.int32(spectra.n_bf), np.int32(M), np.int32(Nr),
-                                np.int32(Nc), ex["nu_r"], ex["nu_c"], ex["k64"], ex["px"],
-                                *self._geo, part, pairs))
+        Nc = spectra.shape[1]
+        ex.pop("fine_masks", None)  # the reconstruction grids' masks belong to the old θ
+        part, pairs, ex["masks"] = self._support_masks(
+            spectra, ex["nu_r"], ex["nu_c"], ex["M"], Nc // 2 + 1, energy=True)
+        ex["mask_stride"] = -(-spectra.n_bf // ck.BT)  # mask rows per warp (one per tile)
         spectra.energy = float(np.sum(cp.asnumpy(part)))
         ex["pairs"] = int(np.sum(cp.asnumpy(pairs)))
         spectra.rotation = (theta, transpose)
         self._tick("set_rotation", t0)
 
+    def _support_masks(
+        self, spectra: PreparedSpectra, nu_r: Any, nu_c: Any, M: int, H: int, energy: bool,
+    ) -> tuple[Any, Any, Any]:
+        """Per-warp trotter masks of the (rows, H) frequency grid at the spectra's current
+        geometry (uint32 (warps·tiles·4)), with the sideband energy and pair-count block
+        partials when ``energy`` (the coarse half plane only)."""
+        cp = self.cp
+        nblk = -(-M // ck.NT)
+        tiles = -(-spectra.n_bf // ck.BT)
+        ex = spectra.extra
+        with self._oom_guard("building the trotter masks", nblk * ck.NT // 32 * tiles * 16):
+            masks = cp.empty(nblk * ck.NT // 32 * tiles * 4, dtype=cp.uint32)
+        part = cp.empty(nblk, dtype=cp.float64)
+        pairs = cp.empty(nblk, dtype=cp.float64)
+        ck.module().get_function(ck.mask_kernel_name(energy))(
+            (nblk,), (ck.NT,),
+            (spectra.G, np.int32(spectra.n_bf), np.int32(M), np.int32(H),
+             np.int32(spectra.shape[1]), nu_r, nu_c, ex["k64"], ex["px"], *self._geo, masks,
+             part, pairs))
+        return part, pairs, masks
+
+    def _all_pairs_mask(self, n_bf: int) -> Any:
+        """One mask row listing every pixel (stride 0: shared by all warps)."""
+        if self._all_pairs is None or self._all_pairs[0] != n_bf:
+            bits = np.zeros((-(-n_bf // ck.BT), ck.BT // 32, 32), dtype=np.uint64)
+            bits.reshape(-1)[:n_bf] = 1  # bit t of a tile: word t // 32, bit t % 32
+            words = (bits << np.arange(32, dtype=np.uint64)).sum(axis=-1).astype(np.uint32)
+            self._all_pairs = (n_bf, self.cp.asarray(words.ravel()))
+        return self._all_pairs[1]
+
     def _pixel_geometry(self, thetas: Any, transpose: bool) -> tuple[np.ndarray, np.ndarray]:
         """Scan-frame BF frequencies (R, B, 2) float64 and the kernels' per-pixel rows
         (k_r, k_c, aperture, 0) as float32 (R, B, 4): one 16-byte load per pixel."""
         k = np.stack([scan_frame_frequencies(self.bf.k_det, t, transpose) for t in thetas])
-        px = np.zeros(k.shape[:2] + (4,), dtype=np.float32)
+        px = np.zeros((*k.shape[:2], 4), dtype=np.float32)
         px[..., :2] = k
         px[..., 2] = aperture(k[..., 0], k[..., 1], self.k_alpha, self.edge_width, np)
         return np.ascontiguousarray(k), px
@@ -326,6 +359,7 @@ class CUDAEngine(ArrayEngine):
             (R, nblk, 1), (ck.NT,),
             (spectra.G, np.int32(spectra.n_bf), np.int32(M), np.int32(Nr), np.int32(Nc),
              ex["nu_r"], ex["nu_c"], cp.asarray(k), cp.asarray(px),
+             self._all_pairs_mask(spectra.n_bf), np.int32(0),
              cp.asarray(_candidate_table(cand)), *self._geo, self._pilam, part,
              np.int32(spectra.n_bf), part, energy))
         sums = cp.asnumpy(part).sum(axis=1)
@@ -351,7 +385,8 @@ class CUDAEngine(ArrayEngine):
         ex = spectra.extra
         Nr, Nc = spectra.shape
         return (spectra.G, np.int32(spectra.n_bf), np.int32(ex["M"]), np.int32(Nr), np.int32(Nc),
-                ex["nu_r"], ex["nu_c"], ex["k64"], ex["px"])
+                ex["nu_r"], ex["nu_c"], ex["k64"], ex["px"], ex["masks"],
+                np.int32(ex["mask_stride"]))
 
     def _tick(self, key: str, t0: float, n: int = 1) -> None:
         st = self.stats
@@ -494,6 +529,10 @@ class CUDAEngine(ArrayEngine):
             alias = (np.round(np.fft.fftfreq(Fr) * Fr).astype(np.int64) % Nr).astype(np.int32)
             ex[key] = (cp.asarray(nu_r), cp.asarray(nu_c), cp.asarray(alias))
         nu_r, nu_c, alias = ex[key]
+        if ex.get("fine_masks", (None,))[0] != f:  # per rotation (set_rotation drops it)
+            ex["fine_masks"] = (f, self._support_masks(spectra, nu_r, nu_c, Fr * Hf, Hf,
+                                                       energy=False)[2],
+                                -(-spectra.n_bf // ck.BT))
         vec = np.array([[float(params.get(p, 0.0)) for p in (
             "C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")]])
         MF = Fr * Hf
@@ -505,7 +544,8 @@ class CUDAEngine(ArrayEngine):
                 (-(-MF // ck.NT),), (ck.NT,),
                 (spectra.G, np.int32(spectra.n_bf), np.int32(ex["M"]), np.int32(Nr),
                  np.int32(Nc), np.int32(Fr), np.int32(Fc), nu_r, nu_c, alias, ex["k64"],
-                 ex["px"], cp.asarray(_candidate_table(vec)), *self._geo, self._pilam,
+                 ex["px"], ex["fine_masks"][1], np.int32(ex["fine_masks"][2]),
+                 cp.asarray(_candidate_table(vec)), *self._geo, self._pilam,
                  np.float32(RECON_EPS), np.int32(0 if method == "ssb" else 1), O))
             ev[1].record()
             image = self._object_spectrum_to_image(spectra, O, f).astype(np.complex64)
@@ -567,8 +607,10 @@ class CUDAEngine(ArrayEngine):
         counts = 0 if self._closed or self._bf_counts is None else int(self._bf_counts.nbytes)
         spectra = sum(int(s.G.nbytes) for s in self._spectra if s.G is not None)
         cached = sum(int(b.nbytes) for b in self._buffers.values())
+        geometry = sum(_device_bytes(s.extra, self.cp) for s in self._spectra)
         pool = self._pool_bytes()
-        return {"live_bytes": counts + spectra + cached, "bf_counts_bytes": counts,
+        return {"live_bytes": counts + spectra + cached + geometry, "bf_counts_bytes": counts,
+                "geometry_and_mask_bytes": geometry,
                 "fft_plan_pool_bytes": plan_pool_bytes(),
                 "spectra_bytes": spectra, "reusable_buffer_bytes": cached,
                 "pool_used_bytes": pool["used_bytes"], "pool_total_bytes": pool["total_bytes"],
@@ -580,6 +622,7 @@ class CUDAEngine(ArrayEngine):
         t0 = time.perf_counter()
         self._closing = True
         self._buffers.clear()
+        self._all_pairs = None
         self._k_px = None
         super().close()
         self.close_breakdown["total_s"] = time.perf_counter() - t0
