@@ -94,7 +94,7 @@ def _candidate_table(candidates: np.ndarray, pad_to: int = 1) -> np.ndarray:
 
 
 def _device_bytes(extra: dict[str, Any], cp: Any) -> int:
-    """Bytes of the device arrays a spectra handle keeps beside G (grids, masks)."""
+    """Bytes of the device arrays a spectra handle keeps beside G (geometry, masks)."""
     return sum(int(a.nbytes) for v in extra.values()
                for a in (v if isinstance(v, tuple) else (v,)) if isinstance(a, cp.ndarray))
 
@@ -125,7 +125,6 @@ class CUDAEngine(ArrayEngine):
         if self.eval_group not in ck.EVAL_GROUPS:
             raise ValueError(f"eval_group must be one of {ck.EVAL_GROUPS}")
         self._buffers: dict[tuple[int, int], Any] = {}  # reusable G buffers by shape
-        self._all_pairs: tuple[int, Any] | None = None  # (n_bf, mask row of every pixel)
         self._closing = False
         self.stats: dict[str, float] = {}
         self.close_breakdown: dict[str, float] = {}
@@ -282,47 +281,22 @@ class CUDAEngine(ArrayEngine):
         k, px = self._pixel_geometry([theta], transpose)
         ex = spectra.extra
         ex["k64"], ex["px"] = cp.asarray(k[0]), cp.asarray(px[0])
+        ex.pop("fine_masks", None)  # the reconstruction grid's masks belong to the old θ
         spectra.k = ex["k64"]
         spectra.grids = []
-        Nc = spectra.shape[1]
-        ex.pop("fine_masks", None)  # the reconstruction grids' masks belong to the old θ
-        part, pairs, ex["masks"] = self._support_masks(
-            spectra, ex["nu_r"], ex["nu_c"], ex["M"], Nc // 2 + 1, energy=True)
-        ex["mask_stride"] = -(-spectra.n_bf // ck.BT)  # mask rows per warp (one per tile)
+        Nr, Nc = spectra.shape
+        M = ex["M"]
+        nblk = -(-M // ck.NT)
+        part = cp.empty(nblk, dtype=cp.float64)
+        pairs = cp.empty(nblk, dtype=cp.float64)
+        ck.module().get_function("energy_kernel")(
+            (nblk,), (ck.NT,), (spectra.G, np.int32(spectra.n_bf), np.int32(M), np.int32(Nr),
+                                np.int32(Nc), ex["nu_r"], ex["nu_c"], ex["k64"], ex["px"],
+                                *self._geo, part, pairs))
         spectra.energy = float(np.sum(cp.asnumpy(part)))
         ex["pairs"] = int(np.sum(cp.asnumpy(pairs)))
         spectra.rotation = (theta, transpose)
         self._tick("set_rotation", t0)
-
-    def _support_masks(
-        self, spectra: PreparedSpectra, nu_r: Any, nu_c: Any, M: int, H: int, energy: bool,
-    ) -> tuple[Any, Any, Any]:
-        """Per-warp trotter masks of the (rows, H) frequency grid at the spectra's current
-        geometry (uint32 (warps·tiles·4)), with the sideband energy and pair-count block
-        partials when ``energy`` (the coarse half plane only)."""
-        cp = self.cp
-        nblk = -(-M // ck.NT)
-        tiles = -(-spectra.n_bf // ck.BT)
-        ex = spectra.extra
-        with self._oom_guard("building the trotter masks", nblk * ck.NT // 32 * tiles * 16):
-            masks = cp.empty(nblk * ck.NT // 32 * tiles * 4, dtype=cp.uint32)
-        part = cp.empty(nblk, dtype=cp.float64)
-        pairs = cp.empty(nblk, dtype=cp.float64)
-        ck.module().get_function(ck.mask_kernel_name(energy))(
-            (nblk,), (ck.NT,),
-            (spectra.G, np.int32(spectra.n_bf), np.int32(M), np.int32(H),
-             np.int32(spectra.shape[1]), nu_r, nu_c, ex["k64"], ex["px"], *self._geo, masks,
-             part, pairs))
-        return part, pairs, masks
-
-    def _all_pairs_mask(self, n_bf: int) -> Any:
-        """One mask row listing every pixel (stride 0: shared by all warps)."""
-        if self._all_pairs is None or self._all_pairs[0] != n_bf:
-            bits = np.zeros((-(-n_bf // ck.BT), ck.BT // 32, 32), dtype=np.uint64)
-            bits.reshape(-1)[:n_bf] = 1  # bit t of a tile: word t // 32, bit t % 32
-            words = (bits << np.arange(32, dtype=np.uint64)).sum(axis=-1).astype(np.uint32)
-            self._all_pairs = (n_bf, self.cp.asarray(words.ravel()))
-        return self._all_pairs[1]
 
     def _pixel_geometry(self, thetas: Any, transpose: bool) -> tuple[np.ndarray, np.ndarray]:
         """Scan-frame BF frequencies (R, B, 2) float64 and the kernels' per-pixel rows
@@ -359,7 +333,6 @@ class CUDAEngine(ArrayEngine):
             (R, nblk, 1), (ck.NT,),
             (spectra.G, np.int32(spectra.n_bf), np.int32(M), np.int32(Nr), np.int32(Nc),
              ex["nu_r"], ex["nu_c"], cp.asarray(k), cp.asarray(px),
-             self._all_pairs_mask(spectra.n_bf), np.int32(0),
              cp.asarray(_candidate_table(cand)), *self._geo, self._pilam, part,
              np.int32(spectra.n_bf), part, energy))
         sums = cp.asnumpy(part).sum(axis=1)
@@ -367,6 +340,23 @@ class CUDAEngine(ArrayEngine):
         self.evaluations += R
         self._tick("evaluate_rotations", t0, R)
         return 1.0 - sums / energies
+
+    def _support_masks(
+        self, spectra: PreparedSpectra, nu_r: Any, nu_c: Any, M: int, H: int
+    ) -> tuple[Any, int]:
+        """Per-warp masks of the pixels that may be in the trotter of some frequency of
+        the warp, for the (rows, H) grid at the current rotation: (uint32 (rows·tiles·4),
+        tiles per row)."""
+        cp = self.cp
+        nblk = -(-M // ck.NT)
+        tiles = -(-spectra.n_bf // ck.BT)
+        with self._oom_guard("building the support masks", nblk * ck.NT // 32 * tiles * 16):
+            masks = cp.empty(nblk * ck.NT // 32 * tiles * 4, dtype=cp.uint32)
+        ck.module().get_function("support_mask")(
+            (nblk,), (ck.NT,),
+            (np.int32(spectra.n_bf), np.int32(M), np.int32(H), nu_r, nu_c,
+             spectra.extra["px"], self._geo[0], self._geo[1], masks))
+        return masks, tiles
 
     # -- scoring -------------------------------------------------------------------------------
     def _split(self, spectra: PreparedSpectra) -> tuple[int, int]:
@@ -385,8 +375,7 @@ class CUDAEngine(ArrayEngine):
         ex = spectra.extra
         Nr, Nc = spectra.shape
         return (spectra.G, np.int32(spectra.n_bf), np.int32(ex["M"]), np.int32(Nr), np.int32(Nc),
-                ex["nu_r"], ex["nu_c"], ex["k64"], ex["px"], ex["masks"],
-                np.int32(ex["mask_stride"]))
+                ex["nu_r"], ex["nu_c"], ex["k64"], ex["px"])
 
     def _tick(self, key: str, t0: float, n: int = 1) -> None:
         st = self.stats
@@ -530,9 +519,7 @@ class CUDAEngine(ArrayEngine):
             ex[key] = (cp.asarray(nu_r), cp.asarray(nu_c), cp.asarray(alias))
         nu_r, nu_c, alias = ex[key]
         if ex.get("fine_masks", (None,))[0] != f:  # per rotation (set_rotation drops it)
-            ex["fine_masks"] = (f, self._support_masks(spectra, nu_r, nu_c, Fr * Hf, Hf,
-                                                       energy=False)[2],
-                                -(-spectra.n_bf // ck.BT))
+            ex["fine_masks"] = (f, *self._support_masks(spectra, nu_r, nu_c, Fr * Hf, Hf))
         vec = np.array([[float(params.get(p, 0.0)) for p in (
             "C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")]])
         MF = Fr * Hf
@@ -622,7 +609,6 @@ class CUDAEngine(ArrayEngine):
         t0 = time.perf_counter()
         self._closing = True
         self._buffers.clear()
-        self._all_pairs = None
         self._k_px = None
         super().close()
         self.close_breakdown["total_s"] = time.perf_counter() - t0

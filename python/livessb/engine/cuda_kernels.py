@@ -30,15 +30,9 @@ def eval_kernel_name(group: int, rotations: bool = False) -> str:
     return f"vp_eval<{group}, {'true' if rotations else 'false'}>"
 
 
-def mask_kernel_name(energy: bool) -> str:
-    """support_mask, with the sideband energy (coarse half plane) or masks only."""
-    return f"support_mask<{'true' if energy else 'false'}>"
-
-
 def _names() -> list[str]:
     names = [eval_kernel_name(k) for k in EVAL_GROUPS] + [eval_kernel_name(1, rotations=True)]
-    names += [mask_kernel_name(True), mask_kernel_name(False)]
-    names += ["vp_derivs", "vp_eval_finish", "vp_derivs_finish",
+    names += ["vp_derivs", "vp_eval_finish", "vp_derivs_finish", "energy_kernel", "support_mask",
               "reconstruct_kernel", "fma_peak"]
     for t in COUNT_TYPES.values():
         names += [f"stage_window<{t}>", f"window_mean<{t}>", f"bf_com<{t}>", f"gather_bf<{t}>"]

@@ -13,8 +13,6 @@
 //   S = sinc(x), x_m = X_m - y, x_p = X_p - y, y = (Δ/2) 2πλ k·ν.
 // The trotter mask is evaluated in float64 with the NumPy formula (bit-identical
 // support to the CPU engine); the rest runs in float32 with float64 flushes.
-// Per-warp support masks (support_mask, once per rotation) let a warp skip the pixels
-// outside the trotter of all its frequencies without testing them.
 
 #define BT 128          // BF pixels per float partial sum (flushed to float64 after each)
 #define NT 128          // threads (frequencies) per block
@@ -221,12 +219,14 @@ __device__ __forceinline__ int pop_bit(unsigned long long& lo, unsigned long lon
 // (BL a multiple of BT); for an active thread, pair(kr, kc, g, am, ap) for every trotter
 // pair of its frequency (spectra G[b*M + src]; pixel geometry px[b] = (k_r, k_c, aperture,
 // 0) as float, staged in shared memory per tile), then tile_end() after each tile (where
-// the float partials are flushed to float64). wmask[tile] (this warp's row of the
-// support masks, see support_mask) lists the tile's pixels in the trotter of any lane:
-// the walk visits only those, in index order, so the sums are those of the full walk.
-// Spectra are prefetched two visited pixels ahead to hide the load latency behind the
-// arithmetic of the current pixel. Every block thread must call it.
-template <typename Pair, typename TileEnd>
+// the float partials are flushed to float64). Spectra are prefetched two pixels ahead to
+// hide the load latency behind the arithmetic of the current pixel.
+// MASKED: wmask[tile] (this warp's row of a support mask, see support_mask) lists the
+// tile's pixels that may be in the trotter of some lane; only those are visited, in index
+// order, so the sums are those of the full walk. Pays where most pixels are outside
+// every lane's trotter (reconstruction grids); dense walks run faster unmasked.
+// Every block thread must call it.
+template <bool MASKED, typename Pair, typename TileEnd>
 __device__ __forceinline__ void walk_pairs(
     const float2* __restrict__ G, int M, int src, bool active, int BL, int BH,
     const double* __restrict__ k64, const float4* __restrict__ px,
@@ -239,25 +239,41 @@ __device__ __forceinline__ void walk_pairs(
         for (int t = threadIdx.x; t < BT && b0 + t < BH; t += NT) s_px[t] = px[b0 + t];
         __syncthreads();
         if (!active) continue;
-        const uint4 mk = wmask[b0 / BT];
-        unsigned long long lo = mk.x | ((unsigned long long)mk.y << 32);
-        unsigned long long hi = mk.z | ((unsigned long long)mk.w << 32);
-        const float2* gt = G + (size_t)b0 * M + src;
-        const float2 zero = make_float2(0.f, 0.f);
-        int t0 = pop_bit(lo, hi), t1 = pop_bit(lo, hi);
-        float2 g0 = t0 >= 0 ? gt[(size_t)t0 * M] : zero;
-        float2 g1 = t1 >= 0 ? gt[(size_t)t1 * M] : zero;
-        while (t0 >= 0) {
-            const int t = t0;
-            const float2 g = g0;
-            t0 = t1;
-            g0 = g1;
-            t1 = pop_bit(lo, hi);
-            if (t1 >= 0) g1 = gt[(size_t)t1 * M];
-            const float4 p = s_px[t];
-            float am, ap;
-            if (pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc, p.z, geo, am, ap))
-                pair(p.x, p.y, g, am, ap);
+        const int nb = min(BT, BH - b0);
+        if (MASKED) {
+            const float2* gt = G + (size_t)b0 * M + src;
+            const uint4 mk = wmask[b0 / BT];
+            unsigned long long lo = mk.x | ((unsigned long long)mk.y << 32);
+            unsigned long long hi = mk.z | ((unsigned long long)mk.w << 32);
+            int t0 = pop_bit(lo, hi), t1 = pop_bit(lo, hi);
+            float2 g0 = t0 >= 0 ? gt[(size_t)t0 * M] : make_float2(0.f, 0.f);
+            float2 g1 = t1 >= 0 ? gt[(size_t)t1 * M] : make_float2(0.f, 0.f);
+            while (t0 >= 0) {
+                const int t = t0;
+                const float2 g = g0;
+                t0 = t1;
+                g0 = g1;
+                t1 = pop_bit(lo, hi);
+                if (t1 >= 0) g1 = gt[(size_t)t1 * M];
+                const float4 p = s_px[t];
+                float am, ap;
+                if (pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc, p.z, geo, am, ap))
+                    pair(p.x, p.y, g, am, ap);
+            }
+        } else {
+            const float2* gp = G + (size_t)b0 * M + src;
+            float2 g0 = gp[0];
+            float2 g1 = nb > 1 ? gp[M] : make_float2(0.f, 0.f);
+            gp += 2 * (size_t)M;
+            for (int t = 0; t < nb; ++t, gp += M) {
+                const float2 g = g0;
+                g0 = g1;
+                if (t + 2 < nb) g1 = *gp;
+                const float4 p = s_px[t];
+                float am, ap;
+                if (pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc, p.z, geo, am, ap))
+                    pair(p.x, p.y, g, am, ap);
+            }
         }
         tile_end();
     }
@@ -273,13 +289,12 @@ __device__ __forceinline__ float energy_term(float2 g) {
 // partial: (Kpad, nblk) doubles, Σ_ν∈block w |N|^2 / D.
 // ROT (KC = 1, no split): one candidate at R rotations, blockIdx.x = rotation r with its
 // own geometry rows (k64 + 2Br, px + Br); also writes the sideband energy of rotation r
-// (support_mask's sums, same order) to energy (R, nblk). Its masks list every pixel.
+// (energy_kernel's sums, same order) to energy (R, nblk).
 template <int KC, bool ROT>
 __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc,
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
     const double* __restrict__ k64, const float4* __restrict__ px,
-    const uint4* __restrict__ masks, int mask_stride,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam, double pilam, double* __restrict__ partial,
     int bsplit, double* __restrict__ raw, double* __restrict__ energy) {
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
@@ -315,8 +330,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     }
     if (ROT) acc[3 * KC * NT + threadIdx.x] = 0.0;
     const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
-    const uint4* wmask = masks + (size_t)(m >> 5) * mask_stride;  // this warp's row
-    walk_pairs(G, M, m, active, BL, BH, k64, px, wmask, nr, nc, geo,
+    walk_pairs<false>(G, M, m, active, BL, BH, k64, px, nullptr, nr, nc, geo,
         [&](float kr, float kc, float2 g, float am, float ap) {
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
 #pragma unroll
@@ -502,7 +516,6 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc,
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
     const double* __restrict__ k64, const float4* __restrict__ px,
-    const uint4* __restrict__ masks, int mask_stride,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
     double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw) {
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
@@ -541,8 +554,7 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
 #pragma unroll
     for (int j = 0; j < NA; ++j) { A[j] = 0.f; sh[j * NT + threadIdx.x] = 0.0; }
 
-    const uint4* wmask = masks + (size_t)(m >> 5) * mask_stride;  // this warp's row
-    walk_pairs(G, M, m, active, BL, BH, k64, px, wmask, nr, nc, geo,
+    walk_pairs<false>(G, M, m, active, BL, BH, k64, px, nullptr, nr, nc, geo,
         [&](float kr, float kc, float2 g, float am, float ap) {
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
             float pr, pi, u, v;
@@ -671,59 +683,96 @@ __global__ void __launch_bounds__(NT) vp_derivs_finish(
 }
 
 // ---------------------------------------------------------------------------------
-// Trotter support masks of a frequency grid (nu_r (rows), nu_c (H columns), M = rows·H,
-// one thread per ν as in the consuming kernels): masks[(m/32)·ntiles + tile] has bit t set
-// when pixel tile·BT + t is in the trotter of some frequency of warp m/32. Candidate-free,
-// so built once per rotation (and grid). ENERGY (the coarse half plane, H = Nc/2 + 1):
-// also the sideband energy Σ_ν w Σ_b m_b |G_b|^2 and the pair count, partial (nblk,).
-template <bool ENERGY>
-__global__ void __launch_bounds__(NT) support_mask(
-    const float2* __restrict__ G, int B, int M, int H, int Nc,
+// Sideband energy Σ_ν w Σ_b m_b |G_b|^2: partial (nblk,).
+__global__ void __launch_bounds__(NT) energy_kernel(
+    const float2* __restrict__ G, int B, int M, int Nr, int Nc,
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
-    const double* __restrict__ k64, const float4* __restrict__ px, double g_ka2, float g_ka,
-    float g_inv_w, float g_twopilam, uint4* __restrict__ masks, double* __restrict__ partial,
-    double* __restrict__ pairs) {
+    const double* __restrict__ k64, const float4* __restrict__ px, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
+    double* __restrict__ partial, double* __restrict__ pairs) {
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
-    __shared__ float4 s_px[BT];
     __shared__ double red[2 * NT];
+    const int Hc = Nc / 2 + 1;
     const int m = blockIdx.x * NT + threadIdx.x;
-    const int ntiles = (B + BT - 1) / BT;
-    const bool active = m < M;
     double nr = 0.0, nc = 0.0;
-    if (active) { nr = nu_r[m / H]; nc = nu_c[m % H]; }
-    const float fnr = (float)nr, fnc = (float)nc;
+    bool active = m < M;
+    if (active) { nr = nu_r[m / Hc]; nc = nu_c[m % Hc]; }
     double e = 0.0, cnt = 0.0;
     float fe = 0.f;
-    for (int b0 = 0; b0 < B; b0 += BT) {
-        __syncthreads();
-        for (int t = threadIdx.x; t < BT && b0 + t < B; t += NT) s_px[t] = px[b0 + t];
-        __syncthreads();
-        unsigned long long lo = 0, hi = 0;
-        const int nb = min(BT, B - b0);
-        for (int t = 0; t < nb; ++t) {  // every lane runs every pixel: the ballot needs all
-            const float4 p = s_px[t];
-            float am, ap;
-            const bool in = active &&
-                pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc, p.z, geo, am, ap);
-            if (__ballot_sync(0xffffffffu, in)) {
-                if (t < 64) lo |= 1ull << t; else hi |= 1ull << (t - 64);
-            }
-            if (ENERGY && in) {
-                fe = __fadd_rn(fe, energy_term(G[(size_t)(b0 + t) * M + m]));
-                cnt += 1.0;
-            }
-        }
-        if (ENERGY) { e += fe; fe = 0.f; }
-        if ((threadIdx.x & 31) == 0)
-            masks[(size_t)(m >> 5) * ntiles + b0 / BT] = make_uint4(
-                (unsigned)lo, (unsigned)(lo >> 32), (unsigned)hi, (unsigned)(hi >> 32));
-    }
-    if (!ENERGY) return;
-    const double w = active ? half_weight(m % H, Nc) : 0.0;
+    walk_pairs<false>(G, M, m, active, 0, B, k64, px, nullptr, nr, nc, geo,
+        [&](float, float, float2 g, float, float) {
+            fe = __fadd_rn(fe, energy_term(g));
+            cnt += 1.0;
+        },
+        [&]() { e += fe; fe = 0.f; });
+    const double w = active ? half_weight(m % Hc, Nc) : 0.0;
     red[threadIdx.x] = e * w;
     red[NT + threadIdx.x] = cnt;
     block_reduce(red, 2);
     if (threadIdx.x == 0) { partial[blockIdx.x] = red[0]; pairs[blockIdx.x] = red[NT]; }
+}
+
+// ---------------------------------------------------------------------------------
+// Support masks for a masked walk over a frequency grid (nu_r rows, nu_c of H columns,
+// M = rows·H; thread m ↔ ν = (nu_r[m / H], nu_c[m % H]), as in the consumer): bit t of
+// masks[(m/32)·ntiles + tile] is set unless pixel tile·BT + t is provably outside the
+// trotter of every active frequency of warp m/32 (active: |ν| ≤ 2kα, the consumer's
+// rule): either outside both disks |k ∓ ν| ≤ kα for all of them, or inside both. Tested
+// against the bounding box of the warp's frequencies with a margin of 1e-3 kα, far
+// wider than rounding, so the exact per-pair test still decides every set bit.
+// One warp per mask row; lane j tests pixels j, j + 32, ... of each tile. Per rotation.
+__device__ __forceinline__ float box_near2(float x, float y, float4 bx) {  // (r0, r1, c0, c1)
+    const float dx = fmaxf(fmaxf(bx.x - x, x - bx.y), 0.f);
+    const float dy = fmaxf(fmaxf(bx.z - y, y - bx.w), 0.f);
+    return dx * dx + dy * dy;
+}
+
+__device__ __forceinline__ float box_far2(float x, float y, float4 bx) {
+    const float dx = fmaxf(fabsf(x - bx.x), fabsf(x - bx.y));
+    const float dy = fmaxf(fabsf(y - bx.z), fabsf(y - bx.w));
+    return dx * dx + dy * dy;
+}
+
+__global__ void __launch_bounds__(NT) support_mask(
+    int B, int M, int H, const double* __restrict__ nu_r, const double* __restrict__ nu_c,
+    const float4* __restrict__ px, double ka2, float ka, uint4* __restrict__ masks) {
+    const unsigned FULL = 0xffffffffu;
+    const int lane = threadIdx.x & 31;
+    const size_t m = (size_t)blockIdx.x * NT + threadIdx.x, row = m >> 5;
+    bool active = m < (size_t)M;
+    float4 bx = make_float4(INFINITY, -INFINITY, INFINITY, -INFINITY);
+    if (active) {
+        const double nr = nu_r[m / H], nc = nu_c[m % H];
+        active = nr * nr + nc * nc <= 4.0 * ka2 * (1.0 + 1e-6);
+        if (active) bx = make_float4((float)nr, (float)nr, (float)nc, (float)nc);
+    }
+    for (int o = 16; o > 0; o >>= 1) {
+        bx.x = fminf(bx.x, __shfl_xor_sync(FULL, bx.x, o));
+        bx.y = fmaxf(bx.y, __shfl_xor_sync(FULL, bx.y, o));
+        bx.z = fminf(bx.z, __shfl_xor_sync(FULL, bx.z, o));
+        bx.w = fmaxf(bx.w, __shfl_xor_sync(FULL, bx.w, o));
+    }
+    const bool any = __any_sync(FULL, active);
+    const float out2 = (ka * 1.001f) * (ka * 1.001f), in2 = (ka * 0.999f) * (ka * 0.999f);
+    const int ntiles = (B + BT - 1) / BT;
+    for (int tile = 0; tile < ntiles; ++tile) {
+        unsigned words[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+            const int b = tile * BT + q * 32 + lane;
+            bool maybe = false;
+            if (any && b < B) {
+                const float4 p = px[b];
+                const bool all_out = box_near2(p.x, p.y, bx) > out2 &&
+                                     box_near2(-p.x, -p.y, bx) > out2;
+                const bool all_in = box_far2(p.x, p.y, bx) < in2 &&
+                                    box_far2(-p.x, -p.y, bx) < in2;
+                maybe = !(all_out || all_in);
+            }
+            words[q] = __ballot_sync(FULL, maybe);
+        }
+        if (lane == 0)
+            masks[row * ntiles + tile] = make_uint4(words[0], words[1], words[2], words[3]);
+    }
 }
 
 // ---------------------------------------------------------------------------------
@@ -761,7 +810,7 @@ __global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
     double aR = 0.0, aI = 0.0, aD = 0.0;
     float fr_ = 0.f, fi_ = 0.f, fd_ = 0.f;
     const uint4* wmask = masks + (size_t)(m >> 5) * mask_stride;  // this warp's row
-    walk_pairs(G, M, src, active, 0, B, k64, px, wmask, nr, nc, geo,
+    walk_pairs<true>(G, M, src, active, 0, B, k64, px, wmask, nr, nc, geo,
         [&](float kr, float kc, float2 g, float am, float ap) {
             if (cj) g.y = -g.y;
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
