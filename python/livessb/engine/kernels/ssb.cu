@@ -739,7 +739,8 @@ __global__ void __launch_bounds__(NT) support_mask(
     const int lane = threadIdx.x & 31;
     const size_t m = (size_t)blockIdx.x * NT + threadIdx.x, row = m >> 5;
     bool active = m < (size_t)M;
-    float4 bx = make_float4(INFINITY, -INFINITY, INFINITY, -INFINITY);
+    const float BIG = 3.0e38f;  // empty box (NVRTC has no INFINITY)
+    float4 bx = make_float4(BIG, -BIG, BIG, -BIG);
     if (active) {
         const double nr = nu_r[m / H], nc = nu_c[m % H];
         active = nr * nr + nc * nc <= 4.0 * ka2 * (1.0 + 1e-6);
