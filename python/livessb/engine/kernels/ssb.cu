@@ -82,6 +82,13 @@ __device__ __forceinline__ void make_cand(const double* __restrict__ cand, doubl
     o.sXp = (float)s; o.cXp = (float)c;
 }
 
+// x, opaque to the optimizer (an empty asm that "modifies" it): the value is kept
+// instead of being recomputed from its sources where it is used.
+__device__ __forceinline__ float opaque(float x) {
+    asm volatile("" : "+f"(x));
+    return x;
+}
+
 // sinc(x) = sin(x)/x (the CPU engine's form: 1 - x²/6 below |x| = 1e-3). The fast sine
 // is accurate relative to x near 0, so the quotient keeps float precision there.
 #define SINC_SERIES 0.6f
@@ -124,22 +131,19 @@ __device__ __forceinline__ void gamma_conj(float kr, float kc, float q, float am
                                            float& v, PairOut& po) {
     float cp = __fmaf_rn(kr, c.vr, __fmul_rn(kc, c.vc));
     fast_sincos(cp, &po.sc, &po.cc);
-    if (c.hd != 0.0f) {
-        float y = __fmul_rn(c.hd, q);
-        float sy, cy;
-        fast_sincos(y, &sy, &cy);
-        po.xm = __fsub_rn(c.Xm, y);
-        po.xp = __fsub_rn(c.Xp, y);
-        po.sm = __fmaf_rn(c.sXm, cy, -__fmul_rn(c.cXm, sy));
-        po.cm = __fmaf_rn(c.cXm, cy, __fmul_rn(c.sXm, sy));
-        po.sp = __fmaf_rn(c.sXp, cy, -__fmul_rn(c.cXp, sy));
-        po.cp = __fmaf_rn(c.cXp, cy, __fmul_rn(c.sXp, sy));
-        po.Sm = sinc_f(po.xm, po.sm);
-        po.Sp = sinc_f(po.xp, po.sp);
-    } else {
-        po.xm = 0.0f; po.xp = 0.0f; po.sm = 0.0f; po.sp = 0.0f; po.cm = 1.0f; po.cp = 1.0f;
-        po.Sm = 1.0f; po.Sp = 1.0f;
-    }
+    // No zero-depth branch: at Δ = 0 these give y = x = 0, S = 1 exactly (the series),
+    // and a branch per candidate costs more than it saves (depths are rarely 0).
+    const float y = __fmul_rn(c.hd, q);
+    float sy, cy;
+    fast_sincos(y, &sy, &cy);
+    po.xm = __fsub_rn(c.Xm, y);
+    po.xp = __fsub_rn(c.Xp, y);
+    po.sm = __fmaf_rn(c.sXm, cy, -__fmul_rn(c.cXm, sy));
+    po.cm = __fmaf_rn(c.cXm, cy, __fmul_rn(c.sXm, sy));
+    po.sp = __fmaf_rn(c.sXp, cy, -__fmul_rn(c.cXp, sy));
+    po.cp = __fmaf_rn(c.cXp, cy, __fmul_rn(c.sXp, sy));
+    po.Sm = sinc_f(po.xm, po.sm);
+    po.Sp = sinc_f(po.xp, po.sp);
     float al = __fmul_rn(po.Sm, am), be = __fmul_rn(po.Sp, ap);
     u = __fmul_rn(__fsub_rn(al, be), c.cE);
     v = __fmul_rn(__fadd_rn(al, be), c.sE);
@@ -542,11 +546,14 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
     const double P12 = pilam * (-2.0 * s2 * Dn + 2.0 * c2 * Xn);
     const double P2 = C12 * P12, P22 = pilam * C12 * (-4.0 * c2 * Dn - 4.0 * s2 * Xn);
     const double tp = 2.0 * PI_D * (nr * tr + nc * tcc);
-    const float fP[3] = {(float)P0, (float)P1, (float)P2};
-    const float fP12 = (float)P12, fP22 = (float)P22;
-    const float Bm = (float)(pilam * nn + tp), Bp = (float)(-pilam * nn + tp);
-    const float fC12 = (float)C12, fc2 = (float)c2, fs2 = (float)s2;
-    const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
+    // opaque(): keep these floats in registers; otherwise the compiler re-derives them
+    // from their float64 sources inside the pixel loop (conversions on every pair).
+    const float fP[3] = {opaque((float)P0), opaque((float)P1), opaque((float)P2)};
+    const float fP12 = opaque((float)P12), fP22 = opaque((float)P22);
+    const float Bm = opaque((float)(pilam * nn + tp)), Bp = opaque((float)(-pilam * nn + tp));
+    const float fC12 = opaque((float)C12), fc2 = opaque((float)c2), fs2 = opaque((float)s2);
+    const float qr = opaque(__fmul_rn(geo.twopilam, (float)nr));
+    const float qc = opaque(__fmul_rn(geo.twopilam, (float)nc));
 
     float fN[3] = {0.f, 0.f, 0.f};
     double dN[3] = {0.0, 0.0, 0.0};
@@ -590,23 +597,30 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
             // a += x*y + z*w as two fmas (no separate product and add)
             #define FMA2(a, x, y, z, w) a = fmaf((x), (y), fmaf((z), (w), a))
             #define ACC(j, rm, rp) { FMA2(A[(j)], rm, hm[0], rp, hp[0]); FMA2(A[(j) + 1], rm, hm[1], rp, hp[1]); }
+            // Σ (cm·Xm·hm + cp·Xp·hp) for X = A, T, D: the products X·h once, then 4 fmas
+            #define ACCH(j, cm, cp, Hm, Hp) { FMA2(A[(j)], cm, Hm[0], cp, Hp[0]); FMA2(A[(j) + 1], cm, Hm[1], cp, Hp[1]); }
+            const float HAm[2] = {Am * hm[0], Am * hm[1]}, HAp[2] = {Ap * hp[0], Ap * hp[1]};
+            const float HTm[2] = {Tm * hm[0], Tm * hm[1]}, HTp[2] = {Tp * hp[0], Tp * hp[1]};
+            const float HDm[2] = {Dm * hm[0], Dm * hm[1]}, HDp[2] = {Dp * hp[0], Dp * hp[1]};
             #pragma unroll
             for (int i = 0; i < 3; ++i) {
-                ACC(IX(i), Pm[i] * Am, Pp[i] * Ap);
-                ACC(IWT(i), Pm[i] * Tm, Pp[i] * Tp);
-                ACC(IWD(i), Pm[i] * Dm, Pp[i] * Dp);
+                ACCH(IX(i), Pm[i], Pp[i], HAm, HAp);
+                ACCH(IWT(i), Pm[i], Pp[i], HTm, HTp);
+                ACCH(IWD(i), Pm[i], Pp[i], HDm, HDp);
             }
-            ACC(INT_, Tm, Tp);
-            ACC(IND, Dm, Dp);
+            ACCH(INT_, 1.f, 1.f, HTm, HTp);
+            ACCH(IND, 1.f, 1.f, HDm, HDp);
             {
                 int n = 0;
             #pragma unroll
                 for (int i = 0; i < 3; ++i)
             #pragma unroll
-                    for (int j = i; j < 3; ++j, ++n) ACC(IY(n), Pm[i] * Pm[j] * Am, Pp[i] * Pp[j] * Ap);
+                    for (int j = i; j < 3; ++j, ++n)
+                        ACCH(IY(n), Pm[i] * Pm[j], Pp[i] * Pp[j], HAm, HAp);
             }
-            ACC(IZ12, (fP12 - cd12) * Am, (-fP12 - cd12) * Ap);
-            ACC(IZ22, (fP22 - cd22) * Am, (-fP22 - cd22) * Ap);
+            ACCH(IZ12, fP12 - cd12, -fP12 - cd12, HAm, HAp);
+            ACCH(IZ22, fP22 - cd22, -fP22 - cd22, HAm, HAp);
+            #undef ACCH
             ACC(IVTT, Um, Up);
             ACC(IVTD, UDm, UDp);
             ACC(IVDD, UDDm, UDDp);
