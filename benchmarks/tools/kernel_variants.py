@@ -23,7 +23,7 @@ from livessb.synthetic_gpu import generate_dataset
 
 VARIANTS = {
     "default": (),
-    "eval_minb4_deriv2_recon8": ("-DEVAL_MINB_FOR(KC)=4", "-DDERIV_MINB=2", "-DRECON_MINB=8"),
+    "eval_minb4_recon6": ("-DEVAL_MINB_FOR(KC)=4", "-DRECON_MINB=6"),
 }
 
 

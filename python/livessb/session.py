@@ -165,6 +165,9 @@ class Session:
                                           rot.transpose, branch_best.params, fit_box)
         self.rotation_deg = math.degrees(theta) % 360.0
         self.transpose = rot.transpose
+        # Reconstructions (and restored calibrations) use radians(rotation_deg), a few ulp
+        # from θ: set the full field there now, so the first reconstruction does not.
+        self._full_model(self._theta, rot.transpose)
         result = FitResult(
             params=best.params, loss=best.loss, rotation_deg=self.rotation_deg,
             transpose=rot.transpose,

@@ -26,7 +26,7 @@
 #define DERIV_MINB 3
 #endif
 #ifndef RECON_MINB
-#define RECON_MINB 6
+#define RECON_MINB 8
 #endif
 
 struct Geo {
