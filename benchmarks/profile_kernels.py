@@ -1,27 +1,47 @@
-"""Profile the CUDA engine's hot kernels once each (run under ``ncu``).
+"""Launch the hot kernels once each inside a profiler range (for `ncu --profile-from-start off`).
 
-    ncu --clock-control none --section SpeedOfLight --section WarpStateStats \
-        --section ComputeWorkloadAnalysis -k regex:"vp_" --launch-count 2 \
-        python benchmarks/profile_kernels.py
+Usage: bash benchmarks/ncu_profile.sh [scan] (runs this under ncu)
 """
 
 from __future__ import annotations
 
+import sys
+import time
+
+import cupy as cp
 import numpy as np
 
-from livessb.engine.cuda import CUDAEngine
-from livessb.physics.geometry import estimate_rotation
+from livessb.session import Session
 from livessb.synthetic_gpu import generate_dataset
 
-ds, truth = generate_dataset(scan=(256, 256), detector=(192, 192), seed=1)
-eng = CUDAEngine(ds)
-rot = estimate_rotation(eng.bf_center_of_mass(), ds.scan_step_A)
-sp = eng.prepare(None)
-eng.set_rotation(sp, rot.theta, rot.transpose)
-rng = np.random.default_rng(0)
-cand = np.column_stack([rng.uniform(-500, 500, 100), rng.uniform(0, 100, 100),
-                        rng.uniform(-1.5, 1.5, 100), rng.uniform(-15, 15, 100),
-                        rng.uniform(-15, 15, 100), rng.uniform(0, 500, 100)])
-print(eng.evaluate(sp, cand)[:3])
-print(eng.derivatives(sp, cand[:3])[0])
-eng.close()
+
+def main() -> None:
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 512
+    ds, _ = generate_dataset(scan=(n, n), detector=(192, 192), dtype="uint16", seed=42)
+    s = Session(ds, device="cuda")
+    s.fit(trials=8, seed=1, progress=False)
+    eng, sp = s._engine, s._full.spectra
+    rng = np.random.default_rng(0)
+    K = 8
+    cand = np.column_stack([rng.uniform(-500, 500, K), rng.uniform(0, 100, K),
+                            rng.uniform(-1.5, 1.5, K), rng.uniform(-15, 15, K),
+                            rng.uniform(-15, 15, K), rng.uniform(0, 500, K)])
+    eng.evaluate(sp, cand)
+    eng.derivatives(sp, cand[:2])
+    cp.cuda.Device().synchronize()
+    t0 = time.perf_counter()
+    eng.evaluate(sp, cand)
+    cp.cuda.Device().synchronize()
+    print("eval 8:", time.perf_counter() - t0, "pairs", sp.extra["pairs"], "M", sp.extra["M"],
+          "B", sp.n_bf, flush=True)
+    cp.cuda.profiler.start()
+    eng.evaluate(sp, cand)
+    eng.derivatives(sp, cand[:2])
+    s.reconstruct()
+    cp.cuda.Device().synchronize()
+    cp.cuda.profiler.stop()
+    s.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,6 @@
 """Time the hot kernels compiled with different register budgets (-D*_MINB) on one dataset.
 
-Usage: python3 benchmarks/tools/kernel_variants.py OUT.json [scan]
+Usage: python3 benchmarks/kernel_variants.py OUT.json [scan]
 Each variant: evaluate (100 candidates, eval groups 2/4/8), derivatives (3 candidates) and
 one Auto reconstruction; results must be bit-identical across variants (launch bounds do
 not change arithmetic), which the script records.
