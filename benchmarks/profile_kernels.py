@@ -11,21 +11,15 @@ import time
 import cupy as cp
 import numpy as np
 
-from livessb.session import Session
-from livessb.synthetic_gpu import generate_dataset
+from livessb.benchmark import full_field_session, random_candidates
 
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 512
-    ds, _ = generate_dataset(scan=(n, n), detector=(192, 192), dtype="uint16", seed=42)
-    s = Session(ds, device="cuda")
-    s.fit(trials=8, seed=1, progress=False)
+    s, _ = full_field_session(n)
     eng, sp = s._engine, s._full.spectra
-    rng = np.random.default_rng(0)
     K = 8
-    cand = np.column_stack([rng.uniform(-500, 500, K), rng.uniform(0, 100, K),
-                            rng.uniform(-1.5, 1.5, K), rng.uniform(-15, 15, K),
-                            rng.uniform(-15, 15, K), rng.uniform(0, 500, K)])
+    cand = random_candidates(np.random.default_rng(0), K)
     eng.evaluate(sp, cand)
     eng.derivatives(sp, cand[:2])
     cp.cuda.Device().synchronize()

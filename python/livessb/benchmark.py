@@ -210,6 +210,24 @@ def parity_check(device: str = "cuda", seed: int = 7) -> dict[str, Any]:
     return out
 
 
+def random_candidates(rng: np.random.Generator, k: int) -> np.ndarray:
+    """k parameter vectors spread over the default search box (timing inputs)."""
+    return np.column_stack([rng.uniform(-500, 500, k), rng.uniform(0, 100, k),
+                            rng.uniform(-1.5, 1.5, k), rng.uniform(-15, 15, k),
+                            rng.uniform(-15, 15, k), rng.uniform(0, 500, k)])
+
+
+def full_field_session(scan: int, seed: int = 42) -> tuple[Any, Any]:
+    """A CUDA session on the benchmark dataset (scan² × 192², uint16) with the full field
+    prepared by a short fit: (session, fit). For kernel timing and profiling scripts."""
+    from .session import Session
+    from .synthetic_gpu import generate_dataset
+
+    ds, _ = generate_dataset(scan=(scan, scan), detector=(192, 192), dtype="uint16", seed=seed)
+    s = Session(ds, device="cuda")
+    return s, s.fit(trials=8, seed=1, progress=False)
+
+
 def candidate_timing(session: Any, ceilings: dict[str, float], trials: int) -> dict[str, Any]:
     """Per-candidate evaluation time on the full field vs its floor."""
     import cupy as cp
@@ -223,9 +241,7 @@ def candidate_timing(session: Any, ceilings: dict[str, float], trials: int) -> d
                            "all_pairs": sp.n_bf * sp.extra["M"]}
     bytes_G = sp.G.nbytes
     for K in (1, 8, trials // 2):
-        cand = np.column_stack([rng.uniform(-500, 500, K), rng.uniform(0, 100, K),
-                                rng.uniform(-1.5, 1.5, K), rng.uniform(-15, 15, K),
-                                rng.uniform(-15, 15, K), rng.uniform(0, 500, K)])
+        cand = random_candidates(rng, K)
         eng.evaluate(sp, cand)
         ts = []
         for _ in range(5):
@@ -244,9 +260,7 @@ def candidate_timing(session: Any, ceilings: dict[str, float], trials: int) -> d
                              "floor_s": max(floor_bytes, floor_flops),
                              "ratio_to_floor": t / max(floor_bytes, floor_flops)}
     # Candidates per thread (one read of the spectra per group) for a 100-candidate batch.
-    cand = np.column_stack([rng.uniform(-500, 500, 100), rng.uniform(0, 100, 100),
-                            rng.uniform(-1.5, 1.5, 100), rng.uniform(-15, 15, 100),
-                            rng.uniform(-15, 15, 100), rng.uniform(0, 500, 100)])
+    cand = random_candidates(rng, 100)
     keep = eng.eval_group
     groups = {}
     for kc in (1, 2, 4, 8):

@@ -20,7 +20,7 @@
 #define MRAD_D 1e-3
 // Minimum resident blocks per SM of the hot kernels (register budget; -D overrides).
 #ifndef EVAL_MINB_FOR  // by candidates per thread: more of them need more registers
-#define EVAL_MINB_FOR(KC) ((KC) <= 2 ? 6 : (KC) == 4 ? 5 : 4)
+#define EVAL_MINB_FOR(KC) ((KC) <= 2 ? 6 : 4)
 #endif
 #ifndef DERIV_MINB
 #define DERIV_MINB 3
@@ -167,6 +167,19 @@ __device__ __forceinline__ double half_weight(int ic, int Nc) {
     if (ic == 0) return 1.0;
     if ((Nc % 2 == 0) && ic == Nc / 2) return 1.0;
     return 2.0;
+}
+
+// Frequency of thread m on a (rows, H) grid; false for m ≥ M and beyond |ν| = 2kα, where
+// no pixel is in the trotter (the ν-parallel kernels skip those threads).
+__device__ __forceinline__ bool grid_nu(int m, int M, int H, const double* __restrict__ nu_r,
+                                        const double* __restrict__ nu_c, double ka2,
+                                        double& nr, double& nc) {
+    nr = 0.0;
+    nc = 0.0;
+    if (m >= M) return false;
+    nr = nu_r[m / H];
+    nc = nu_c[m % H];
+    return nr * nr + nc * nc <= 4.0 * ka2 * (1.0 + 1e-6);
 }
 
 // Fixed-order tree sum over the block of `n` doubles per thread stored in red[n][NT].
@@ -530,13 +543,8 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
     const int ci = blockIdx.x;
     const int nblk = gridDim.y;
     const double* cd = cand + 8 * ci;
-    double nr = 0.0, nc = 0.0;
-    bool active = m < M;
-    if (active) {
-        nr = nu_r[m / Hc];
-        nc = nu_c[m % Hc];
-        if (nr * nr + nc * nc > 4.0 * geo.ka2 * (1.0 + 1e-6)) active = false;
-    }
+    double nr, nc;
+    const bool active = grid_nu(m, M, Hc, nu_r, nu_c, geo.ka2, nr, nc);
     Cand cc;
     make_cand(cd, nr, nc, pilam, cc);
     const double C12 = cd[1], c2 = cd[2], s2 = cd[3];
@@ -672,13 +680,8 @@ __global__ void __launch_bounds__(NT) vp_derivs_finish(
     const int ci = blockIdx.x;
     const int nblk = gridDim.y;
     const double* cd = cand + 8 * ci;
-    double nr = 0.0, nc = 0.0;
-    bool active = m < M;
-    if (active) {
-        nr = nu_r[m / Hc];
-        nc = nu_c[m % Hc];
-        if (nr * nr + nc * nc > 4.0 * ka2 * (1.0 + 1e-6)) active = false;
-    }
+    double nr, nc;
+    const bool active = grid_nu(m, M, Hc, nu_r, nu_c, ka2, nr, nc);
     double dN[3] = {0.0, 0.0, 0.0};
     for (int j = 0; j < NA; ++j) sh[j * NT + threadIdx.x] = 0.0;
     if (m < M) {
