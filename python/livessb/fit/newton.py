@@ -52,12 +52,18 @@ def trust_region_step(g: np.ndarray, H: np.ndarray, radius: float) -> np.ndarray
             return s
     lo = max(0.0, -evals[0]) + 1e-12 * max(1.0, abs(evals[-1]))
     hi = lo + np.linalg.norm(g) / radius + abs(evals[-1]) + 1.0
-    for _ in range(100):  # bisection on ‖s(λ)‖ = radius, monotone in λ
+    # Bisection on ‖s(λ)‖ = radius, monotone in λ. ‖s(λ)‖² = Σ gt_i² / (e_i + λ)² (the
+    # eigenvectors are orthonormal): plain floats, no matrix product per trial λ.
+    terms = [(float(e), float(q) * float(q)) for e, q in zip(evals, gt, strict=True)]
+    r2 = radius * radius
+    for _ in range(100):
         mid = 0.5 * (lo + hi)
-        if np.linalg.norm(step(mid)) > radius:
+        if sum(q2 / ((e + mid) * (e + mid)) for e, q2 in terms) > r2:
             lo = mid
         else:
             hi = mid
+        if hi - lo <= 1e-14 * hi:
+            break
     s = step(hi)
     if not np.all(np.isfinite(s)):  # hard case: move along the lowest curvature
         s = -radius * evecs[:, 0] * np.sign(gt[0] or 1.0)
