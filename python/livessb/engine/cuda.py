@@ -235,6 +235,8 @@ class CUDAEngine(ArrayEngine):
     def _prepare(self, b: Bounds, shape: tuple[int, int], h: int, w: int, Nr: int, Nc: int,
                  Hc: int, n_bf: int, M: int) -> PreparedSpectra:
         cp = self.cp
+        from cupy.cuda import cufft
+
         G = self._take_buffer((n_bf, M))
         try:
             bf = self._bf_counts
@@ -253,10 +255,15 @@ class CUDAEngine(ArrayEngine):
                                           np.int32(s), np.int32(n), np.int32(b[0]), np.int32(b[2]),
                                           np.int32(h), np.int32(w), np.int32(Nr), np.int32(Nc),
                                           mean, stage))
-                with plan:
-                    spec = cp.fft.rfft2(stage)
-                G[s:s + n] = spec[:n].reshape(n, M)
-                del spec
+                if n == chunk:  # straight into G's rows: no temporary spectrum, no copy
+                    out = G[s:s + n].reshape(n, Nr, Hc)
+                    plan.check_output_array(stage, out)
+                    plan.fft(stage, out, cufft.CUFFT_FORWARD)
+                else:  # the padded last chunk: through a temporary
+                    with plan:
+                        spec = cp.fft.rfft2(stage)
+                    G[s:s + n] = spec[:n].reshape(n, M)
+                    del spec
             del stage
             # DC of each pixel: the window sum plus the padding's mean pattern.
             G[:, 0] = (mean * (Nr * Nc)).astype(cp.float32)
