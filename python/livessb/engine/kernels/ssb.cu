@@ -3,7 +3,7 @@
 //
 // Layout: G is (B, M) complex64, M = Nr * Hc the flattened rfft half plane (row-major).
 // One thread owns one frequency ν and loops over the BF pixels b in index order
-// (float partial sums flushed to float64 every BT pixels), so every per-ν sum has a fixed order.
+// (float partials flushed to float64 every BT pixels), so every per-ν sum has a fixed order.
 // Per-block partial sums are reduced by a fixed tree in shared memory and written
 // to a partial array; the host reduces those rows (numpy, fixed order). No atomics.
 //
@@ -13,6 +13,8 @@
 //   S = sinc(x), x_m = X_m - y, x_p = X_p - y, y = (Δ/2) 2πλ k·ν.
 // The trotter mask is evaluated in float64 with the NumPy formula (bit-identical
 // support to the CPU engine); the rest runs in float32 with float64 flushes.
+// Reconstruction grids walk per-warp support masks (support_mask, once per rotation):
+// a warp skips the pixels outside the trotter of all its frequencies.
 
 #define BT 128          // BF pixels per float partial sum (flushed to float64 after each)
 #define NT 128          // threads (frequencies) per block
