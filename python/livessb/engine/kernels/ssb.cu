@@ -529,6 +529,75 @@ __device__ void derivs_epilogue(const double* sh, const double* dN, bool active,
 }
 
 
+// One disc side's factors of a pair: amplitude-weighted sinc and its Δ-derivatives.
+struct Side {
+    float A, T, D, U, UD, UDD;  // S·a, S'·a, T·x_Δ, S''·a, U·x_Δ, UD·x_Δ
+};
+
+// a += x*y + z*w as two fmas (no separate product and add)
+#define FMA2(a, x, y, z, w) a = fmaf((x), (y), fmaf((z), (w), a))
+
+// The derivative sums of one side (sign +1: the disc at +ν, h = E g'; -1: at -ν,
+// h = -conj(E) g') into the float partials A; returns the side's factors for cross_sums.
+__device__ __forceinline__ Side side_sums(
+    float* A, const float h[2], float a, float x, float S, float sn, float cs, float xD,
+    float sign, const float fP[3], float fP12, float fP22, const float cdv[3], float cd12,
+    float cd22) {
+    float S1, S2;
+    sinc_d12(x, S, sn, cs, S1, S2);
+    Side v;
+    v.A = S * a;
+    v.T = S1 * a;
+    v.D = v.T * xD;
+    v.U = S2 * a;
+    v.UD = v.U * xD;
+    v.UDD = v.UD * xD;
+    float P[3];
+#pragma unroll
+    for (int i = 0; i < 3; ++i) P[i] = sign * fP[i] - cdv[i];
+    // Σ coefficient·X·h for X = A, T, D: the products X·h once, then 2 fmas each
+    const float HA[2] = {v.A * h[0], v.A * h[1]};
+    const float HT[2] = {v.T * h[0], v.T * h[1]};
+    const float HD[2] = {v.D * h[0], v.D * h[1]};
+#define ACC1(j, c, H) { A[(j)] = fmaf((c), (H)[0], A[(j)]); A[(j) + 1] = fmaf((c), (H)[1], A[(j) + 1]); }
+#pragma unroll
+    for (int i = 0; i < 3; ++i) {
+        ACC1(IX(i), P[i], HA);
+        ACC1(IWT(i), P[i], HT);
+        ACC1(IWD(i), P[i], HD);
+    }
+    ACC1(INT_, 1.f, HT);
+    ACC1(IND, 1.f, HD);
+    int n = 0;
+#pragma unroll
+    for (int i = 0; i < 3; ++i)
+#pragma unroll
+        for (int j = i; j < 3; ++j, ++n) ACC1(IY(n), P[i] * P[j], HA);
+    ACC1(IZ12, sign * fP12 - cd12, HA);
+    ACC1(IZ22, sign * fP22 - cd22, HA);
+    ACC1(IVTT, v.U, h);
+    ACC1(IVTD, v.UD, h);
+    ACC1(IVDD, v.UDD, h);
+#undef ACC1
+    A[IQT] = fmaf(v.A, v.T, A[IQT]);
+    A[IQD] = fmaf(v.A, v.D, A[IQD]);
+    FMA2(A[IQTT], v.T, v.T, v.A, v.U);
+    FMA2(A[IQTD], v.T, v.D, v.A, v.UD);
+    FMA2(A[IQDD], v.D, v.D, v.A, v.UDD);
+    return v;
+}
+
+// The sums that couple the two sides (zero unless both apertures are nonzero).
+__device__ __forceinline__ void cross_sums(float* A, const Side& m, const Side& p) {
+    A[IR0] = fmaf(m.A, p.A, A[IR0]);
+    FMA2(A[IRT], m.T, p.A, m.A, p.T);
+    FMA2(A[IRD], m.D, p.A, m.A, p.D);
+    FMA2(A[IRTT], m.U, p.A, 2.f * m.T, p.T); A[IRTT] = fmaf(m.A, p.U, A[IRTT]);
+    FMA2(A[IRTD], m.UD, p.A, m.T, p.D); FMA2(A[IRTD], m.D, p.T, m.A, p.UD);
+    FMA2(A[IRDD], m.UDD, p.A, 2.f * m.D, p.D); A[IRDD] = fmaf(m.A, p.UDD, A[IRDD]);
+}
+#undef FMA2
+
 // Loss, gradient and Hessian terms, one candidate per blockIdx.x.
 // partial: (K, 28, nblk): [loss, grad(6), hess(21 in PAIRS order)] (sums before -1/E).
 __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
@@ -591,62 +660,17 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
             const float gi = po.cc * g.y - po.sc * g.x;
             const float hm[2] = {cc.cE * gr - cc.sE * gi, cc.cE * gi + cc.sE * gr};
             const float hp[2] = {-(cc.cE * gr + cc.sE * gi), -(cc.cE * gi - cc.sE * gr)};
-            float S1m, S2m, S1p, S2p;
-            sinc_d12(po.xm, po.Sm, po.sm, po.cm, S1m, S2m);
-            sinc_d12(po.xp, po.Sp, po.sp, po.cp, S1p, S2p);
-            const float Am = po.Sm * am, Ap = po.Sp * ap;
-            const float xDm = 0.5f * (Bm - e1), xDp = 0.5f * (Bp - e1);
-            const float Tm = S1m * am, Tp = S1p * ap;
-            const float Dm = Tm * xDm, Dp = Tp * xDp;
-            const float Um = S2m * am, Up = S2p * ap;
-            const float UDm = Um * xDm, UDp = Up * xDp;
-            const float UDDm = UDm * xDm, UDDp = UDp * xDp;
-            float Pm[3], Pp[3];
-            #pragma unroll
-            for (int i = 0; i < 3; ++i) { Pm[i] = fP[i] - cdv[i]; Pp[i] = -fP[i] - cdv[i]; }
-            // a += x*y + z*w as two fmas (no separate product and add)
-            #define FMA2(a, x, y, z, w) a = fmaf((x), (y), fmaf((z), (w), a))
-            #define ACC(j, rm, rp) { FMA2(A[(j)], rm, hm[0], rp, hp[0]); FMA2(A[(j) + 1], rm, hm[1], rp, hp[1]); }
-            // Σ (cm·Xm·hm + cp·Xp·hp) for X = A, T, D: the products X·h once, then 4 fmas
-            #define ACCH(j, cm, cp, Hm, Hp) { FMA2(A[(j)], cm, Hm[0], cp, Hp[0]); FMA2(A[(j) + 1], cm, Hm[1], cp, Hp[1]); }
-            const float HAm[2] = {Am * hm[0], Am * hm[1]}, HAp[2] = {Ap * hp[0], Ap * hp[1]};
-            const float HTm[2] = {Tm * hm[0], Tm * hm[1]}, HTp[2] = {Tp * hp[0], Tp * hp[1]};
-            const float HDm[2] = {Dm * hm[0], Dm * hm[1]}, HDp[2] = {Dp * hp[0], Dp * hp[1]};
-            #pragma unroll
-            for (int i = 0; i < 3; ++i) {
-                ACCH(IX(i), Pm[i], Pp[i], HAm, HAp);
-                ACCH(IWT(i), Pm[i], Pp[i], HTm, HTp);
-                ACCH(IWD(i), Pm[i], Pp[i], HDm, HDp);
-            }
-            ACCH(INT_, 1.f, 1.f, HTm, HTp);
-            ACCH(IND, 1.f, 1.f, HDm, HDp);
-            {
-                int n = 0;
-            #pragma unroll
-                for (int i = 0; i < 3; ++i)
-            #pragma unroll
-                    for (int j = i; j < 3; ++j, ++n)
-                        ACCH(IY(n), Pm[i] * Pm[j], Pp[i] * Pp[j], HAm, HAp);
-            }
-            ACCH(IZ12, fP12 - cd12, -fP12 - cd12, HAm, HAp);
-            ACCH(IZ22, fP22 - cd22, -fP22 - cd22, HAm, HAp);
-            #undef ACCH
-            ACC(IVTT, Um, Up);
-            ACC(IVTD, UDm, UDp);
-            ACC(IVDD, UDDm, UDDp);
-            #undef ACC
-            A[IR0] = fmaf(Am, Ap, A[IR0]);
-            FMA2(A[IQT], Am, Tm, Ap, Tp);
-            FMA2(A[IQD], Am, Dm, Ap, Dp);
-            FMA2(A[IRT], Tm, Ap, Am, Tp);
-            FMA2(A[IRD], Dm, Ap, Am, Dp);
-            FMA2(A[IQTT], Tm, Tm, Am, Um); FMA2(A[IQTT], Tp, Tp, Ap, Up);
-            FMA2(A[IQTD], Tm, Dm, Am, UDm); FMA2(A[IQTD], Tp, Dp, Ap, UDp);
-            FMA2(A[IQDD], Dm, Dm, Am, UDDm); FMA2(A[IQDD], Dp, Dp, Ap, UDDp);
-            FMA2(A[IRTT], Um, Ap, 2.f * Tm, Tp); A[IRTT] = fmaf(Am, Up, A[IRTT]);
-            FMA2(A[IRTD], UDm, Ap, Tm, Dp); FMA2(A[IRTD], Dm, Tp, Am, UDp);
-            FMA2(A[IRDD], UDDm, Ap, 2.f * Dm, Dp); A[IRDD] = fmaf(Am, UDDp, A[IRDD]);
-            #undef FMA2
+            // Each disc side's sums only where its aperture is nonzero: inside a trotter
+            // exactly one hard disc holds k, so the other side is zero except in the
+            // soft-edge band (skipping it only drops exact zeros: same sums).
+            Side vp{}, vm{};
+            if (ap != 0.f)
+                vp = side_sums(A, hp, ap, po.xp, po.Sp, po.sp, po.cp, 0.5f * (Bp - e1), -1.f,
+                               fP, fP12, fP22, cdv, cd12, cd22);
+            if (am != 0.f)
+                vm = side_sums(A, hm, am, po.xm, po.Sm, po.sm, po.cm, 0.5f * (Bm - e1), 1.f,
+                               fP, fP12, fP22, cdv, cd12, cd22);
+            if (am != 0.f && ap != 0.f) cross_sums(A, vm, vp);
         },
         [&]() {
             dN[0] += fN[0]; dN[1] += fN[1]; dN[2] += fN[2];
