@@ -529,6 +529,34 @@ __device__ void derivs_epilogue(const double* sh, const double* dN, bool active,
 }
 
 
+// A thread of the derivative kernels: frequency m of the half plane (blockIdx.y blocks of
+// NT), candidate ci = blockIdx.x; grid (K, nblk).
+struct DerivThread {
+    int Hc, m, ci, nblk;
+    const double* cd;  // the candidate's row of the table
+    double nr, nc;
+    bool active;
+    __device__ __forceinline__ DerivThread(int M, int Nc, const double* __restrict__ nu_r,
+                                           const double* __restrict__ nu_c,
+                                           const double* __restrict__ cand, double ka2)
+        : Hc(Nc / 2 + 1), m(blockIdx.y * NT + threadIdx.x), ci(blockIdx.x), nblk(gridDim.y),
+          cd(cand + 8 * blockIdx.x) {
+        active = grid_nu(m, M, Hc, nu_r, nu_c, ka2, nr, nc);
+    }
+};
+
+// The epilogue's per-ν terms from the sums (sh: NA × NT, dN), reduced over the block into
+// partial (K, NQ, nblk); sh is reused for the reduction.
+__device__ __forceinline__ void derivs_write(double* sh, const double* dN, const DerivThread& th,
+                                             int Nc, double pilam, double* __restrict__ partial) {
+    double out[NQ];
+    derivs_epilogue(sh, dN, th.active, th.m, th.Hc, Nc, th.nr, th.nc, th.cd, pilam, out);
+    for (int j = 0; j < NQ; ++j) sh[j * NT + threadIdx.x] = out[j];
+    block_reduce(sh, NQ);
+    if (threadIdx.x < NQ)
+        partial[((size_t)th.ci * NQ + threadIdx.x) * th.nblk + blockIdx.y] = sh[threadIdx.x * NT];
+}
+
 // One disc side's factors of a pair: amplitude-weighted sinc and its Δ-derivatives.
 struct Side {
     float A, T, D, U, UD, UDD;  // S·a, S'·a, T·x_Δ, S''·a, U·x_Δ, UD·x_Δ
@@ -609,13 +637,10 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
     extern __shared__ double sh[];  // NA * NT float64 accumulators, then the reduction
     const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
-    const int Hc = Nc / 2 + 1;
-    const int m = blockIdx.y * NT + threadIdx.x;
-    const int ci = blockIdx.x;
-    const int nblk = gridDim.y;
-    const double* cd = cand + 8 * ci;
-    double nr, nc;
-    const bool active = grid_nu(m, M, Hc, nu_r, nu_c, geo.ka2, nr, nc);
+    const DerivThread th(M, Nc, nu_r, nu_c, cand, geo.ka2);
+    const int m = th.m;
+    const double* cd = th.cd;
+    const double nr = th.nr, nc = th.nc;
     Cand cc;
     make_cand(cd, nr, nc, pilam, cc);
     const double C12 = cd[1], c2 = cd[2], s2 = cd[3];
@@ -640,7 +665,7 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
 #pragma unroll
     for (int j = 0; j < NA; ++j) { A[j] = 0.f; sh[j * NT + threadIdx.x] = 0.0; }
 
-    walk_pairs<false>(G, M, m, active, BL, BH, k64, px, nullptr, nr, nc, geo,
+    walk_pairs<false>(G, M, m, th.active, BL, BH, k64, px, nullptr, nr, nc, geo,
         [&](float kr, float kc, float2 g, float am, float ap) {
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
             float pr, pi, u, v;
@@ -680,19 +705,13 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
         });
     if (gridDim.z > 1) {  // raw (K, nsplit, 3 + NA, M) sums; vp_derivs_finish combines them
         if (m < M) {
-            const size_t base = ((size_t)ci * gridDim.z + blockIdx.z) * (3 + NA);
+            const size_t base = ((size_t)th.ci * gridDim.z + blockIdx.z) * (3 + NA);
             for (int q = 0; q < 3; ++q) raw[(base + q) * M + m] = dN[q];
             for (int j = 0; j < NA; ++j) raw[(base + 3 + j) * M + m] = sh[j * NT + threadIdx.x];
         }
         return;
     }
-    double out[NQ];
-    derivs_epilogue(sh, dN, active, m, Hc, Nc, nr, nc, cd, pilam, out);
-#undef SA
-    for (int j = 0; j < NQ; ++j) sh[j * NT + threadIdx.x] = out[j];
-    block_reduce(sh, NQ);
-    if (threadIdx.x < NQ)
-        partial[((size_t)ci * NQ + threadIdx.x) * nblk + blockIdx.y] = sh[threadIdx.x * NT];
+    derivs_write(sh, dN, th, Nc, pilam, partial);
 }
 
 // Combine the b-split raw sums of vp_derivs in split order, then the epilogue; grid (K, nblk).
@@ -701,28 +720,18 @@ __global__ void __launch_bounds__(NT) vp_derivs_finish(
     const double* __restrict__ nu_c, const double* __restrict__ cand, double ka2, double pilam,
     double* __restrict__ partial) {
     extern __shared__ double sh[];  // NA * NT
-    const int Hc = Nc / 2 + 1;
-    const int m = blockIdx.y * NT + threadIdx.x;
-    const int ci = blockIdx.x;
-    const int nblk = gridDim.y;
-    const double* cd = cand + 8 * ci;
-    double nr, nc;
-    const bool active = grid_nu(m, M, Hc, nu_r, nu_c, ka2, nr, nc);
+    const DerivThread th(M, Nc, nu_r, nu_c, cand, ka2);
+    const int m = th.m;
     double dN[3] = {0.0, 0.0, 0.0};
     for (int j = 0; j < NA; ++j) sh[j * NT + threadIdx.x] = 0.0;
     if (m < M) {
         for (int z = 0; z < nsplit; ++z) {
-            const size_t base = ((size_t)ci * nsplit + z) * (3 + NA);
+            const size_t base = ((size_t)th.ci * nsplit + z) * (3 + NA);
             for (int q = 0; q < 3; ++q) dN[q] += raw[(base + q) * M + m];
             for (int j = 0; j < NA; ++j) sh[j * NT + threadIdx.x] += raw[(base + 3 + j) * M + m];
         }
     }
-    double out[NQ];
-    derivs_epilogue(sh, dN, active, m, Hc, Nc, nr, nc, cd, pilam, out);
-    for (int j = 0; j < NQ; ++j) sh[j * NT + threadIdx.x] = out[j];
-    block_reduce(sh, NQ);
-    if (threadIdx.x < NQ)
-        partial[((size_t)ci * NQ + threadIdx.x) * nblk + blockIdx.y] = sh[threadIdx.x * NT];
+    derivs_write(sh, dN, th, Nc, pilam, partial);
 }
 
 // ---------------------------------------------------------------------------------
@@ -781,14 +790,11 @@ __global__ void __launch_bounds__(NT) support_mask(
     const unsigned FULL = 0xffffffffu;
     const int lane = threadIdx.x & 31;
     const size_t m = (size_t)blockIdx.x * NT + threadIdx.x, row = m >> 5;
-    bool active = m < (size_t)M;
+    double nr, nc;
+    const bool active = grid_nu((int)m, M, H, nu_r, nu_c, ka2, nr, nc);
     const float BIG = 3.0e38f;  // empty box (NVRTC has no INFINITY)
     float4 bx = make_float4(BIG, -BIG, BIG, -BIG);
-    if (active) {
-        const double nr = nu_r[m / H], nc = nu_c[m % H];
-        active = nr * nr + nc * nc <= 4.0 * ka2 * (1.0 + 1e-6);
-        if (active) bx = make_float4((float)nr, (float)nr, (float)nc, (float)nc);
-    }
+    if (active) bx = make_float4((float)nr, (float)nr, (float)nc, (float)nc);
     for (int o = 16; o > 0; o >>= 1) {
         bx.x = fminf(bx.x, __shfl_xor_sync(FULL, bx.x, o));
         bx.y = fmaxf(bx.y, __shfl_xor_sync(FULL, bx.y, o));
@@ -835,14 +841,12 @@ __global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
     const int Hc = Nc / 2 + 1, Hf = Fc / 2 + 1;
     const int MF = Fr * Hf;
     const int m = blockIdx.x * NT + threadIdx.x;
-    double nr = 0.0, nc = 0.0;
-    bool active = m < MF;
+    double nr, nc;
+    const bool active = grid_nu(m, MF, Hf, nu_r, nu_c, geo.ka2, nr, nc);
     int src = 0;
     bool cj = false;
-    if (active) {
+    if (m < MF) {  // the coarse spectrum this fine frequency reads (aliased, folded)
         const int ir = m / Hf, ic = m % Hf;
-        nr = nu_r[ir]; nc = nu_c[ic];
-        if (nr * nr + nc * nc > 4.0 * geo.ka2 * (1.0 + 1e-6)) active = false;
         int R = row_alias[ir], C = ic % Nc;
         cj = C > Nc / 2;
         if (cj) { R = (Nr - R) % Nr; C = Nc - C; }
