@@ -211,16 +211,16 @@ class ArrayEngine:
 
     def evaluate_rotations(
         self, spectra: PreparedSpectra, thetas: np.ndarray, transpose: bool,
-        candidate: np.ndarray,
+        candidate: np.ndarray, names: tuple[str, ...] = PARAMS,
     ) -> np.ndarray:
-        """VP loss of one six-parameter vector at each rotation θ: (R,). Here set_rotation
-        + evaluate per θ, so the spectra end at the last θ; callers set the rotation they
-        want afterwards."""
+        """VP loss of one parameter vector named ``names`` at each rotation θ: (R,). Here
+        set_rotation + evaluate per θ, so the spectra end at the last θ; callers set the
+        rotation they want afterwards."""
         cand = np.asarray(candidate, dtype=np.float64).reshape(1, -1)
         out = np.empty(len(thetas))
         for i, t in enumerate(thetas):
             self.set_rotation(spectra, float(t), transpose)
-            out[i] = self.evaluate(spectra, cand)[0]
+            out[i] = self.evaluate(spectra, cand, "vp", names)[0]
         return out
 
     def _vp_loss(self, spectra: PreparedSpectra, params: Mapping[str, float]) -> float:

@@ -316,12 +316,16 @@ class CUDAEngine(ArrayEngine):
 
     def evaluate_rotations(
         self, spectra: PreparedSpectra, thetas: np.ndarray, transpose: bool,
-        candidate: np.ndarray,
+        candidate: np.ndarray, names: tuple[str, ...] = PARAMS,
     ) -> np.ndarray:
         """VP loss of one six-parameter vector at each rotation, energies included, in one
         launch: the same sums as set_rotation + evaluate per θ (bit for bit where those do
         not split the pixel loop, i.e. windows of ≥ 512 frequency blocks; here the rotations
-        fill the device instead). The spectra's own rotation is left as it was."""
+        fill the device instead). The spectra's own rotation is left as it was. Opted-in
+        coefficients (``names`` other than the six) take the per-θ generic path."""
+        if names != PARAMS:
+            return ArrayEngine.evaluate_rotations(self, spectra, thetas, transpose, candidate,
+                                                  names)
         t0 = time.perf_counter()
         self._check_open()
         cp = self.cp

@@ -49,10 +49,12 @@ class Engine(Protocol):
         joint parameters), in one call: (K,)."""
 
     def evaluate_rotations(
-        self, spectra: Spectra, thetas: np.ndarray, transpose: bool, candidate: np.ndarray
+        self, spectra: Spectra, thetas: np.ndarray, transpose: bool, candidate: np.ndarray,
+        names: tuple[str, ...] = ...,
     ) -> np.ndarray:
-        """VP loss of one six-parameter vector at each rotation θ (energies per θ): (R,).
-        The spectra's rotation afterwards is unspecified: set the one you want."""
+        """VP loss of one parameter vector named ``names`` at each rotation θ (energies
+        per θ): (R,). The spectra's rotation afterwards is unspecified: set the one you
+        want."""
 
     def derivatives(
         self, spectra: Spectra, candidates: np.ndarray, names: tuple[str, ...] = ...,

@@ -88,13 +88,7 @@ def refine_rotation(
     # The trotter masks switch pixels in and out as θ moves, so L(θ) is only piecewise
     # smooth: fit a parabola to a grid instead of trusting a line search.
     grid = theta + np.radians(np.linspace(-span_deg, span_deg, ROTATION_GRID))
-    if names == PARAMS:  # the whole grid in one engine call
-        losses = model.evaluate_rotations(grid, transpose, vec)
-    else:
-        losses = np.empty(len(grid))
-        for i, t in enumerate(grid):
-            model.set_rotation(float(t), transpose)
-            losses[i] = model.evaluate(vec, "vp", names)[0]
+    losses = model.evaluate_rotations(grid, transpose, vec, names)
     a, b_, _ = np.polyfit(grid - theta, losses, 2)
     if a > 0:
         refined = theta + float(np.clip(-b_ / (2 * a), grid[0] - theta, grid[-1] - theta))

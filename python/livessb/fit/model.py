@@ -44,10 +44,11 @@ class ThickSampleModel:
         return self._live().engine.evaluate(self.spectra, candidates, objective, names)
 
     def evaluate_rotations(
-        self, thetas: np.ndarray, transpose: bool, candidate: np.ndarray
+        self, thetas: np.ndarray, transpose: bool, candidate: np.ndarray,
+        names: tuple[str, ...] = PARAMS,
     ) -> np.ndarray:
         return self._live().engine.evaluate_rotations(self.spectra, thetas, transpose,
-                                                      candidate)
+                                                      candidate, names)
 
     def derivatives(
         self, candidates: np.ndarray, names: tuple[str, ...] = PARAMS
