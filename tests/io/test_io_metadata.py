@@ -20,6 +20,7 @@ from livessb.io.metadata import (
     numbers_and_unit,
     parse_attrs,
     resolve_calibration,
+    voltage_from_wavelength,
 )
 
 
@@ -111,3 +112,16 @@ def test_fuzz_numbers_and_unit(text: Any) -> None:
     except ValueError:
         return
     assert len(nums) == 1 and (unit is None or isinstance(unit, str))
+
+
+def test_absurd_wavelength_is_a_clear_refusal() -> None:
+    """A wavelength so small that the momentum overflows (found by the fuzz test above)
+    is refused with the key and the fix named, not an OverflowError."""
+    with pytest.raises(ValueError, match="no finite, positive beam energy"):
+        voltage_from_wavelength(1.9011120387353382e-302)
+    with pytest.raises(ValueError, match="no finite, positive beam energy"):
+        voltage_from_wavelength(5e-324)  # λ·1e-10 underflows to 0
+    fc = parse_attrs({"wavelength": 1.9011120387353382e-302}, "fuzz")
+    with pytest.raises(DatasetError, match=r"voltage_kV.*wavelength.*pass voltage_kV="):
+        resolve_calibration(fc, {})
+    assert resolve_calibration(fc, {"voltage_kV": 200.0})["voltage_kV"] == 200.0

@@ -338,10 +338,15 @@ def voltage_from_wavelength(wavelength: float) -> float:
     """Inverse of the relativistic wavelength: beam energy in kV from λ in Å."""
     if not (math.isfinite(wavelength) and wavelength > 0):
         raise ValueError(f"wavelength must be positive and finite, got {wavelength!r}")
-    p = _H / (wavelength * 1e-10)
-    # (eV)^2/c^2 + 2 m0 (eV) - p^2 = 0  ->  eV = c^2 (sqrt(m0^2 + p^2/c^2) - m0)
-    ev = _C**2 * (math.sqrt(_M0**2 + (p / _C) ** 2) - _M0)
-    return ev / _E / 1e3
+    try:
+        p = _H / (wavelength * 1e-10)
+        # (eV)^2/c^2 + 2 m0 (eV) - p^2 = 0  ->  eV = c^2 (sqrt(m0^2 + p^2/c^2) - m0)
+        kv = _C**2 * (math.sqrt(_M0**2 + (p / _C) ** 2) - _M0) / _E / 1e3
+    except (OverflowError, ZeroDivisionError):  # λ so small that p² overflows
+        kv = math.inf
+    if not (math.isfinite(kv) and kv > 0):
+        raise ValueError(f"wavelength {wavelength!r} Å gives no finite, positive beam energy")
+    return kv
 
 
 def resolve_calibration(
@@ -376,7 +381,12 @@ def resolve_calibration(
         if fc.voltage_kV is not None:
             out["voltage_kV"] = fc.voltage_kV
         elif fc.wavelength_A is not None:
-            out["voltage_kV"] = voltage_from_wavelength(fc.wavelength_A)
+            try:
+                out["voltage_kV"] = voltage_from_wavelength(fc.wavelength_A)
+            except ValueError as exc:
+                raise DatasetError(
+                    f"{name}: could not derive voltage_kV from the wavelength in its "
+                    f"metadata ({exc}); pass voltage_kV=... to override it") from None
         else:
             problem("voltage_kV")
     if out["semiangle_mrad"] is None:
