@@ -11,6 +11,10 @@ def test_wavelength_200kV_matches_relativistic_value() -> None:
     assert wavelength_A(300) == pytest.approx(0.019687, abs=2e-6)
     with pytest.raises(ValueError, match="positive"):
         wavelength_A(0)
+    with pytest.raises(ValueError, match="positive and finite"):
+        wavelength_A(float("inf"))
+    with pytest.raises(ValueError, match="too small"):  # the momentum underflows to 0
+        wavelength_A(1e-300)
 
 
 def test_chi_quadratic_terms_follow_spec_formula() -> None:

@@ -125,3 +125,16 @@ def test_absurd_wavelength_is_a_clear_refusal() -> None:
     with pytest.raises(DatasetError, match=r"voltage_kV.*wavelength.*pass voltage_kV="):
         resolve_calibration(fc, {})
     assert resolve_calibration(fc, {"voltage_kV": 200.0})["voltage_kV"] == 200.0
+
+
+def test_reciprocal_units_written_with_a_leading_one() -> None:
+    """"0.01 1/A" is 0.01 per Å (a unit in the table), not 0 with the unit ".011/a"."""
+    assert numbers_and_unit("0.01 1/A") == ([0.01], "1/a")
+    assert numbers_and_unit("0.5 1/nm") == ([0.5], "1/nm")
+    fc = parse_attrs({"k_sampling": "0.01 1/A"}, "file")
+    assert fc.detector_sampling_inv_A == pytest.approx(0.01) and not fc.problems
+    out = resolve_calibration(fc, {"voltage_kV": 200.0})
+    # 0.01 Å⁻¹ × λ(200 kV) = 0.01 × 0.025079 Å = 0.25079 mrad
+    assert out["detector_sampling_mrad"] == pytest.approx(0.25079, rel=1e-4)
+    with pytest.raises(ValueError, match="too small"):  # never a ZeroDivisionError
+        resolve_calibration(fc, {"voltage_kV": 1e-300})

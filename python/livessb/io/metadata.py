@@ -152,8 +152,11 @@ def normalise_unit(unit: Any) -> str:
     return text
 
 
+# A number, then an optional unit: one that starts with a non-digit, or a reciprocal
+# written "1/…" (as in "0.01 1/A"; without that alternative the match backtracks to
+# read "0" and the unit ".011/a").
 _NUMBER_UNIT = re.compile(
-    r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([^\d\s].*)?\s*$")
+    r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*((?:1/|[^\d\s]).*)?\s*$")
 
 
 def numbers_and_unit(value: Any) -> tuple[list[float], str | None]:

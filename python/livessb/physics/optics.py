@@ -32,10 +32,12 @@ _C = 299792458.0  # speed of light, m/s
 
 def wavelength_A(voltage_kV: float) -> float:
     """Relativistic electron wavelength in Å (200 kV -> 0.025079 Å)."""
-    if not voltage_kV > 0:
-        raise ValueError(f"voltage_kV must be positive, got {voltage_kV!r}")
+    if not (math.isfinite(voltage_kV) and voltage_kV > 0):
+        raise ValueError(f"voltage_kV must be positive and finite, got {voltage_kV!r}")
     volts = voltage_kV * 1e3
     momentum = math.sqrt(2 * _M0 * _E * volts * (1 + _E * volts / (2 * _M0 * _C**2)))
+    if momentum == 0.0:  # a voltage so small that the momentum underflows
+        raise ValueError(f"voltage_kV={voltage_kV!r} is too small to give a wavelength")
     return _H / momentum * 1e10
 
 
