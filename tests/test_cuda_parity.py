@@ -85,9 +85,10 @@ def test_losses_and_derivatives_match_cpu(thick, bounds):
         for k in range(3):
             assert np.linalg.norm(gg[k] - gc[k]) <= 1e-3 * np.linalg.norm(gc[k]) + 1e-9
             assert np.linalg.norm(hg[k] - hc[k]) <= 1e-3 * np.linalg.norm(hc[k]) + 1e-9
-        # The derivative kernel's loss is the scoring kernel's loss, bit for bit
-        # (Newton compares the two).
-        assert np.array_equal(gpu.evaluate(sg, cand[:3]), lg)
+        # The scoring kernel (recurrent phases) and the derivative kernel (direct sincos)
+        # compute the same loss in different float32 forms: they agree far inside
+        # float32 rounding of the sums.
+        np.testing.assert_allclose(gpu.evaluate(sg, cand[:3]), lg, rtol=1e-6)
     finally:
         cpu.close()
         gpu.close()

@@ -143,6 +143,8 @@ class CUDAEngine(ArrayEngine):
             raise DeviceMemoryError(
                 self._oom_message("uploading the BF counts", need, exc)) from None
         self._k_px = cp.asarray(self.bf.k_det / self.edge_width)
+        self._anchors = ck.recurrence_anchors(self.bf.rows, self.bf.cols)
+        self._column_step = ck.column_step(self.bf.k_det, self.bf.rows, self.bf.cols)
         self._geo = ck.geo_args(self.k_alpha, self.edge_width, self.wavelength)
         self._pilam = np.float64(math.pi * self.wavelength)
 
@@ -285,9 +287,9 @@ class CUDAEngine(ArrayEngine):
             return
         t0 = time.perf_counter()
         cp = self.cp
-        k, px = self._pixel_geometry([theta], transpose)
+        k, px, dk = self._pixel_geometry([theta], transpose)
         ex = spectra.extra
-        ex["k64"], ex["px"] = cp.asarray(k[0]), cp.asarray(px[0])
+        ex["k64"], ex["px"], ex["dk"] = cp.asarray(k[0]), cp.asarray(px[0]), cp.asarray(dk[0])
         ex.pop("fine_masks", None)  # the reconstruction grid's masks belong to the old θ
         spectra.k = ex["k64"]
         spectra.grids = []
@@ -305,14 +307,20 @@ class CUDAEngine(ArrayEngine):
         spectra.rotation = (theta, transpose)
         self._tick("set_rotation", t0)
 
-    def _pixel_geometry(self, thetas: Any, transpose: bool) -> tuple[np.ndarray, np.ndarray]:
-        """Scan-frame BF frequencies (R, B, 2) float64 and the kernels' per-pixel rows
-        (k_r, k_c, aperture, 0) as float32 (R, B, 4): one 16-byte load per pixel."""
+    def _pixel_geometry(
+        self, thetas: Any, transpose: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Scan-frame BF frequencies (R, B, 2) float64; the kernels' per-pixel rows
+        (k_r, k_c, aperture, anchor) as float32 (R, B, 4), one 16-byte load per pixel;
+        and the scan-frame step of one detector column (R, 2) float64 (vp_eval's
+        recurrences advance by it from pixel to pixel, re-anchoring where anchor ≠ 0)."""
         k = np.stack([scan_frame_frequencies(self.bf.k_det, t, transpose) for t in thetas])
         px = np.zeros((*k.shape[:2], 4), dtype=np.float32)
         px[..., :2] = k
         px[..., 2] = aperture(k[..., 0], k[..., 1], self.k_alpha, self.edge_width, np)
-        return np.ascontiguousarray(k), px
+        px[..., 3] = self._anchors
+        dk = np.stack([scan_frame_frequencies(self._column_step, t, transpose)[0] for t in thetas])
+        return np.ascontiguousarray(k), px, dk
 
     def evaluate_rotations(
         self, spectra: PreparedSpectra, thetas: np.ndarray, transpose: bool,
@@ -334,7 +342,7 @@ class CUDAEngine(ArrayEngine):
         R, M = len(thetas), spectra.extra["M"]
         if R == 0:
             return np.empty(0)
-        k, px = self._pixel_geometry(thetas, transpose)
+        k, px, dk = self._pixel_geometry(thetas, transpose)
         nblk = -(-M // ck.NT)
         part = cp.empty((R, nblk), dtype=cp.float64)
         energy = cp.empty((R, nblk), dtype=cp.float64)
@@ -345,7 +353,7 @@ class CUDAEngine(ArrayEngine):
             (spectra.G, np.int32(spectra.n_bf), np.int32(M), np.int32(Nr), np.int32(Nc),
              ex["nu_r"], ex["nu_c"], cp.asarray(k), cp.asarray(px),
              cp.asarray(_candidate_table(cand)), *self._geo, self._pilam, part,
-             np.int32(spectra.n_bf), part, energy))
+             np.int32(spectra.n_bf), part, energy, cp.asarray(dk)))
         sums = cp.asnumpy(part).sum(axis=1)
         energies = np.array([float(np.sum(row)) for row in cp.asnumpy(energy)])
         self.evaluations += R
@@ -440,7 +448,7 @@ class CUDAEngine(ArrayEngine):
         ck.module().get_function(ck.eval_kernel_name(kc))(
             (Kp // kc, nblk, nsplit), (ck.NT,),
             (*self._launch_args(spectra), cp.asarray(table), *self._geo, self._pilam, part,
-             np.int32(per), raw, raw))  # (the energy output is unused here)
+             np.int32(per), raw, raw, spectra.extra["dk"]))  # (energy output unused here)
         if nsplit > 1:
             ck.module().get_function("vp_eval_finish")(
                 (Kp, nblk), (ck.NT,), (raw, np.int32(nsplit), np.int32(M),

@@ -25,6 +25,36 @@ NQ = 28  # loss + 6 gradient + 21 Hessian terms
 NA = 55  # derivative sums per frequency (float64 in shared memory)
 BT = 128  # BF pixels per tile (matches the source)
 
+ANCHOR_PIXELS = 16  # vp_eval re-anchors its phase recurrences at least this often in a row
+
+
+def _follows(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """True where a BF pixel is its predecessor's right neighbour in the same detector row."""
+    out = np.zeros(len(rows), dtype=bool)
+    out[1:] = (rows[1:] == rows[:-1]) & (cols[1:] == cols[:-1] + 1)
+    return out
+
+
+def recurrence_anchors(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """1.0 where vp_eval restarts its recurrences with an exact sincos, else 0.0: each
+    pixel that does not follow its predecessor in its detector row, every ANCHOR_PIXELS-th
+    pixel of a row run, and each tile start (so a walk over any tile range starts on one)."""
+    idx = np.arange(len(rows))
+    follows = _follows(rows, cols)
+    run_start = np.maximum.accumulate(np.where(follows, 0, idx))
+    anchor = ~follows | ((idx - run_start) % ANCHOR_PIXELS == 0) | (idx % BT == 0)
+    return anchor.astype(np.float32)
+
+
+def column_step(k_det: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
+    """(1, 2) detector-frame frequency step from a BF pixel to its right neighbour (0 when
+    no pixel has one: then every pixel is an anchor and the step is never used)."""
+    i = np.flatnonzero(_follows(rows, cols))
+    if i.size == 0:
+        return np.zeros((1, 2))
+    return np.mean(k_det[i] - k_det[i - 1], axis=0, keepdims=True)
+
+
 def eval_kernel_name(group: int, rotations: bool = False) -> str:
     """vp_eval for ``group`` candidates per thread, or one candidate at many rotations."""
     return f"vp_eval<{group}, {'true' if rotations else 'false'}>"

@@ -245,19 +245,26 @@ __device__ __forceinline__ int pop_bit(unsigned long long& lo, unsigned long lon
 // order, so the sums are those of the full walk. Pays where most pixels are outside
 // every lane's trotter (reconstruction grids); dense walks run faster unmasked.
 // Every block thread must call it.
-template <bool MASKED, typename Pair, typename TileEnd>
+// WARP (unmasked walks only): every lane of a warp with an active lane walks (inactive
+// lanes load nothing and are in no trotter), and pixel(p, in) runs for every pixel after
+// its trotter test, so it may vote over the warp (vp_eval's recurrences step there).
+// The other kernels pass NoPixel.
+template <bool MASKED, bool WARP, typename Pixel, typename Pair, typename TileEnd>
 __device__ __forceinline__ void walk_pairs(
     const float2* __restrict__ G, int M, int src, bool active, int BL, int BH,
     const double* __restrict__ k64, const float4* __restrict__ px,
-    const uint4* __restrict__ wmask, double nr, double nc, const Geo& geo, Pair&& pair,
-    TileEnd&& tile_end) {
+    const uint4* __restrict__ wmask, double nr, double nc, const Geo& geo, Pixel&& pixel,
+    Pair&& pair, TileEnd&& tile_end) {
+    static_assert(!(MASKED && WARP), "a masked walk skips pixels: no per-pixel hook");
     __shared__ float4 s_px[BT];
     const float fnr = (float)nr, fnc = (float)nc;
+    const bool walks = WARP ? __any_sync(0xffffffffu, active) : active;
+    const float2 zero = make_float2(0.f, 0.f);
     for (int b0 = BL; b0 < BH; b0 += BT) {
         __syncthreads();
         for (int t = threadIdx.x; t < BT && b0 + t < BH; t += NT) s_px[t] = px[b0 + t];
         __syncthreads();
-        if (!active) continue;
+        if (!walks) continue;
         const int nb = min(BT, BH - b0);
         if (MASKED) {
             const float2* gt = G + (size_t)b0 * M + src;
@@ -265,8 +272,8 @@ __device__ __forceinline__ void walk_pairs(
             unsigned long long lo = mk.x | ((unsigned long long)mk.y << 32);
             unsigned long long hi = mk.z | ((unsigned long long)mk.w << 32);
             int t0 = pop_bit(lo, hi), t1 = pop_bit(lo, hi);
-            float2 g0 = t0 >= 0 ? gt[(size_t)t0 * M] : make_float2(0.f, 0.f);
-            float2 g1 = t1 >= 0 ? gt[(size_t)t1 * M] : make_float2(0.f, 0.f);
+            float2 g0 = t0 >= 0 ? gt[(size_t)t0 * M] : zero;
+            float2 g1 = t1 >= 0 ? gt[(size_t)t1 * M] : zero;
             while (t0 >= 0) {
                 const int t = t0;
                 const float2 g = g0;
@@ -281,22 +288,28 @@ __device__ __forceinline__ void walk_pairs(
             }
         } else {
             const float2* gp = G + (size_t)b0 * M + src;
-            float2 g0 = gp[0];
-            float2 g1 = nb > 1 ? gp[M] : make_float2(0.f, 0.f);
+            float2 g0 = active ? gp[0] : zero;
+            float2 g1 = active && nb > 1 ? gp[M] : zero;
             gp += 2 * (size_t)M;
             for (int t = 0; t < nb; ++t, gp += M) {
                 const float2 g = g0;
                 g0 = g1;
-                if (t + 2 < nb) g1 = *gp;
+                if (t + 2 < nb && active) g1 = *gp;
                 const float4 p = s_px[t];
                 float am, ap;
-                if (pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc, p.z, geo, am, ap))
-                    pair(p.x, p.y, g, am, ap);
+                const bool in = active && pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr,
+                                                   nc, p.z, geo, am, ap);
+                if (WARP) pixel(p, in);
+                if (in) pair(p.x, p.y, g, am, ap);
             }
         }
         tile_end();
     }
 }
+
+struct NoPixel {
+    __device__ __forceinline__ void operator()(const float4&, bool) const {}
+};
 
 // |g|² of one in-trotter pair (the sideband energy term; one form for both kernels).
 __device__ __forceinline__ float energy_term(float2 g) {
@@ -307,57 +320,172 @@ __device__ __forceinline__ float energy_term(float2 g) {
 // VP loss terms for KC candidates per thread; grid (ceil(Kpad/KC), ceil(M/NT), nsplit).
 // partial: (Kpad, nblk) doubles, Σ_ν∈block w |N|^2 / D.
 // ROT (KC = 1, no split): one candidate at R rotations, blockIdx.x = rotation r with its
-// own geometry rows (k64 + 2Br, px + Br); also writes the sideband energy of rotation r
-// (energy_kernel's sums, same order) to energy (R, nblk).
+// own geometry rows (k64 + 2Br, px + Br, dk + 2r); also writes the sideband energy of
+// rotation r (energy_kernel's sums, same order) to energy (R, nblk).
+//
+// Recurrent form (SPEC "why the fast path can be fast"): for fixed ν and candidate, c'
+// and x_m are linear in k, so along a detector row (k += dk per pixel) e^{-ic'} and
+// e^{ix_m} advance by one complex multiplication each; an exact sincos re-anchors them
+// at the pixels flagged in px.w (row starts, every ANCHOR_PIXELS within a row, every
+// tile start), so the drift stays ~1e-6 rad, below the float32 rounding of the
+// arguments themselves. e^{ix_p} = e^{ix_m} e^{i(X_p - X_m)}. The per-ν phase E = e^{iΨ/2}
+// is applied after the b-sums:
+//   N = E Σ αH - conj(E) Σ βH,  D = Σα² + Σβ² - 2 cos Ψ Σαβ,  H = e^{-ic'} G,
+// α = S_m a_m, β = S_p a_p. Inside a trotter one side's aperture is zero except in the
+// soft-edge band, and the side is nearly uniform over a warp: each side's sinc and sums
+// run only where its aperture is nonzero.
+struct Rec {           // per (ν, candidate) constants of the recurrent walk
+    float vr, vc;      // c' = kr*vr + kc*vc
+    float hd;          // Δ/2: x_m = Xm - hd*q, x_p = Xp - hd*q
+    float Xm, Xp;
+    float cK, sK;      // e^{i(Xp - Xm)}
+    float zr, zi;      // e^{-i dc'} per pixel step
+    float er, ei;      // e^{-i dy} per pixel step (dy = hd * dq)
+};
+
+__device__ __forceinline__ void make_rec(const double* __restrict__ cand, double nr, double nc,
+                                         double pilam, double dkr, double dkc, Rec& o) {
+    const double C10 = cand[0], C12 = cand[1], c2 = cand[2], s2 = cand[3];
+    const double a = C12 * c2, b = C12 * s2;
+    const double vr = 2.0 * pilam * ((C10 + a) * nr + b * nc);
+    const double vc = 2.0 * pilam * (b * nr + (C10 - a) * nc);
+    const double hd = 0.5 * cand[6], nn = nr * nr + nc * nc;
+    const double tp = 2.0 * PI_D * (nr * cand[4] + nc * cand[5]);
+    const double Xm = hd * (pilam * nn + tp), Xp = hd * (-pilam * nn + tp);
+    double s, c;
+    o.vr = (float)vr;
+    o.vc = (float)vc;
+    o.hd = (float)hd;
+    o.Xm = (float)Xm;
+    o.Xp = (float)Xp;
+    sincos(Xp - Xm, &s, &c);
+    o.cK = (float)c; o.sK = (float)s;
+    sincos(dkr * vr + dkc * vc, &s, &c);
+    o.zr = (float)c; o.zi = (float)-s;
+    sincos(hd * 2.0 * pilam * (dkr * nr + dkc * nc), &s, &c);
+    o.er = (float)c; o.ei = (float)-s;
+}
+
+// e^{iΨ/2} of candidate row cand at ν (the per-ν phase applied after the sums).
+__device__ __forceinline__ void half_phase(const double* __restrict__ cand, double nr, double nc,
+                                           double pilam, double& cE, double& sE) {
+    const double C10 = cand[0], C12 = cand[1], c2 = cand[2], s2 = cand[3];
+    const double half_psi = pilam * (C10 * (nr * nr + nc * nc) + C12 * c2 * (nr * nr - nc * nc)
+                                     + C12 * s2 * 2.0 * nr * nc);
+    sincos(half_psi, &sE, &cE);
+}
+
+// z *= w (complex, components as floats).
+__device__ __forceinline__ void rotate(float& zr, float& zi, float wr, float wi) {
+    const float r = __fmaf_rn(zr, wr, -__fmul_rn(zi, wi));
+    zi = __fmaf_rn(zr, wi, __fmul_rn(zi, wr));
+    zr = r;
+}
+
+// sinc(x) from a sine carried by the recurrence: its error is absolute (~1e-6), so below
+// |x| = 1e-2 the series (1 - x²/6, exact to 1e-10 there) replaces the quotient.
+__device__ __forceinline__ float sinc_rec(float x, float s) {
+    return fabsf(x) < 1e-2f ? __fmaf_rn(__fmul_rn(x, x), -0.16666667f, 1.0f)
+                            : __fdividef(s, x);
+}
+
+#define NS 7  // float sums per candidate: Σα H (re, im), Σβ H (re, im), Σα², Σβ², Σαβ
 template <int KC, bool ROT>
 __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc,
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
     const double* __restrict__ k64, const float4* __restrict__ px,
-    const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam, double pilam, double* __restrict__ partial,
-    int bsplit, double* __restrict__ raw, double* __restrict__ energy) {
+    const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
+    double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw,
+    double* __restrict__ energy, const double* __restrict__ dk) {
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
-    // float64 sums (N_re, N_im, D per candidate; then the energy for ROT) live in shared
-    // memory, not registers (more resident warps); later reused for the block reduction.
-    __shared__ double acc[(3 * KC + ROT) * NT];
+    // float64 sums (NS per candidate; then the energy for ROT) live in shared memory, not
+    // registers (more resident warps); later reused for the block reduction.
+    __shared__ double acc[(NS * KC + ROT) * NT];
     if (ROT) {
         k64 += (size_t)2 * B * blockIdx.x;
         px += (size_t)B * blockIdx.x;
+        dk += 2 * blockIdx.x;
     }
     float fE = 0.0f;
-#define ACC_(j, q) acc[(3 * (j) + (q)) * NT + threadIdx.x]
+#define ACC_(j, q) acc[(NS * (j) + (q)) * NT + threadIdx.x]
     const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
     const int Hc = Nc / 2 + 1;
     const int m = blockIdx.y * NT + threadIdx.x;
     const int c0 = blockIdx.x * KC;
     const int nblk = gridDim.y;
-    double nr = 0.0, nc = 0.0;
-    bool active = m < M;
-    if (active) {
-        nr = nu_r[m / Hc];
-        nc = nu_c[m % Hc];
-        if (nr * nr + nc * nc > 4.0 * geo.ka2 * (1.0 + 1e-6)) active = false;
-    }
-    Cand cc[KC];
-    float fN[KC][3];
+    double nr, nc;
+    const bool active = grid_nu(m, M, Hc, nu_r, nu_c, geo.ka2, nr, nc);
     const double* ctab = ROT ? cand : cand + 8 * c0;
+    Rec rc[KC];
+    float zr[KC], zi[KC], er[KC], ei[KC];  // e^{-ic'}, e^{ix_m} at the current pixel
+    float fs[KC][NS];
 #pragma unroll
     for (int j = 0; j < KC; ++j) {
-        make_cand(ctab + 8 * j, nr, nc, pilam, cc[j]);
-        fN[j][0] = fN[j][1] = fN[j][2] = 0.0f;
-        ACC_(j, 0) = ACC_(j, 1) = ACC_(j, 2) = 0.0;
+        make_rec(ctab + 8 * j, nr, nc, pilam, dk[0], dk[1], rc[j]);
+        zr[j] = 1.f; zi[j] = er[j] = ei[j] = 0.f;
+#pragma unroll
+        for (int q = 0; q < NS; ++q) { fs[j][q] = 0.0f; ACC_(j, q) = 0.0; }
     }
-    if (ROT) acc[3 * KC * NT + threadIdx.x] = 0.0;
+    if (ROT) acc[NS * KC * NT + threadIdx.x] = 0.0;
     const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
-    walk_pairs<false>(G, M, m, active, BL, BH, k64, px, nullptr, nr, nc, geo,
+    bool stale = true;  // the phasors missed a pixel: the next one re-anchors
+    walk_pairs<false, true>(G, M, m, active, BL, BH, k64, px, nullptr, nr, nc, geo,
+        [&](const float4& p, bool in) {
+            // Warp-uniform: a pixel outside every lane's trotter is skipped, not stepped.
+            if (!__any_sync(0xffffffffu, in)) {
+                stale = true;
+                return;
+            }
+            if (stale || p.w != 0.f) {  // anchor: an exact sincos
+                stale = false;
+                const float q = __fmaf_rn(p.x, qr, __fmul_rn(p.y, qc));
+#pragma unroll
+                for (int j = 0; j < KC; ++j) {
+                    float s, c;
+                    fast_sincos(__fmaf_rn(p.x, rc[j].vr, __fmul_rn(p.y, rc[j].vc)), &s, &c);
+                    zr[j] = c;
+                    zi[j] = -s;
+                    fast_sincos(__fmaf_rn(-rc[j].hd, q, rc[j].Xm), &ei[j], &er[j]);
+                }
+            } else {
+#pragma unroll
+                for (int j = 0; j < KC; ++j) {
+                    rotate(zr[j], zi[j], rc[j].zr, rc[j].zi);
+                    rotate(er[j], ei[j], rc[j].er, rc[j].ei);
+                }
+            }
+        },
         [&](float kr, float kc, float2 g, float am, float ap) {
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
+            float hr[KC], hi[KC], al[KC];
 #pragma unroll
             for (int j = 0; j < KC; ++j) {
-                float pr, pi, u, v;
-                PairOut po;
-                gamma_conj(kr, kc, q, am, ap, cc[j], pr, pi, u, v, po);
-                acc_nd(pr, pi, u, v, g, fN[j][0], fN[j][1], fN[j][2]);
+                hr[j] = __fmaf_rn(zr[j], g.x, -__fmul_rn(zi[j], g.y));
+                hi[j] = __fmaf_rn(zr[j], g.y, __fmul_rn(zi[j], g.x));
+                al[j] = 0.f;
+            }
+            if (am != 0.f) {
+#pragma unroll
+                for (int j = 0; j < KC; ++j) {
+                    const float x = __fmaf_rn(-rc[j].hd, q, rc[j].Xm);
+                    al[j] = __fmul_rn(sinc_rec(x, ei[j]), am);
+                    fs[j][0] = __fmaf_rn(al[j], hr[j], fs[j][0]);
+                    fs[j][1] = __fmaf_rn(al[j], hi[j], fs[j][1]);
+                    fs[j][4] = __fmaf_rn(al[j], al[j], fs[j][4]);
+                }
+            }
+            if (ap != 0.f) {
+#pragma unroll
+                for (int j = 0; j < KC; ++j) {
+                    const float x = __fmaf_rn(-rc[j].hd, q, rc[j].Xp);
+                    const float s = __fmaf_rn(ei[j], rc[j].cK, __fmul_rn(er[j], rc[j].sK));
+                    const float be = __fmul_rn(sinc_rec(x, s), ap);
+                    fs[j][2] = __fmaf_rn(be, hr[j], fs[j][2]);
+                    fs[j][3] = __fmaf_rn(be, hi[j], fs[j][3]);
+                    fs[j][5] = __fmaf_rn(be, be, fs[j][5]);
+                    fs[j][6] = __fmaf_rn(al[j], be, fs[j][6]);
+                }
             }
             if (ROT) fE = __fadd_rn(fE, energy_term(g));
         },
@@ -365,9 +493,20 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
 #pragma unroll
             for (int j = 0; j < KC; ++j)
 #pragma unroll
-                for (int q = 0; q < 3; ++q) { ACC_(j, q) += fN[j][q]; fN[j][q] = 0.0f; }
-            if (ROT) { acc[3 * KC * NT + threadIdx.x] += fE; fE = 0.0f; }
+                for (int q = 0; q < NS; ++q) { ACC_(j, q) += fs[j][q]; fs[j][q] = 0.0f; }
+            if (ROT) { acc[NS * KC * NT + threadIdx.x] += fE; fE = 0.0f; }
         });
+    // N and D per candidate from the sums (float64), in place of the first three sums.
+#pragma unroll
+    for (int j = 0; j < KC; ++j) {
+        double cE, sE;
+        half_phase(ctab + 8 * j, nr, nc, pilam, cE, sE);
+        const double aR = ACC_(j, 0), aI = ACC_(j, 1), bR = ACC_(j, 2), bI = ACC_(j, 3);
+        const double D = ACC_(j, 4) + ACC_(j, 5) - 2.0 * (cE * cE - sE * sE) * ACC_(j, 6);
+        ACC_(j, 0) = cE * (aR - bR) - sE * (aI + bI);
+        ACC_(j, 1) = cE * (aI - bI) + sE * (aR + bR);
+        ACC_(j, 2) = D;
+    }
     if (gridDim.z > 1) {  // raw (K, nsplit, 3, M) sums; vp_eval_finish combines them
         if (m < M) {
 #pragma unroll
@@ -381,7 +520,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     double lt[KC + ROT];
 #pragma unroll
     for (int j = 0; j < KC; ++j) lt[j] = active ? loss_term(ACC_(j, 0), ACC_(j, 1), ACC_(j, 2), w) : 0.0;
-    if (ROT) lt[KC] = acc[3 * KC * NT + threadIdx.x] * w;
+    if (ROT) lt[KC] = acc[NS * KC * NT + threadIdx.x] * w;
 #pragma unroll
     for (int j = 0; j < KC + ROT; ++j) acc[j * NT + threadIdx.x] = lt[j];
 #undef ACC_
@@ -389,6 +528,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     if (threadIdx.x < KC) partial[(size_t)(c0 + threadIdx.x) * nblk + blockIdx.y] = acc[threadIdx.x * NT];
     if (ROT && threadIdx.x == 0) energy[(size_t)blockIdx.x * nblk + blockIdx.y] = acc[KC * NT];
 }
+#undef NS
 
 // ---------------------------------------------------------------------------------
 // Loss, gradient and Hessian terms, one candidate per blockIdx.x.
@@ -665,7 +805,7 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
 #pragma unroll
     for (int j = 0; j < NA; ++j) { A[j] = 0.f; sh[j * NT + threadIdx.x] = 0.0; }
 
-    walk_pairs<false>(G, M, m, th.active, BL, BH, k64, px, nullptr, nr, nc, geo,
+    walk_pairs<false, false>(G, M, m, th.active, BL, BH, k64, px, nullptr, nr, nc, geo, NoPixel(),
         [&](float kr, float kc, float2 g, float am, float ap) {
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
             float pr, pi, u, v;
@@ -750,7 +890,7 @@ __global__ void __launch_bounds__(NT) energy_kernel(
     if (active) { nr = nu_r[m / Hc]; nc = nu_c[m % Hc]; }
     double e = 0.0, cnt = 0.0;
     float fe = 0.f;
-    walk_pairs<false>(G, M, m, active, 0, B, k64, px, nullptr, nr, nc, geo,
+    walk_pairs<false, false>(G, M, m, active, 0, B, k64, px, nullptr, nr, nc, geo, NoPixel(),
         [&](float, float, float2 g, float, float) {
             fe = __fadd_rn(fe, energy_term(g));
             cnt += 1.0;
@@ -858,7 +998,7 @@ __global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
     double aR = 0.0, aI = 0.0, aD = 0.0;
     float fr_ = 0.f, fi_ = 0.f, fd_ = 0.f;
     const uint4* wmask = masks + (size_t)(m >> 5) * mask_stride;  // this warp's row
-    walk_pairs<true>(G, M, src, active, 0, B, k64, px, wmask, nr, nc, geo,
+    walk_pairs<true, false>(G, M, src, active, 0, B, k64, px, wmask, nr, nc, geo, NoPixel(),
         [&](float kr, float kc, float2 g, float am, float ap) {
             if (cj) g.y = -g.y;
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
