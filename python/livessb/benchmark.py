@@ -263,7 +263,9 @@ def candidate_timing(session: Any, ceilings: dict[str, float], trials: int) -> d
     cand = random_candidates(rng, 100)
     keep = eng.eval_group
     groups = {}
-    for kc in (1, 2, 4, 8):
+    from .engine.cuda_kernels import EVAL_GROUPS
+
+    for kc in EVAL_GROUPS:
         eng.eval_group = kc
         eng.evaluate(sp, cand)
         t0 = time.perf_counter()

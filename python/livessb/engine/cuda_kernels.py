@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 SOURCE = Path(__file__).with_name("kernels") / "ssb.cu"
-EVAL_GROUPS = (1, 2, 4, 8)  # candidates per thread in vp_eval<KC>
+EVAL_GROUPS = (1, 2, 4)  # candidates per thread in vp_eval<KC> (8 exceeds registers)
 COUNT_TYPES = {
     np.dtype(np.uint8): "unsigned char",
     np.dtype(np.uint16): "unsigned short",
