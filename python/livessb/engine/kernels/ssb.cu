@@ -244,11 +244,13 @@ __device__ __forceinline__ int pop_bit(unsigned long long& lo, unsigned long lon
 // tile's pixels that may be in the trotter of some lane; only those are visited, in index
 // order, so the sums are those of the full walk. Pays where most pixels are outside
 // every lane's trotter (reconstruction grids); dense walks run faster unmasked.
-// Every block thread must call it.
-// WARP (unmasked walks only): every lane of a warp with an active lane walks (inactive
-// lanes load nothing and are in no trotter), and pixel(p, in) runs for every pixel after
-// its trotter test, so it may vote over the warp (vp_eval's recurrences step there).
-// The other kernels pass NoPixel.
+// Every lane of a warp must call it.
+// A warp walks when any of its lanes is active; its inactive lanes load nothing and are
+// in no trotter. Each warp stages the tile's pixel rows in its own shared copy (warp
+// syncs only: warps whose trotters differ do not wait for each other at every tile).
+// WARP (unmasked walks only): pixel(p, in) runs for every pixel after its trotter test,
+// so it may vote over the warp (vp_eval's recurrences step there); the other kernels
+// pass NoPixel.
 template <bool MASKED, bool WARP, typename Pixel, typename Pair, typename TileEnd>
 __device__ __forceinline__ void walk_pairs(
     const float2* __restrict__ G, int M, int src, bool active, int BL, int BH,
@@ -256,34 +258,36 @@ __device__ __forceinline__ void walk_pairs(
     const uint4* __restrict__ wmask, double nr, double nc, const Geo& geo, Pixel&& pixel,
     Pair&& pair, TileEnd&& tile_end) {
     static_assert(!(MASKED && WARP), "a masked walk skips pixels: no per-pixel hook");
-    __shared__ float4 s_px[BT];
+    __shared__ float4 s_px_all[NT / 32][BT];
+    float4* s_px = s_px_all[threadIdx.x >> 5];
+    const int lane = threadIdx.x & 31;
     const float fnr = (float)nr, fnc = (float)nc;
-    const bool walks = WARP ? __any_sync(0xffffffffu, active) : active;
+    if (!__any_sync(0xffffffffu, active)) return;  // warp-uniform
     const float2 zero = make_float2(0.f, 0.f);
     for (int b0 = BL; b0 < BH; b0 += BT) {
-        __syncthreads();
-        for (int t = threadIdx.x; t < BT && b0 + t < BH; t += NT) s_px[t] = px[b0 + t];
-        __syncthreads();
-        if (!walks) continue;
         const int nb = min(BT, BH - b0);
+        __syncwarp();
+        for (int t = lane; t < nb; t += 32) s_px[t] = px[b0 + t];
+        __syncwarp();
         if (MASKED) {
             const float2* gt = G + (size_t)b0 * M + src;
             const uint4 mk = wmask[b0 / BT];
             unsigned long long lo = mk.x | ((unsigned long long)mk.y << 32);
             unsigned long long hi = mk.z | ((unsigned long long)mk.w << 32);
             int t0 = pop_bit(lo, hi), t1 = pop_bit(lo, hi);
-            float2 g0 = t0 >= 0 ? gt[(size_t)t0 * M] : zero;
-            float2 g1 = t1 >= 0 ? gt[(size_t)t1 * M] : zero;
+            float2 g0 = active && t0 >= 0 ? gt[(size_t)t0 * M] : zero;
+            float2 g1 = active && t1 >= 0 ? gt[(size_t)t1 * M] : zero;
             while (t0 >= 0) {
                 const int t = t0;
                 const float2 g = g0;
                 t0 = t1;
                 g0 = g1;
                 t1 = pop_bit(lo, hi);
-                if (t1 >= 0) g1 = gt[(size_t)t1 * M];
+                if (active && t1 >= 0) g1 = gt[(size_t)t1 * M];
                 const float4 p = s_px[t];
                 float am, ap;
-                if (pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc, p.z, geo, am, ap))
+                if (active && pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc, p.z, geo,
+                                       am, ap))
                     pair(p.x, p.y, g, am, ap);
             }
         } else {
