@@ -23,8 +23,8 @@ from livessb.engine import cuda_kernels as ck
 VARIANTS = {  # the first compiled module's timings run cold: "warmup" absorbs that
     "warmup": (),
     "default": (),
-    "eval_minb3": ("-DEVAL_MINB_FOR(KC)=3",),
-    "eval_minb_2to5_4to3": ("-DEVAL_MINB_FOR(KC)=((KC)<=2?5:3)",),
+    "eval_minb5": ("-DEVAL_MINB_FOR(KC)=((KC)<=2?6:5)",),
+    "eval_minb6": ("-DEVAL_MINB_FOR(KC)=6",),
 }
 
 

@@ -328,27 +328,28 @@ __device__ __forceinline__ float energy_term(float2 g) {
 // rotation r (energy_kernel's sums, same order) to energy (R, nblk).
 //
 // Recurrent form (SPEC "why the fast path can be fast"): for fixed ν and candidate, c'
-// and x_m are linear in k, so along a detector row (k += dk per pixel) e^{-ic'} and
-// e^{ix_m} advance by one complex multiplication each; an exact sincos re-anchors them
-// at the pixels flagged in px.w (row starts, every ANCHOR_PIXELS within a row, every
-// tile start), so the drift stays ~1e-6 rad, below the float32 rounding of the
-// arguments themselves. e^{ix_p} = e^{ix_m} e^{i(X_p - X_m)}. The per-ν phase E = e^{iΨ/2}
-// is applied after the b-sums:
-//   N = E Σ αH - conj(E) Σ βH,  D = Σα² + Σβ² - 2 cos Ψ Σαβ,  H = e^{-ic'} G,
-// α = S_m a_m, β = S_p a_p. Inside a trotter one side's aperture is zero except in the
-// soft-edge band, and the side is nearly uniform over a warp: each side's sinc and sums
-// run only where its aperture is nonzero.
-struct Rec {           // per (ν, candidate) constants of the recurrent walk
-    float vr, vc;      // c' = kr*vr + kc*vc
-    float hd;          // Δ/2: x_m = Xm - hd*q, x_p = Xp - hd*q
-    float Xm, Xp;
-    float cK, sK;      // e^{i(Xp - Xm)}
+// and x_m are linear in k, so along a detector row (k += dk per pixel) the phasors
+// z = E e^{-ic'} (E = e^{iΨ/2}, a per-ν constant) and e^{ix_m} advance by one complex
+// multiplication each; an exact sincos re-anchors them at the pixels flagged in px.w
+// (row starts, every ANCHOR_PIXELS within a row, tile starts) and after pixels the
+// warp skipped, so the drift stays ~1e-6 rad, below the float32 rounding of the
+// arguments themselves. With H = z G, α = S_m a_m, β = S_p a_p:
+//   N = Σ α H - e^{-iΨ} Σ β H,   D = Σ α² + β² - 2 cos Ψ αβ,
+// e^{ix_p} = e^{ix_m} e^{i(X_p - X_m)}. Inside a trotter one side's aperture is zero
+// except in the soft-edge band, and the side is nearly uniform over a warp: each side's
+// terms run only where its aperture is nonzero. The constants of the β side and of the
+// anchors live in shared memory (rarely read), the rest in registers.
+struct Rec {           // per (ν, candidate) constants read at every pixel
     float zr, zi;      // e^{-i dc'} per pixel step
     float er, ei;      // e^{-i dy} per pixel step (dy = hd * dq)
+    float hd, Xm;      // Δ/2, x_m = Xm - hd*q
 };
+#define RARE 8  // shared constants per candidate: Xp, cK, sK (e^{i(Xp-Xm)}), cP, sP
+                // (e^{-iΨ}), vr, vc (c' = kr*vr + kc*vc), hpm (Ψ/2 reduced to [-π, π])
 
 __device__ __forceinline__ void make_rec(const double* __restrict__ cand, double nr, double nc,
-                                         double pilam, double dkr, double dkc, Rec& o) {
+                                         double pilam, double dkr, double dkc, Rec& o,
+                                         float* rare) {  // rare[q * NT], q < RARE
     const double C10 = cand[0], C12 = cand[1], c2 = cand[2], s2 = cand[3];
     const double a = C12 * c2, b = C12 * s2;
     const double vr = 2.0 * pilam * ((C10 + a) * nr + b * nc);
@@ -356,27 +357,21 @@ __device__ __forceinline__ void make_rec(const double* __restrict__ cand, double
     const double hd = 0.5 * cand[6], nn = nr * nr + nc * nc;
     const double tp = 2.0 * PI_D * (nr * cand[4] + nc * cand[5]);
     const double Xm = hd * (pilam * nn + tp), Xp = hd * (-pilam * nn + tp);
+    const double half_psi = pilam * (C10 * nn + a * (nr * nr - nc * nc) + b * 2.0 * nr * nc);
     double s, c;
-    o.vr = (float)vr;
-    o.vc = (float)vc;
     o.hd = (float)hd;
     o.Xm = (float)Xm;
-    o.Xp = (float)Xp;
-    sincos(Xp - Xm, &s, &c);
-    o.cK = (float)c; o.sK = (float)s;
     sincos(dkr * vr + dkc * vc, &s, &c);
     o.zr = (float)c; o.zi = (float)-s;
     sincos(hd * 2.0 * pilam * (dkr * nr + dkc * nc), &s, &c);
     o.er = (float)c; o.ei = (float)-s;
-}
-
-// e^{iΨ/2} of candidate row cand at ν (the per-ν phase applied after the sums).
-__device__ __forceinline__ void half_phase(const double* __restrict__ cand, double nr, double nc,
-                                           double pilam, double& cE, double& sE) {
-    const double C10 = cand[0], C12 = cand[1], c2 = cand[2], s2 = cand[3];
-    const double half_psi = pilam * (C10 * (nr * nr + nc * nc) + C12 * c2 * (nr * nr - nc * nc)
-                                     + C12 * s2 * 2.0 * nr * nc);
-    sincos(half_psi, &sE, &cE);
+    rare[0] = (float)Xp;
+    sincos(Xp - Xm, &s, &c);
+    rare[NT] = (float)c; rare[2 * NT] = (float)s;
+    sincos(2.0 * half_psi, &s, &c);
+    rare[3 * NT] = (float)c; rare[4 * NT] = (float)-s;
+    rare[5 * NT] = (float)vr; rare[6 * NT] = (float)vc;
+    rare[7 * NT] = (float)remainder(half_psi, 2.0 * PI_D);
 }
 
 // z *= w (complex, components as floats).
@@ -393,7 +388,6 @@ __device__ __forceinline__ float sinc_rec(float x, float s) {
                             : __fdividef(s, x);
 }
 
-#define NS 7  // float sums per candidate: Σα H (re, im), Σβ H (re, im), Σα², Σβ², Σαβ
 template <int KC, bool ROT>
 __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc,
@@ -403,16 +397,18 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw,
     double* __restrict__ energy, const double* __restrict__ dk) {
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
-    // float64 sums (NS per candidate; then the energy for ROT) live in shared memory, not
-    // registers (more resident warps); later reused for the block reduction.
-    __shared__ double acc[(NS * KC + ROT) * NT];
+    // float64 sums (N_re, N_im, D per candidate; then the energy for ROT) live in shared
+    // memory, not registers (more resident warps); later reused for the block reduction.
+    __shared__ double acc[(3 * KC + ROT) * NT];
+    __shared__ float rare_all[KC * RARE * NT];
     if (ROT) {
         k64 += (size_t)2 * B * blockIdx.x;
         px += (size_t)B * blockIdx.x;
         dk += 2 * blockIdx.x;
     }
     float fE = 0.0f;
-#define ACC_(j, q) acc[(NS * (j) + (q)) * NT + threadIdx.x]
+#define ACC_(j, q) acc[(3 * (j) + (q)) * NT + threadIdx.x]
+#define RARE_(j, q) rare_all[((j) * RARE + (q)) * NT + threadIdx.x]
     const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
     const int Hc = Nc / 2 + 1;
     const int m = blockIdx.y * NT + threadIdx.x;
@@ -422,16 +418,16 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     const bool active = grid_nu(m, M, Hc, nu_r, nu_c, geo.ka2, nr, nc);
     const double* ctab = ROT ? cand : cand + 8 * c0;
     Rec rc[KC];
-    float zr[KC], zi[KC], er[KC], ei[KC];  // e^{-ic'}, e^{ix_m} at the current pixel
-    float fs[KC][NS];
+    float zr[KC], zi[KC], er[KC], ei[KC];  // E e^{-ic'}, e^{ix_m} at the current pixel
+    float fN[KC][3];
 #pragma unroll
     for (int j = 0; j < KC; ++j) {
-        make_rec(ctab + 8 * j, nr, nc, pilam, dk[0], dk[1], rc[j]);
+        make_rec(ctab + 8 * j, nr, nc, pilam, dk[0], dk[1], rc[j], &RARE_(j, 0));
         zr[j] = 1.f; zi[j] = er[j] = ei[j] = 0.f;
-#pragma unroll
-        for (int q = 0; q < NS; ++q) { fs[j][q] = 0.0f; ACC_(j, q) = 0.0; }
+        fN[j][0] = fN[j][1] = fN[j][2] = 0.0f;
+        ACC_(j, 0) = ACC_(j, 1) = ACC_(j, 2) = 0.0;
     }
-    if (ROT) acc[NS * KC * NT + threadIdx.x] = 0.0;
+    if (ROT) acc[3 * KC * NT + threadIdx.x] = 0.0;
     const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
     bool stale = true;  // the phasors missed a pixel: the next one re-anchors
     walk_pairs<false, true>(G, M, m, active, BL, BH, k64, px, nullptr, nr, nc, geo,
@@ -446,10 +442,8 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
                 const float q = __fmaf_rn(p.x, qr, __fmul_rn(p.y, qc));
 #pragma unroll
                 for (int j = 0; j < KC; ++j) {
-                    float s, c;
-                    fast_sincos(__fmaf_rn(p.x, rc[j].vr, __fmul_rn(p.y, rc[j].vc)), &s, &c);
-                    zr[j] = c;
-                    zi[j] = -s;
+                    const float cp = __fmaf_rn(p.x, RARE_(j, 5), __fmul_rn(p.y, RARE_(j, 6)));
+                    fast_sincos(__fsub_rn(RARE_(j, 7), cp), &zi[j], &zr[j]);
                     fast_sincos(__fmaf_rn(-rc[j].hd, q, rc[j].Xm), &ei[j], &er[j]);
                 }
             } else {
@@ -474,21 +468,23 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
                 for (int j = 0; j < KC; ++j) {
                     const float x = __fmaf_rn(-rc[j].hd, q, rc[j].Xm);
                     al[j] = __fmul_rn(sinc_rec(x, ei[j]), am);
-                    fs[j][0] = __fmaf_rn(al[j], hr[j], fs[j][0]);
-                    fs[j][1] = __fmaf_rn(al[j], hi[j], fs[j][1]);
-                    fs[j][4] = __fmaf_rn(al[j], al[j], fs[j][4]);
+                    fN[j][0] = __fmaf_rn(al[j], hr[j], fN[j][0]);
+                    fN[j][1] = __fmaf_rn(al[j], hi[j], fN[j][1]);
+                    fN[j][2] = __fmaf_rn(al[j], al[j], fN[j][2]);
                 }
             }
             if (ap != 0.f) {
 #pragma unroll
                 for (int j = 0; j < KC; ++j) {
-                    const float x = __fmaf_rn(-rc[j].hd, q, rc[j].Xp);
-                    const float s = __fmaf_rn(ei[j], rc[j].cK, __fmul_rn(er[j], rc[j].sK));
+                    const float x = __fmaf_rn(-rc[j].hd, q, RARE_(j, 0));
+                    const float s = __fmaf_rn(ei[j], RARE_(j, 1), __fmul_rn(er[j], RARE_(j, 2)));
                     const float be = __fmul_rn(sinc_rec(x, s), ap);
-                    fs[j][2] = __fmaf_rn(be, hr[j], fs[j][2]);
-                    fs[j][3] = __fmaf_rn(be, hi[j], fs[j][3]);
-                    fs[j][5] = __fmaf_rn(be, be, fs[j][5]);
-                    fs[j][6] = __fmaf_rn(al[j], be, fs[j][6]);
+                    const float cP = RARE_(j, 3), sP = RARE_(j, 4);
+                    const float br = __fmaf_rn(cP, hr[j], -__fmul_rn(sP, hi[j]));  // e^{-iΨ} H
+                    const float bi = __fmaf_rn(cP, hi[j], __fmul_rn(sP, hr[j]));
+                    fN[j][0] = __fmaf_rn(-be, br, fN[j][0]);
+                    fN[j][1] = __fmaf_rn(-be, bi, fN[j][1]);
+                    fN[j][2] = __fmaf_rn(be, __fmaf_rn(-2.0f * cP, al[j], be), fN[j][2]);
                 }
             }
             if (ROT) fE = __fadd_rn(fE, energy_term(g));
@@ -497,20 +493,10 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
 #pragma unroll
             for (int j = 0; j < KC; ++j)
 #pragma unroll
-                for (int q = 0; q < NS; ++q) { ACC_(j, q) += fs[j][q]; fs[j][q] = 0.0f; }
-            if (ROT) { acc[NS * KC * NT + threadIdx.x] += fE; fE = 0.0f; }
+                for (int q = 0; q < 3; ++q) { ACC_(j, q) += fN[j][q]; fN[j][q] = 0.0f; }
+            if (ROT) { acc[3 * KC * NT + threadIdx.x] += fE; fE = 0.0f; }
         });
-    // N and D per candidate from the sums (float64), in place of the first three sums.
-#pragma unroll
-    for (int j = 0; j < KC; ++j) {
-        double cE, sE;
-        half_phase(ctab + 8 * j, nr, nc, pilam, cE, sE);
-        const double aR = ACC_(j, 0), aI = ACC_(j, 1), bR = ACC_(j, 2), bI = ACC_(j, 3);
-        const double D = ACC_(j, 4) + ACC_(j, 5) - 2.0 * (cE * cE - sE * sE) * ACC_(j, 6);
-        ACC_(j, 0) = cE * (aR - bR) - sE * (aI + bI);
-        ACC_(j, 1) = cE * (aI - bI) + sE * (aR + bR);
-        ACC_(j, 2) = D;
-    }
+#undef RARE_
     if (gridDim.z > 1) {  // raw (K, nsplit, 3, M) sums; vp_eval_finish combines them
         if (m < M) {
 #pragma unroll
@@ -524,7 +510,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     double lt[KC + ROT];
 #pragma unroll
     for (int j = 0; j < KC; ++j) lt[j] = active ? loss_term(ACC_(j, 0), ACC_(j, 1), ACC_(j, 2), w) : 0.0;
-    if (ROT) lt[KC] = acc[NS * KC * NT + threadIdx.x] * w;
+    if (ROT) lt[KC] = acc[3 * KC * NT + threadIdx.x] * w;
 #pragma unroll
     for (int j = 0; j < KC + ROT; ++j) acc[j * NT + threadIdx.x] = lt[j];
 #undef ACC_
@@ -532,7 +518,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     if (threadIdx.x < KC) partial[(size_t)(c0 + threadIdx.x) * nblk + blockIdx.y] = acc[threadIdx.x * NT];
     if (ROT && threadIdx.x == 0) energy[(size_t)blockIdx.x * nblk + blockIdx.y] = acc[KC * NT];
 }
-#undef NS
+#undef RARE
 
 // ---------------------------------------------------------------------------------
 // Loss, gradient and Hessian terms, one candidate per blockIdx.x.
