@@ -335,17 +335,27 @@ __device__ __forceinline__ float energy_term(float2 g) {
 // warp skipped, so the drift stays ~1e-6 rad, below the float32 rounding of the
 // arguments themselves. With H = z G, α = S_m a_m, β = S_p a_p:
 //   N = Σ α H - e^{-iΨ} Σ β H,   D = Σ α² + β² - 2 cos Ψ αβ,
-// e^{ix_p} = e^{ix_m} e^{i(X_p - X_m)}. Inside a trotter one side's aperture is zero
-// except in the soft-edge band, and the side is nearly uniform over a warp: each side's
-// terms run only where its aperture is nonzero. The constants of the β side and of the
-// anchors live in shared memory (rarely read), the rest in registers.
+// e^{ix_p} = e^{ix_m} e^{i(X_p - X_m)}; e^{-iΨ} is applied after the sums. Inside a
+// trotter one side's aperture is zero except in the soft-edge band, and the side is
+// nearly uniform over a warp: each side's terms run only where its aperture is nonzero
+// (the cross term αβ only in the band). Constants used at every pixel live in
+// registers, those of the anchors and the band in shared memory.
 struct Rec {           // per (ν, candidate) constants read at every pixel
     float zr, zi;      // e^{-i dc'} per pixel step
     float er, ei;      // e^{-i dy} per pixel step (dy = hd * dq)
-    float hd, Xm;      // Δ/2, x_m = Xm - hd*q
+    float hd, Xm, Xp;  // Δ/2, x = X - hd*q
+    float cK, sK;      // e^{i(Xp - Xm)}
 };
-#define RARE 8  // shared constants per candidate: Xp, cK, sK (e^{i(Xp-Xm)}), cP, sP
-                // (e^{-iΨ}), vr, vc (c' = kr*vr + kc*vc), hpm (Ψ/2 reduced to [-π, π])
+#define NS 5    // float sums per candidate: Σ αH (re, im), Σ βH (re, im), D
+#define RARE 4  // shared constants per candidate: vr, vc (c' = kr*vr + kc*vc),
+                // hpm (Ψ/2 reduced to [-π, π]), -2 cos Ψ
+
+__device__ __forceinline__ double half_psi_of(const double* __restrict__ cand, double nr,
+                                              double nc, double pilam) {
+    const double C10 = cand[0], C12 = cand[1], c2 = cand[2], s2 = cand[3];
+    return pilam * (C10 * (nr * nr + nc * nc) + C12 * c2 * (nr * nr - nc * nc)
+                    + C12 * s2 * 2.0 * nr * nc);
+}
 
 __device__ __forceinline__ void make_rec(const double* __restrict__ cand, double nr, double nc,
                                          double pilam, double dkr, double dkc, Rec& o,
@@ -357,21 +367,21 @@ __device__ __forceinline__ void make_rec(const double* __restrict__ cand, double
     const double hd = 0.5 * cand[6], nn = nr * nr + nc * nc;
     const double tp = 2.0 * PI_D * (nr * cand[4] + nc * cand[5]);
     const double Xm = hd * (pilam * nn + tp), Xp = hd * (-pilam * nn + tp);
-    const double half_psi = pilam * (C10 * nn + a * (nr * nr - nc * nc) + b * 2.0 * nr * nc);
+    const double half_psi = half_psi_of(cand, nr, nc, pilam);
     double s, c;
     o.hd = (float)hd;
     o.Xm = (float)Xm;
+    o.Xp = (float)Xp;
     sincos(dkr * vr + dkc * vc, &s, &c);
     o.zr = (float)c; o.zi = (float)-s;
     sincos(hd * 2.0 * pilam * (dkr * nr + dkc * nc), &s, &c);
     o.er = (float)c; o.ei = (float)-s;
-    rare[0] = (float)Xp;
     sincos(Xp - Xm, &s, &c);
-    rare[NT] = (float)c; rare[2 * NT] = (float)s;
-    sincos(2.0 * half_psi, &s, &c);
-    rare[3 * NT] = (float)c; rare[4 * NT] = (float)-s;
-    rare[5 * NT] = (float)vr; rare[6 * NT] = (float)vc;
-    rare[7 * NT] = (float)remainder(half_psi, 2.0 * PI_D);
+    o.cK = (float)c; o.sK = (float)s;
+    rare[0] = (float)vr;
+    rare[NT] = (float)vc;
+    rare[2 * NT] = (float)remainder(half_psi, 2.0 * PI_D);
+    rare[3 * NT] = (float)(-2.0 * cos(2.0 * half_psi));
 }
 
 // z *= w (complex, components as floats).
@@ -397,9 +407,10 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw,
     double* __restrict__ energy, const double* __restrict__ dk) {
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
-    // float64 sums (N_re, N_im, D per candidate; then the energy for ROT) live in shared
-    // memory, not registers (more resident warps); later reused for the block reduction.
-    __shared__ double acc[(3 * KC + ROT) * NT];
+    // float64 sums (Σ αH, Σ βH as re, im, and D per candidate; then the energy for ROT)
+    // live in shared memory, not registers (more resident warps); later reused for the
+    // block reduction.
+    __shared__ double acc[(NS * KC + ROT) * NT];
     __shared__ float rare_all[KC * RARE * NT];
     if (ROT) {
         k64 += (size_t)2 * B * blockIdx.x;
@@ -407,7 +418,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
         dk += 2 * blockIdx.x;
     }
     float fE = 0.0f;
-#define ACC_(j, q) acc[(3 * (j) + (q)) * NT + threadIdx.x]
+#define ACC_(j, q) acc[(NS * (j) + (q)) * NT + threadIdx.x]
 #define RARE_(j, q) rare_all[((j) * RARE + (q)) * NT + threadIdx.x]
     const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
     const int Hc = Nc / 2 + 1;
@@ -419,15 +430,15 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     const double* ctab = ROT ? cand : cand + 8 * c0;
     Rec rc[KC];
     float zr[KC], zi[KC], er[KC], ei[KC];  // E e^{-ic'}, e^{ix_m} at the current pixel
-    float fN[KC][3];
+    float fN[KC][NS];
 #pragma unroll
     for (int j = 0; j < KC; ++j) {
         make_rec(ctab + 8 * j, nr, nc, pilam, dk[0], dk[1], rc[j], &RARE_(j, 0));
         zr[j] = 1.f; zi[j] = er[j] = ei[j] = 0.f;
-        fN[j][0] = fN[j][1] = fN[j][2] = 0.0f;
-        ACC_(j, 0) = ACC_(j, 1) = ACC_(j, 2) = 0.0;
+#pragma unroll
+        for (int q = 0; q < NS; ++q) { fN[j][q] = 0.0f; ACC_(j, q) = 0.0; }
     }
-    if (ROT) acc[3 * KC * NT + threadIdx.x] = 0.0;
+    if (ROT) acc[NS * KC * NT + threadIdx.x] = 0.0;
     const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
     bool stale = true;  // the phasors missed a pixel: the next one re-anchors
     walk_pairs<false, true>(G, M, m, active, BL, BH, k64, px, nullptr, nr, nc, geo,
@@ -437,20 +448,21 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
                 stale = true;
                 return;
             }
-            if (stale || p.w != 0.f) {  // anchor: an exact sincos
+            // Step every pixel; an anchor then overwrites with an exact sincos (one path
+            // into the same registers: no moves where two paths would meet).
+#pragma unroll
+            for (int j = 0; j < KC; ++j) {
+                rotate(zr[j], zi[j], rc[j].zr, rc[j].zi);
+                rotate(er[j], ei[j], rc[j].er, rc[j].ei);
+            }
+            if (stale || p.w != 0.f) {
                 stale = false;
                 const float q = __fmaf_rn(p.x, qr, __fmul_rn(p.y, qc));
 #pragma unroll
                 for (int j = 0; j < KC; ++j) {
-                    const float cp = __fmaf_rn(p.x, RARE_(j, 5), __fmul_rn(p.y, RARE_(j, 6)));
-                    fast_sincos(__fsub_rn(RARE_(j, 7), cp), &zi[j], &zr[j]);
+                    const float cp = __fmaf_rn(p.x, RARE_(j, 0), __fmul_rn(p.y, RARE_(j, 1)));
+                    fast_sincos(__fsub_rn(RARE_(j, 2), cp), &zi[j], &zr[j]);
                     fast_sincos(__fmaf_rn(-rc[j].hd, q, rc[j].Xm), &ei[j], &er[j]);
-                }
-            } else {
-#pragma unroll
-                for (int j = 0; j < KC; ++j) {
-                    rotate(zr[j], zi[j], rc[j].zr, rc[j].zi);
-                    rotate(er[j], ei[j], rc[j].er, rc[j].ei);
                 }
             }
         },
@@ -476,15 +488,17 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
             if (ap != 0.f) {
 #pragma unroll
                 for (int j = 0; j < KC; ++j) {
-                    const float x = __fmaf_rn(-rc[j].hd, q, RARE_(j, 0));
-                    const float s = __fmaf_rn(ei[j], RARE_(j, 1), __fmul_rn(er[j], RARE_(j, 2)));
+                    const float x = __fmaf_rn(-rc[j].hd, q, rc[j].Xp);
+                    const float s = __fmaf_rn(ei[j], rc[j].cK, __fmul_rn(er[j], rc[j].sK));
                     const float be = __fmul_rn(sinc_rec(x, s), ap);
-                    const float cP = RARE_(j, 3), sP = RARE_(j, 4);
-                    const float br = __fmaf_rn(cP, hr[j], -__fmul_rn(sP, hi[j]));  // e^{-iΨ} H
-                    const float bi = __fmaf_rn(cP, hi[j], __fmul_rn(sP, hr[j]));
-                    fN[j][0] = __fmaf_rn(-be, br, fN[j][0]);
-                    fN[j][1] = __fmaf_rn(-be, bi, fN[j][1]);
-                    fN[j][2] = __fmaf_rn(be, __fmaf_rn(-2.0f * cP, al[j], be), fN[j][2]);
+                    fN[j][2] = __fmaf_rn(be, hr[j], fN[j][2]);
+                    fN[j][3] = __fmaf_rn(be, hi[j], fN[j][3]);
+                    fN[j][4] = __fmaf_rn(be, be, fN[j][4]);
+                    al[j] = __fmul_rn(al[j], be);
+                }
+                if (am != 0.f) {  // both apertures nonzero: the soft-edge band
+#pragma unroll
+                    for (int j = 0; j < KC; ++j) fN[j][4] = __fmaf_rn(RARE_(j, 3), al[j], fN[j][4]);
                 }
             }
             if (ROT) fE = __fadd_rn(fE, energy_term(g));
@@ -493,10 +507,20 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
 #pragma unroll
             for (int j = 0; j < KC; ++j)
 #pragma unroll
-                for (int q = 0; q < 3; ++q) { ACC_(j, q) += fN[j][q]; fN[j][q] = 0.0f; }
-            if (ROT) { acc[3 * KC * NT + threadIdx.x] += fE; fE = 0.0f; }
+                for (int q = 0; q < NS; ++q) { ACC_(j, q) += fN[j][q]; fN[j][q] = 0.0f; }
+            if (ROT) { acc[NS * KC * NT + threadIdx.x] += fE; fE = 0.0f; }
         });
 #undef RARE_
+    // N = Σ αH - e^{-iΨ} Σ βH (float64) in place of the first two sums, D third.
+#pragma unroll
+    for (int j = 0; j < KC; ++j) {
+        double sP, cP;
+        sincos(2.0 * half_psi_of(ctab + 8 * j, nr, nc, pilam), &sP, &cP);
+        const double bR = ACC_(j, 2), bI = ACC_(j, 3), D = ACC_(j, 4);
+        ACC_(j, 0) -= cP * bR + sP * bI;
+        ACC_(j, 1) -= cP * bI - sP * bR;
+        ACC_(j, 2) = D;
+    }
     if (gridDim.z > 1) {  // raw (K, nsplit, 3, M) sums; vp_eval_finish combines them
         if (m < M) {
 #pragma unroll
@@ -510,7 +534,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     double lt[KC + ROT];
 #pragma unroll
     for (int j = 0; j < KC; ++j) lt[j] = active ? loss_term(ACC_(j, 0), ACC_(j, 1), ACC_(j, 2), w) : 0.0;
-    if (ROT) lt[KC] = acc[3 * KC * NT + threadIdx.x] * w;
+    if (ROT) lt[KC] = acc[NS * KC * NT + threadIdx.x] * w;
 #pragma unroll
     for (int j = 0; j < KC + ROT; ++j) acc[j * NT + threadIdx.x] = lt[j];
 #undef ACC_
@@ -519,6 +543,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     if (ROT && threadIdx.x == 0) energy[(size_t)blockIdx.x * nblk + blockIdx.y] = acc[KC * NT];
 }
 #undef RARE
+#undef NS
 
 // ---------------------------------------------------------------------------------
 // Loss, gradient and Hessian terms, one candidate per blockIdx.x.
