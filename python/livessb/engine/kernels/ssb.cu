@@ -482,7 +482,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
                     al[j] = __fmul_rn(sinc_rec(x, ei[j]), am);
                     fN[j][0] = __fmaf_rn(al[j], hr[j], fN[j][0]);
                     fN[j][1] = __fmaf_rn(al[j], hi[j], fN[j][1]);
-                    fN[j][2] = __fmaf_rn(al[j], al[j], fN[j][2]);
+                    fN[j][4] = __fmaf_rn(al[j], al[j], fN[j][4]);
                 }
             }
             if (ap != 0.f) {
