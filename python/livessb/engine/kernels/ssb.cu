@@ -440,8 +440,20 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     }
     if (ROT) acc[NS * KC * NT + threadIdx.x] = 0.0;
     const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
+    auto anchor = [&](float kr, float kc, float q) {  // exact phasors at pixel (kr, kc)
+#pragma unroll
+        for (int j = 0; j < KC; ++j) {
+            const float cp = __fmaf_rn(kr, RARE_(j, 0), __fmul_rn(kc, RARE_(j, 1)));
+            fast_sincos(__fsub_rn(RARE_(j, 2), cp), &zi[j], &zr[j]);
+            fast_sincos(__fmaf_rn(-rc[j].hd, q, rc[j].Xm), &ei[j], &er[j]);
+        }
+    };
     bool stale = true;  // the phasors missed a pixel: the next one re-anchors
-    walk_pairs<false, true>(G, M, m, active, BL, BH, k64, px, nullptr, nr, nc, geo,
+    // One candidate per thread (θ grids, single evaluations): the pixel's overhead is not
+    // shared, and an exact sincos per in-trotter pair is cheaper than stepping and
+    // voting at every pixel (the same sums, anchored everywhere).
+    constexpr bool RECUR = KC > 1;
+    walk_pairs<false, RECUR>(G, M, m, active, BL, BH, k64, px, nullptr, nr, nc, geo,
         [&](const float4& p, bool in) {
             // Warp-uniform: a pixel outside every lane's trotter is skipped, not stepped.
             if (!__any_sync(0xffffffffu, in)) {
@@ -457,17 +469,12 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
             }
             if (stale || p.w != 0.f) {
                 stale = false;
-                const float q = __fmaf_rn(p.x, qr, __fmul_rn(p.y, qc));
-#pragma unroll
-                for (int j = 0; j < KC; ++j) {
-                    const float cp = __fmaf_rn(p.x, RARE_(j, 0), __fmul_rn(p.y, RARE_(j, 1)));
-                    fast_sincos(__fsub_rn(RARE_(j, 2), cp), &zi[j], &zr[j]);
-                    fast_sincos(__fmaf_rn(-rc[j].hd, q, rc[j].Xm), &ei[j], &er[j]);
-                }
+                anchor(p.x, p.y, __fmaf_rn(p.x, qr, __fmul_rn(p.y, qc)));
             }
         },
         [&](float kr, float kc, float2 g, float am, float ap) {
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
+            if (!RECUR) anchor(kr, kc, q);
             float hr[KC], hi[KC], al[KC];
 #pragma unroll
             for (int j = 0; j < KC; ++j) {
