@@ -222,3 +222,15 @@ def test_region_diagnostics_release_their_spectra(fitted) -> None:  # type: igno
     figs = fitted.plot_diagnostics(reg.fit)
     assert len(figs) == 3
     assert len(fitted._engine.models) == models_before
+
+
+def test_region_covering_the_whole_scan_releases_its_spectra(fitted) -> None:  # type: ignore[no-untyped-def]
+    """A region equal to the full field has spectra whose fields equal the full field's:
+    releasing it must release that buffer (identity), not compare the arrays."""
+    models_before = len(fitted._engine.models)
+    spectra_before = len(fitted._engine._spectra)
+    reg = fitted.fit_region((0, 32, 0, 32), trials=12, region_id="whole")
+    assert np.isfinite(reg.fit.loss)
+    assert len(fitted._engine.models) == models_before
+    assert len(fitted._engine._spectra) == spectra_before
+    assert fitted._full.spectra in fitted._engine._spectra  # the full field's stays

@@ -41,7 +41,7 @@ from .protocol import EngineClosedError
 RECON_EPS = 1e-2  # floor of |Γ| in the SSB correction (Γ ~ 1 inside the trotters)
 
 
-@dataclass
+@dataclass(eq=False)  # identity: two windows with equal fields are still two buffers
 class PreparedSpectra:
     """Half-plane spectra G_b(ν) of one scan window plus its rotation-dependent geometry."""
 
