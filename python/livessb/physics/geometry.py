@@ -84,10 +84,11 @@ def estimate_rotation(com: np.ndarray, scan_step_A: tuple[float, float]) -> Rota
     form in (cos θ, sin θ) whose smallest eigenvector is the minimiser.
     """
     results = []
+    # T swaps the two components: the same four gradients serve both choices.
+    d0 = np.gradient(com[..., 0], *scan_step_A)
+    d1 = np.gradient(com[..., 1], *scan_step_A)
     for transpose in (False, True):
-        u = com[..., ::-1] if transpose else com
-        d_ur_dr, d_ur_dc = np.gradient(u[..., 0], *scan_step_A)
-        d_uc_dr, d_uc_dc = np.gradient(u[..., 1], *scan_step_A)
+        (d_ur_dr, d_ur_dc), (d_uc_dr, d_uc_dc) = (d1, d0) if transpose else (d0, d1)
         curl = (d_uc_dr - d_ur_dc).ravel()
         div = (d_ur_dr + d_uc_dc).ravel()
         q = np.array([[curl @ curl, curl @ div], [curl @ div, div @ div]])
