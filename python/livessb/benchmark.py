@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from .engine.cuda_kernels import EVAL_GROUPS
+
 REGIONS = {
     "region_256": (128, 384, 128, 384),
     "region_128": (192, 320, 192, 320),
@@ -263,8 +265,6 @@ def candidate_timing(session: Any, ceilings: dict[str, float], trials: int) -> d
     cand = random_candidates(rng, 100)
     keep = eng.eval_group
     groups = {}
-    from .engine.cuda_kernels import EVAL_GROUPS
-
     for kc in EVAL_GROUPS:
         eng.eval_group = kc
         eng.evaluate(sp, cand)

@@ -11,6 +11,8 @@
 //   conj(Γ_b(ν)) = e^{-ic'} ((α-β) cos(Ψ/2) + i (α+β) sin(Ψ/2)),
 //   c' = 2πλ kᵀMν (linear in k), Ψ/2 = πλ νᵀMν, α = S_m a_m, β = S_p a_p,
 //   S = sinc(x), x_m = X_m - y, x_p = X_p - y, y = (Δ/2) 2πλ k·ν.
+// The scoring kernel (vp_eval, 2 or 4 candidates per thread) advances e^{-ic'} and
+// e^{ix_m} along detector rows by recurrence instead (see the comment there).
 // The trotter mask is evaluated in float64 with the NumPy formula (bit-identical
 // support to the CPU engine); the rest runs in float32 with float64 flushes.
 // Reconstruction grids walk per-warp support masks (support_mask, once per rotation):
@@ -237,15 +239,14 @@ __device__ __forceinline__ int pop_bit(unsigned long long& lo, unsigned long lon
 // The pixel walk shared by the ν-parallel kernels: BF pixels [BL, BH) in tiles of BT
 // (BL a multiple of BT); for an active thread, pair(kr, kc, g, am, ap) for every trotter
 // pair of its frequency (spectra G[b*M + src]; pixel geometry px[b] = (k_r, k_c, aperture,
-// 0) as float, staged in shared memory per tile), then tile_end() after each tile (where
+// anchor flag) as float, staged in shared memory per tile), then tile_end() after each tile (where
 // the float partials are flushed to float64). Spectra are prefetched two pixels ahead to
 // hide the load latency behind the arithmetic of the current pixel.
 // MASKED: wmask[tile] (this warp's row of a support mask, see support_mask) lists the
 // tile's pixels that may be in the trotter of some lane; only those are visited, in index
 // order, so the sums are those of the full walk. Pays where most pixels are outside
 // every lane's trotter (reconstruction grids); dense walks run faster unmasked.
-// Every lane of a warp must call it.
-// A warp walks when any of its lanes is active; its inactive lanes load nothing and are
+// Every lane of a warp must call it. A warp walks when any of its lanes is active; its inactive lanes load nothing and are
 // in no trotter. Each warp stages the tile's pixel rows in its own shared copy (warp
 // syncs only: warps whose trotters differ do not wait for each other at every tile).
 // WARP (unmasked walks only): pixel(p, in) runs for every pixel after its trotter test,
