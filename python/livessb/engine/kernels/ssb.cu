@@ -221,6 +221,19 @@ __device__ __forceinline__ bool pair_geo(float fkr, float fkc, float fnr, float 
     return true;
 }
 
+// float4 element t of a shared array at shared-window address base (see walk_pairs).
+__device__ __forceinline__ float4 ld_shared(unsigned base, int t) {
+    float4 v;
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(base + 16u * t));
+    return v;
+}
+
+__device__ __forceinline__ void st_shared(unsigned base, int t, float4 v) {
+    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};"
+                 :: "r"(base + 16u * t), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
+}
+
 // Lowest set bit of the 128-bit tile mask (lo, hi), cleared; -1 once none is left.
 __device__ __forceinline__ int pop_bit(unsigned long long& lo, unsigned long long& hi) {
     if (lo) {
@@ -260,7 +273,10 @@ __device__ __forceinline__ void walk_pairs(
     Pair&& pair, TileEnd&& tile_end) {
     static_assert(!(MASKED && WARP), "a masked walk skips pixels: no per-pixel hook");
     __shared__ float4 s_px_all[NT / 32][BT];
-    float4* s_px = s_px_all[threadIdx.x >> 5];
+    // Shared-window address of this warp's copy, kept in a register: otherwise it is
+    // recomputed from the CTA id and lane at every pixel (8 instructions).
+    unsigned s_px = (unsigned)__cvta_generic_to_shared(s_px_all[threadIdx.x >> 5]);
+    asm volatile("" : "+r"(s_px));
     const int lane = threadIdx.x & 31;
     const float fnr = (float)nr, fnc = (float)nc;
     if (!__any_sync(0xffffffffu, active)) return;  // warp-uniform
@@ -268,7 +284,7 @@ __device__ __forceinline__ void walk_pairs(
     for (int b0 = BL; b0 < BH; b0 += BT) {
         const int nb = min(BT, BH - b0);
         __syncwarp();
-        for (int t = lane; t < nb; t += 32) s_px[t] = px[b0 + t];
+        for (int t = lane; t < nb; t += 32) st_shared(s_px, t, px[b0 + t]);
         __syncwarp();
         if (MASKED) {
             const float2* gt = G + (size_t)b0 * M + src;
@@ -285,7 +301,7 @@ __device__ __forceinline__ void walk_pairs(
                 g0 = g1;
                 t1 = pop_bit(lo, hi);
                 if (active && t1 >= 0) g1 = gt[(size_t)t1 * M];
-                const float4 p = s_px[t];
+                const float4 p = ld_shared(s_px, t);
                 float am, ap;
                 if (active && pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc, p.z, geo,
                                        am, ap))
@@ -300,7 +316,7 @@ __device__ __forceinline__ void walk_pairs(
                 const float2 g = g0;
                 g0 = g1;
                 if (t + 2 < nb && active) g1 = *gp;
-                const float4 p = s_px[t];
+                const float4 p = ld_shared(s_px, t);
                 float am, ap;
                 const bool in = active && pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr,
                                                    nc, p.z, geo, am, ap);
