@@ -60,24 +60,40 @@ __device__ __forceinline__ float aperture_f(float d2, const Geo& g) {
     return fminf(fmaxf(a, 0.0f), 1.0f);
 }
 
-// Candidate constants for frequency (nr, nc). cand: C10, C12, c2, s2, t_r, t_c, depth, pad.
+// A candidate's per-ν quantities in float64 (one formula for every kernel's setup):
+// c' = kr*vr + kc*vc, x = X - hd*q, Ψ/2 = half_psi.
+// cand: C10, C12, c2, s2, t_r, t_c, depth, pad.
+struct CandPhases {
+    double vr, vc, hd, Xm, Xp, half_psi;
+};
+
+__device__ __forceinline__ CandPhases cand_phases(const double* __restrict__ cand, double nr,
+                                                  double nc, double pilam) {
+    const double C10 = cand[0], C12 = cand[1], c2 = cand[2], s2 = cand[3];
+    const double a = C12 * c2, b = C12 * s2, nn = nr * nr + nc * nc;
+    const double hd = 0.5 * cand[6], tp = 2.0 * PI_D * (nr * cand[4] + nc * cand[5]);
+    CandPhases o;
+    o.vr = 2.0 * pilam * ((C10 + a) * nr + b * nc);
+    o.vc = 2.0 * pilam * (b * nr + (C10 - a) * nc);
+    o.hd = hd;
+    o.Xm = hd * (pilam * nn + tp);
+    o.Xp = hd * (-pilam * nn + tp);
+    o.half_psi = pilam * (C10 * nn + a * (nr * nr - nc * nc) + b * 2.0 * nr * nc);
+    return o;
+}
+
+// Candidate constants for frequency (nr, nc) of the direct (sincos per pair) kernels.
 __device__ __forceinline__ void make_cand(const double* __restrict__ cand, double nr, double nc,
                                           double pilam, Cand& o) {
-    double C10 = cand[0], C12 = cand[1], c2 = cand[2], s2 = cand[3];
-    double tr = cand[4], tc = cand[5], dep = cand[6];
-    double a = C12 * c2, b = C12 * s2;
-    o.vr = (float)(2.0 * pilam * ((C10 + a) * nr + b * nc));
-    o.vc = (float)(2.0 * pilam * (b * nr + (C10 - a) * nc));
-    double nn = nr * nr + nc * nc;
-    double half_psi = pilam * (C10 * nn + a * (nr * nr - nc * nc) + b * 2.0 * nr * nc);
+    const CandPhases p = cand_phases(cand, nr, nc, pilam);
+    const double Xm = p.Xm, Xp = p.Xp;
+    o.vr = (float)p.vr;
+    o.vc = (float)p.vc;
     double s, c;
-    sincos(half_psi, &s, &c);
+    sincos(p.half_psi, &s, &c);
     o.cE = (float)c;
     o.sE = (float)s;
-    double hd = 0.5 * dep;
-    double tp = 2.0 * PI_D * (nr * tr + nc * tc);
-    double Xm = hd * (pilam * nn + tp), Xp = hd * (-pilam * nn + tp);
-    o.hd = (float)hd;
+    o.hd = (float)p.hd;
     o.Xm = (float)Xm;
     o.Xp = (float)Xp;
     sincos(Xm, &s, &c);
@@ -252,16 +268,17 @@ __device__ __forceinline__ int pop_bit(unsigned long long& lo, unsigned long lon
 // The pixel walk shared by the ν-parallel kernels: BF pixels [BL, BH) in tiles of BT
 // (BL a multiple of BT); for an active thread, pair(kr, kc, g, am, ap) for every trotter
 // pair of its frequency (spectra G[b*M + src]; pixel geometry px[b] = (k_r, k_c, aperture,
-// anchor flag) as float, staged in shared memory per tile), then tile_end() after each tile (where
-// the float partials are flushed to float64). Spectra are prefetched two pixels ahead to
+// anchor flag) as float, staged in shared memory per tile), then tile_end() after each
+// tile (where the float partials are flushed to float64). Spectra are prefetched two pixels ahead to
 // hide the load latency behind the arithmetic of the current pixel.
 // MASKED: wmask[tile] (this warp's row of a support mask, see support_mask) lists the
 // tile's pixels that may be in the trotter of some lane; only those are visited, in index
 // order, so the sums are those of the full walk. Pays where most pixels are outside
 // every lane's trotter (reconstruction grids); dense walks run faster unmasked.
-// Every lane of a warp must call it. A warp walks when any of its lanes is active; its inactive lanes load nothing and are
-// in no trotter. Each warp stages the tile's pixel rows in its own shared copy (warp
-// syncs only: warps whose trotters differ do not wait for each other at every tile).
+// Every lane of a warp must call it. A warp walks when any of its lanes is active; its
+// inactive lanes load nothing and are in no trotter. Each warp stages the tile's pixel
+// rows in its own shared copy (warp syncs only: warps whose trotters differ do not wait
+// for each other at every tile).
 // WARP (unmasked walks only): pixel(p, in) runs for every pixel after its trotter test,
 // so it may vote over the warp (vp_eval's recurrences step there); the other kernels
 // pass NoPixel.
@@ -367,38 +384,24 @@ struct Rec {           // per (ν, candidate) constants read at every pixel
 #define RARE 4  // shared constants per candidate: vr, vc (c' = kr*vr + kc*vc),
                 // hpm (Ψ/2 reduced to [-π, π]), -2 cos Ψ
 
-__device__ __forceinline__ double half_psi_of(const double* __restrict__ cand, double nr,
-                                              double nc, double pilam) {
-    const double C10 = cand[0], C12 = cand[1], c2 = cand[2], s2 = cand[3];
-    return pilam * (C10 * (nr * nr + nc * nc) + C12 * c2 * (nr * nr - nc * nc)
-                    + C12 * s2 * 2.0 * nr * nc);
-}
-
 __device__ __forceinline__ void make_rec(const double* __restrict__ cand, double nr, double nc,
                                          double pilam, double dkr, double dkc, Rec& o,
                                          float* rare) {  // rare[q * NT], q < RARE
-    const double C10 = cand[0], C12 = cand[1], c2 = cand[2], s2 = cand[3];
-    const double a = C12 * c2, b = C12 * s2;
-    const double vr = 2.0 * pilam * ((C10 + a) * nr + b * nc);
-    const double vc = 2.0 * pilam * (b * nr + (C10 - a) * nc);
-    const double hd = 0.5 * cand[6], nn = nr * nr + nc * nc;
-    const double tp = 2.0 * PI_D * (nr * cand[4] + nc * cand[5]);
-    const double Xm = hd * (pilam * nn + tp), Xp = hd * (-pilam * nn + tp);
-    const double half_psi = half_psi_of(cand, nr, nc, pilam);
+    const CandPhases p = cand_phases(cand, nr, nc, pilam);
     double s, c;
-    o.hd = (float)hd;
-    o.Xm = (float)Xm;
-    o.Xp = (float)Xp;
-    sincos(dkr * vr + dkc * vc, &s, &c);
+    o.hd = (float)p.hd;
+    o.Xm = (float)p.Xm;
+    o.Xp = (float)p.Xp;
+    sincos(dkr * p.vr + dkc * p.vc, &s, &c);
     o.zr = (float)c; o.zi = (float)-s;
-    sincos(hd * 2.0 * pilam * (dkr * nr + dkc * nc), &s, &c);
+    sincos(p.hd * 2.0 * pilam * (dkr * nr + dkc * nc), &s, &c);
     o.er = (float)c; o.ei = (float)-s;
-    sincos(Xp - Xm, &s, &c);
+    sincos(p.Xp - p.Xm, &s, &c);
     o.cK = (float)c; o.sK = (float)s;
-    rare[0] = (float)vr;
-    rare[NT] = (float)vc;
-    rare[2 * NT] = (float)remainder(half_psi, 2.0 * PI_D);
-    rare[3 * NT] = (float)(-2.0 * cos(2.0 * half_psi));
+    rare[0] = (float)p.vr;
+    rare[NT] = (float)p.vc;
+    rare[2 * NT] = (float)remainder(p.half_psi, 2.0 * PI_D);
+    rare[3 * NT] = (float)(-2.0 * cos(2.0 * p.half_psi));
 }
 
 // z *= w (complex, components as floats).
@@ -539,7 +542,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
 #pragma unroll
     for (int j = 0; j < KC; ++j) {
         double sP, cP;
-        sincos(2.0 * half_psi_of(ctab + 8 * j, nr, nc, pilam), &sP, &cP);
+        sincos(2.0 * cand_phases(ctab + 8 * j, nr, nc, pilam).half_psi, &sP, &cP);
         const double bR = ACC_(j, 2), bI = ACC_(j, 3), D = ACC_(j, 4);
         ACC_(j, 0) -= cP * bR + sP * bI;
         ACC_(j, 1) -= cP * bI - sP * bR;
