@@ -23,8 +23,8 @@ from livessb.engine import cuda_kernels as ck
 VARIANTS = {  # the first compiled module's timings run cold: "warmup" absorbs that
     "warmup": (),
     "default": (),
-    "eval_minb5": ("-DEVAL_MINB_FOR(KC)=((KC)<=2?6:5)",),
-    "eval_minb_2to4": ("-DEVAL_MINB_FOR(KC)=4",),
+    "deriv_minb2": ("-DDERIV_MINB=2",),
+    "deriv_minb4": ("-DDERIV_MINB=4",),
 }
 
 

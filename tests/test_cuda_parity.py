@@ -325,3 +325,46 @@ def test_support_masks_skip_only_pixels_outside_every_trotter(thick):
         np.testing.assert_array_equal(masked, eng.reconstruct(sp, params, 3, "ssb"))
     finally:
         eng.close()
+
+
+def test_mirror_branch_reconstructs_the_conjugate_object_on_device(thick):
+    """The branch choice negates one branch's phase skewness for its exact mirror: on the
+    device too, O(θ+π, mirror(p)) = conj O(θ, p) to float32 rounding."""
+    from livessb.fit.search import Box, mirror_params
+
+    ds, truth = thick
+    p = dict(truth.params)
+    q = mirror_params(p, Box.from_mapping(None))
+    eng = CUDAEngine(ds)
+    try:
+        rot, sp = _prepared(eng, ds)
+        o = eng.reconstruct(sp, p, 2)
+        eng.set_rotation(sp, rot.theta + math.pi, rot.transpose)
+        o_mirror = eng.reconstruct(sp, q, 2)
+        assert np.abs(o_mirror - np.conj(o)).max() <= 1e-5 * np.abs(o).max()
+        assert np.abs(o_mirror - o).max() > 0.1 * np.abs(o).max()
+    finally:
+        eng.close()
+
+
+def test_set_rotation_revisits_are_free_and_identical(thick):
+    """Returning to a visited rotation reuses its geometry and energy (same bits)."""
+    ds, truth = thick
+    eng = CUDAEngine(ds)
+    try:
+        rot, sp = _prepared(eng, ds)
+        vec = np.array([[truth.params[k] for k in PARAMS]])
+        energy, loss = sp.energy, eng.evaluate(sp, vec)
+        eng.set_rotation(sp, rot.theta + math.pi, rot.transpose)
+        other = sp.energy
+        calls = eng.stats["set_rotation_calls"]
+        eng.set_rotation(sp, rot.theta, rot.transpose)
+        assert sp.energy == energy
+        np.testing.assert_array_equal(eng.evaluate(sp, vec), loss)
+        assert other == pytest.approx(energy, rel=1e-6)  # energy is even in k
+        region = eng.prepare((3, 29, 2, 30))
+        eng.set_rotation(region, rot.theta, rot.transpose)
+        assert region.extra["px"] is sp.extra["px"]  # geometry shared across windows
+        assert eng.stats["set_rotation_calls"] == calls + 2
+    finally:
+        eng.close()

@@ -23,6 +23,7 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -282,8 +283,37 @@ def candidate_timing(session: Any, ceilings: dict[str, float], trials: int) -> d
         eng.derivatives(sp, cand)
         ts.append(time.perf_counter() - t0)
     out["derivatives_3_s"] = float(np.median(ts))
+    out["derivatives_1_s"] = _median_time(lambda: eng.derivatives(sp, cand[:1]), 3)
     out["flops_per_pair_assumed"] = FLOPS_PER_PAIR
+    # The BF gather a session's open starts (asynchronously; the fit's first stage waits).
+    counts = session.dataset.counts
+    out["bf_gather_s"] = _median_time(lambda: eng._upload_bf_counts(counts), 3)
     return out
+
+
+def _median_time(call: Callable[[], Any], repeats: int) -> float:
+    """Median wall time of ``call`` with the device synchronised before and after."""
+    import cupy as cp
+
+    call()
+    ts = []
+    for _ in range(repeats):
+        cp.cuda.Device().synchronize()
+        t0 = time.perf_counter()
+        call()
+        cp.cuda.Device().synchronize()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts))
+
+
+def newton_trace(steps: list[dict[str, Any]]) -> list[list[Any]]:
+    """[branch, iteration, points differentiated, accepted] per derivatives call."""
+    calls: dict[tuple[str, int], list[int]] = {}
+    for st in steps:
+        row = calls.setdefault((str(st.get("branch", 0)), int(st["iteration"])), [0, 0])
+        row[0] += 1
+        row[1] += int(bool(st["accepted"]))
+    return [[b, it, n, ok] for (b, it), (n, ok) in calls.items()]
 
 
 # Arithmetic of one (b, ν) pair and candidate in the factored form (two sincos ≈ 2×8,
@@ -357,7 +387,8 @@ def run_benchmark(
         hashes.append(rec.phase_hash())
         st: dict[str, Any] = {"fit_full": full.timings, "fit_full_engine": engine_full,
                               "reconstruct_engine": engine_rec,
-                              "fit_full_newton_steps": len(full.newton)}
+                              "fit_full_newton_steps": len(full.newton),
+                              "fit_full_newton_trace": newton_trace(full.newton)}
         reg_fits = {}
         for name, bounds in regions.items():
             snap = dict(eng.stats)
@@ -365,6 +396,7 @@ def run_benchmark(
             reg = s.fit_region(bounds, trials=trials, seed=seed)
             times[name].append(time.perf_counter() - t0)
             st[name] = {**reg.timings, "newton_steps": len(reg.fit.newton),
+                        "newton_trace": newton_trace(reg.fit.newton),
                         "engine": _delta(snap, eng.stats)}
             reg_fits[name] = {"params": reg.params, "loss": reg.fit.loss,
                               "truth_C10": truth.local_C10(bounds)}

@@ -161,13 +161,14 @@ class Session:
         t_branch = time.perf_counter()
         best = branch_best
         if objective == "vp":  # the comparison objectives have no Newton to re-run
+            # Reconstructions (and restored calibrations) use radians(rotation_deg), a few
+            # ulp from θ: the refined Newton runs there, and leaves the full field there.
             theta, best = refine_rotation(self._full_model(theta, rot.transpose), theta,
-                                          rot.transpose, branch_best.params, fit_box)
+                                          rot.transpose, branch_best.params, fit_box,
+                                          snap=_stored_theta)
         self.rotation_deg = math.degrees(theta) % 360.0
         self.transpose = rot.transpose
-        # Reconstructions (and restored calibrations) use radians(rotation_deg), a few ulp
-        # from θ: set the full field there now, so the first reconstruction does not.
-        self._full_model(self._theta, rot.transpose)
+        self._full_model(self._theta, rot.transpose)  # in place after the refinement
         result = FitResult(
             params=best.params, loss=best.loss, rotation_deg=self.rotation_deg,
             transpose=rot.transpose,
@@ -208,16 +209,31 @@ class Session:
             i = int(np.argmin([fit.loss for _, fit in branches]))
             info = [{"chosen": j == i, "chosen_by": "loss"} for j in range(2)]
         else:
-            skews = []
-            for theta, fit in branches:
-                model = self._full_model(theta, transpose)
-                skews.append(phase_skewness(np.angle(model.reconstruct(fit.params, 1, "ssb"))))
+            skews = self._branch_skewness(branches, transpose)
             i = int(np.argmax(skews))
             info = [{"chosen": j == i, "chosen_by": "phase_skewness", "phase_skewness": skews[j]}
                     for j in range(2)]
         theta, best = branches[i]
         self._full_model(theta, transpose)
         return theta, best, info
+
+    def _branch_skewness(
+        self, branches: list[tuple[float, BranchFit]], transpose: bool
+    ) -> list[float]:
+        """Phase skewness of each branch's 1× reconstruction. A derived branch (the exact
+        mirror of the other) reconstructs the complex conjugate object, so its skewness
+        is the other's negated: one reconstruction, on the rotation the field is at."""
+        if branches[1][1].derived is None:
+            return [self._phase_skewness(theta, fit.params, transpose)
+                    for theta, fit in branches]
+        full = self._full
+        at = 1 if full is not None and full.spectra.rotation == (branches[1][0], transpose) else 0
+        skew = self._phase_skewness(branches[at][0], branches[at][1].params, transpose)
+        return [skew, -skew] if at == 0 else [-skew, skew]
+
+    def _phase_skewness(self, theta: float, params: dict[str, float], transpose: bool) -> float:
+        model = self._full_model(theta, transpose)
+        return phase_skewness(np.angle(model.reconstruct(params, 1, "ssb")))
 
     def fit_region(
         self, bounds: Bounds, trials: int = 200, seed: int = 42, region_id: str | None = None,
@@ -380,6 +396,11 @@ class Session:
 
 
 MIRROR_LOSS_RTOL = 1e-5  # float32 sums in another order; a real asymmetry is far larger
+
+
+def _stored_theta(theta: float) -> float:
+    """θ as a session holds it: radians of rotation_deg = degrees(θ) mod 360."""
+    return math.radians(math.degrees(theta) % 360.0)
 
 
 def _mirrored_branch(model: ThickSampleModel, fit: BranchFit, box: Box) -> BranchFit | None:

@@ -44,6 +44,8 @@ from .protocol import DeviceMemoryError
 
 MRAD = 1e-3
 MAX_PLANS = 16
+GEOMETRY_CACHE = 8  # rotations whose device geometry rows are kept
+MAX_GRID_Z = 65535  # CUDA's limit on gridDim.z (stage_window: one z per staged pixel)
 
 # cuFFT plans live for the process, keyed by shape, and take their work areas from a
 # dedicated pool: closing a session then returns the default pool to its baseline
@@ -125,6 +127,7 @@ class CUDAEngine(ArrayEngine):
         if self.eval_group not in ck.EVAL_GROUPS:
             raise ValueError(f"eval_group must be one of {ck.EVAL_GROUPS}")
         self._buffers: dict[tuple[int, int], Any] = {}  # reusable G buffers by shape
+        self._geometry: dict[tuple[float, bool], tuple[Any, Any, Any]] = {}
         self._closing = False
         self.stats: dict[str, float] = {}
         self.close_breakdown: dict[str, float] = {}
@@ -189,8 +192,9 @@ class CUDAEngine(ArrayEngine):
             rows_per = max(1, (1 << 22) // max(1, Rc))
             for r0 in range(0, Rr, rows_per):
                 npos = min(rows_per, Rr - r0) * Rc
-                kern((2048,), (256,), (flat, np.int64(npos), np.int64(r0 * Rc),
-                                       np.int32(kr * kc), idx, np.int32(B), np.int64(P), out))
+                kern((-(-npos // ck.GATHER_TILE), -(-B // ck.GATHER_TILE)), (256,),
+                     (flat, np.int64(npos), np.int64(r0 * Rc), np.int32(kr * kc), idx,
+                      np.int32(B), np.int64(P), out))
             return out
         rows, cols = self.bf.rows, self.bf.cols
         for r in range(Rr):  # host counts (memmaps too): one scan row at a time
@@ -247,16 +251,16 @@ class CUDAEngine(ArrayEngine):
                 (n_bf,), (256,), (bf, np.int32(bf.shape[1]), np.int32(bf.shape[2]),
                                   np.int32(b[0]), np.int32(b[2]), np.int32(h), np.int32(w), mean))
             per_pixel = Nr * Nc * 4 + M * 8 * 2  # staging in, FFT out (+ its copy)
-            chunk = int(max(1, min(n_bf, self.staging_bytes // per_pixel)))
+            chunk = int(max(1, min(n_bf, self.staging_bytes // per_pixel, MAX_GRID_Z)))
             stage = cp.zeros((chunk, Nr, Nc), dtype=cp.float32)
             stage_k = ck.kernel("stage_window", self.count_dtype)
             plan = _fft_plan(stage, "R2C")  # one plan per shape: the last chunk is padded
             for s in range(0, n_bf, chunk):
                 n = min(chunk, n_bf - s)
-                stage_k((1024,), (256,), (bf, np.int32(bf.shape[1]), np.int32(bf.shape[2]),
-                                          np.int32(s), np.int32(n), np.int32(b[0]), np.int32(b[2]),
-                                          np.int32(h), np.int32(w), np.int32(Nr), np.int32(Nc),
-                                          mean, stage))
+                stage_k((-(-Nc // ck.NT), Nr, n), (ck.NT,),
+                        (bf, np.int32(bf.shape[1]), np.int32(bf.shape[2]), np.int32(s),
+                         np.int32(b[0]), np.int32(b[2]), np.int32(h), np.int32(w),
+                         np.int32(Nr), np.int32(Nc), mean, stage))
                 if n == chunk:  # straight into G's rows: no temporary spectrum, no copy
                     out = G[s:s + n].reshape(n, Nr, Hc)
                     plan.check_output_array(stage, out)
@@ -286,26 +290,50 @@ class CUDAEngine(ArrayEngine):
         if spectra.rotation == (theta, transpose):
             return
         t0 = time.perf_counter()
-        cp = self.cp
-        k, px, dk = self._pixel_geometry([theta], transpose)
         ex = spectra.extra
-        ex["k64"], ex["px"], ex["dk"] = cp.asarray(k[0]), cp.asarray(px[0]), cp.asarray(dk[0])
+        ex["k64"], ex["px"], ex["dk"] = self._geometry_at(theta, transpose)
         ex.pop("fine_masks", None)  # the reconstruction grid's masks belong to the old θ
         spectra.k = ex["k64"]
         spectra.grids = []
+        # The fit returns to rotations it has visited (branch θ, its mirror θ+π): their
+        # energies are kept per window, computed once.
+        seen = ex.setdefault("energies", {})
+        if (theta, transpose) not in seen:
+            seen[theta, transpose] = self._energy(spectra)
+        spectra.energy, ex["pairs"] = seen[theta, transpose]
+        spectra.rotation = (theta, transpose)
+        self._tick("set_rotation", t0)
+
+    def _geometry_at(self, theta: float, transpose: bool) -> tuple[Any, Any, Any]:
+        """Device geometry rows (k64, px, dk) of one rotation, kept for the rotations in
+        use (regions reuse the full field's; geometry does not depend on the window)."""
+        key = (theta, transpose)
+        if key not in self._geometry:
+            if len(self._geometry) >= GEOMETRY_CACHE:
+                self._geometry.pop(next(iter(self._geometry)))
+            k, px, dk = self._pixel_geometry([theta], transpose)
+            cp = self.cp
+            self._geometry[key] = (cp.asarray(k[0]), cp.asarray(px[0]), cp.asarray(dk[0]))
+        return self._geometry[key]
+
+    def _energy(self, spectra: PreparedSpectra) -> tuple[float, int]:
+        """Sideband energy and in-trotter pair count at the spectra's new geometry (the
+        pixel loop split as in scoring: small windows have few frequency blocks)."""
+        cp = self.cp
+        ex = spectra.extra
         Nr, Nc = spectra.shape
         M = ex["M"]
         nblk = -(-M // ck.NT)
-        part = cp.empty(nblk, dtype=cp.float64)
-        pairs = cp.empty(nblk, dtype=cp.float64)
+        per, nsplit = self._split(spectra)
+        part = cp.empty((nsplit, nblk), dtype=cp.float64)
+        pairs = cp.empty((nsplit, nblk), dtype=cp.float64)
         ck.module().get_function("energy_kernel")(
-            (nblk,), (ck.NT,), (spectra.G, np.int32(spectra.n_bf), np.int32(M), np.int32(Nr),
-                                np.int32(Nc), ex["nu_r"], ex["nu_c"], ex["k64"], ex["px"],
-                                *self._geo, part, pairs))
-        spectra.energy = float(np.sum(cp.asnumpy(part)))
-        ex["pairs"] = int(np.sum(cp.asnumpy(pairs)))
-        spectra.rotation = (theta, transpose)
-        self._tick("set_rotation", t0)
+            (nblk, nsplit), (ck.NT,),
+            (spectra.G, np.int32(spectra.n_bf), np.int32(M), np.int32(Nr), np.int32(Nc),
+             ex["nu_r"], ex["nu_c"], ex["k64"], ex["px"], *self._geo, part, pairs,
+             np.int32(per)))
+        return (float(np.sum(cp.asnumpy(part).ravel())),
+                int(np.sum(cp.asnumpy(pairs).ravel())))
 
     def _pixel_geometry(
         self, thetas: Any, transpose: bool
@@ -628,6 +656,7 @@ class CUDAEngine(ArrayEngine):
         t0 = time.perf_counter()
         self._closing = True
         self._buffers.clear()
+        self._geometry.clear()
         self._k_px = None
         super().close()
         self.close_breakdown["total_s"] = time.perf_counter() - t0

@@ -24,6 +24,7 @@ NT = 128  # threads per block of the ν-parallel kernels (matches the source)
 NQ = 28  # loss + 6 gradient + 21 Hessian terms
 NA = 55  # derivative sums per frequency (float64 in shared memory)
 BT = 128  # BF pixels per tile (matches the source)
+GATHER_TILE = 64  # positions and BF pixels per block of gather_bf (GT in the source)
 
 ANCHOR_PIXELS = 16  # vp_eval re-anchors its phase recurrences at least this often in a row
 

@@ -4,7 +4,7 @@ then Newton from the best few."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,12 +76,14 @@ def joint_fit(
 
 def refine_rotation(
     model: ThickSampleModel, theta: float, transpose: bool, params: Mapping[str, float],
-    box: Box, span_deg: float = 3.0,
+    box: Box, span_deg: float = 3.0, snap: Callable[[float], float] | None = None,
 ) -> tuple[float, BranchFit]:
     """Minimise the VP loss over θ near the COM estimate, then re-run Newton there.
 
     The COM curl estimate is noise-limited (~1°); the loss pins θ through the
     aberration phases, which move with the BF frequencies k = R(θ)·T·k_det.
+    Returns the refined θ; the Newton runs at ``snap(θ)`` (the angle as the caller will
+    store it), and the model is left there.
     """
     b, names = box, box.names
     vec = np.array([[params[p] for p in names]])
@@ -94,7 +96,7 @@ def refine_rotation(
         refined = theta + float(np.clip(-b_ / (2 * a), grid[0] - theta, grid[-1] - theta))
     else:
         refined = float(grid[int(np.argmin(losses))])
-    model.set_rotation(refined, transpose)
+    model.set_rotation(refined if snap is None else snap(refined), transpose)
     t0 = time.perf_counter()
     x, lx, steps = newton_refine(vec, lambda c: model.derivatives(c, names), b, NewtonOptions())
     out = _tilt_without_depth(x[0])

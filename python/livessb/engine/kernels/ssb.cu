@@ -869,15 +869,24 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
             const float hp[2] = {-(cc.cE * gr + cc.sE * gi), -(cc.cE * gi - cc.sE * gr)};
             // Each disc side's sums only where its aperture is nonzero: inside a trotter
             // exactly one hard disc holds k, so the other side is zero except in the
-            // soft-edge band (skipping it only drops exact zeros: same sums).
-            Side vp{}, vm{};
-            if (ap != 0.f)
-                vp = side_sums(A, hp, ap, po.xp, po.Sp, po.sp, po.cp, 0.5f * (Bp - e1), -1.f,
-                               fP, fP12, fP22, cdv, cd12, cd22);
-            if (am != 0.f)
-                vm = side_sums(A, hm, am, po.xm, po.Sm, po.sm, po.cm, 0.5f * (Bm - e1), 1.f,
-                               fP, fP12, fP22, cdv, cd12, cd22);
-            if (am != 0.f && ap != 0.f) cross_sums(A, vm, vp);
+            // soft-edge band (skipping it only drops exact zeros: same sums). Every lane
+            // runs one side_sums body on the side its apertures select (+ν first, as
+            // ever): with a body per side, a warp whose lanes sit in different discs
+            // ran both. The second side and the cross terms only in the band.
+            if (ap != 0.f || am != 0.f) {
+                const bool pf = ap != 0.f;
+                const float h1[2] = {pf ? hp[0] : hm[0], pf ? hp[1] : hm[1]};
+                const Side v1 = side_sums(A, h1, pf ? ap : am, pf ? po.xp : po.xm,
+                                          pf ? po.Sp : po.Sm, pf ? po.sp : po.sm,
+                                          pf ? po.cp : po.cm, 0.5f * ((pf ? Bp : Bm) - e1),
+                                          pf ? -1.f : 1.f, fP, fP12, fP22, cdv, cd12, cd22);
+                if (pf && am != 0.f) {
+                    const Side vm = side_sums(A, hm, am, po.xm, po.Sm, po.sm, po.cm,
+                                              0.5f * (Bm - e1), 1.f, fP, fP12, fP22, cdv, cd12,
+                                              cd22);
+                    cross_sums(A, vm, v1);
+                }
+            }
         },
         [&]() {
             dN[0] += fN[0]; dN[1] += fN[1]; dN[2] += fN[2];
@@ -917,14 +926,18 @@ __global__ void __launch_bounds__(NT) vp_derivs_finish(
 }
 
 // ---------------------------------------------------------------------------------
-// Sideband energy Σ_ν w Σ_b m_b |G_b|^2: partial (nblk,).
+// Sideband energy Σ_ν w Σ_b m_b |G_b|^2: partial (nsplit, nblk).
 __global__ void __launch_bounds__(NT) energy_kernel(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc,
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
     const double* __restrict__ k64, const float4* __restrict__ px, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
-    double* __restrict__ partial, double* __restrict__ pairs) {
+    double* __restrict__ partial, double* __restrict__ pairs, int bsplit) {
+    // Grid (nblk, nsplit): split z sums pixels [z·bsplit, (z+1)·bsplit) into partial
+    // (nsplit, nblk) (small windows have too few frequency blocks to fill the device).
     const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
     __shared__ double red[2 * NT];
+    const int BL = blockIdx.y * bsplit, BH = min(B, BL + bsplit);
+    const size_t out_at = (size_t)blockIdx.y * gridDim.x + blockIdx.x;
     const int Hc = Nc / 2 + 1;
     const int m = blockIdx.x * NT + threadIdx.x;
     double nr = 0.0, nc = 0.0;
@@ -932,7 +945,7 @@ __global__ void __launch_bounds__(NT) energy_kernel(
     if (active) { nr = nu_r[m / Hc]; nc = nu_c[m % Hc]; }
     double e = 0.0, cnt = 0.0;
     float fe = 0.f;
-    walk_pairs<false, false>(G, M, m, active, 0, B, k64, px, nullptr, nr, nc, geo, NoPixel(),
+    walk_pairs<false, false>(G, M, m, active, BL, BH, k64, px, nullptr, nr, nc, geo, NoPixel(),
         [&](float, float, float2 g, float, float) {
             fe = __fadd_rn(fe, energy_term(g));
             cnt += 1.0;
@@ -942,7 +955,7 @@ __global__ void __launch_bounds__(NT) energy_kernel(
     red[threadIdx.x] = e * w;
     red[NT + threadIdx.x] = cnt;
     block_reduce(red, 2);
-    if (threadIdx.x == 0) { partial[blockIdx.x] = red[0]; pairs[blockIdx.x] = red[NT]; }
+    if (threadIdx.x == 0) { partial[out_at] = red[0]; pairs[out_at] = red[NT]; }
 }
 
 // ---------------------------------------------------------------------------------
@@ -1070,23 +1083,20 @@ __global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
 // ---------------------------------------------------------------------------------
 // Spectra staging: out[(p, r, c)] = counts[b0+p, R0+r, C0+c] - mean[b0+p] inside the
 // window (h, w), 0 in the padding (the mean pattern minus itself). bf: (B, Rr, Rc).
+// Grid (ceil(Nc/NT), Nr, np): the indices come from the grid, not from 64-bit divisions
+// of a flat index (three per element made the full-field staging arithmetic-bound).
 template <typename T>
-__global__ void stage_window(const T* __restrict__ bf, int Rr, int Rc, int b0, int np,
-                             int R0, int C0, int h, int w, int Nr, int Nc,
-                             const double* __restrict__ mean, float* __restrict__ out) {
-    const size_t n = (size_t)np * Nr * Nc;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (size_t)gridDim.x * blockDim.x) {
-        const int c = (int)(i % Nc);
-        const int r = (int)((i / Nc) % Nr);
-        const int p = (int)(i / ((size_t)Nr * Nc));
-        float v = 0.0f;
-        if (r < h && c < w) {
-            const int b = b0 + p;
-            v = (float)((double)bf[((size_t)b * Rr + (R0 + r)) * Rc + (C0 + c)] - mean[b]);
-        }
-        out[i] = v;
+__global__ void __launch_bounds__(NT) stage_window(
+    const T* __restrict__ bf, int Rr, int Rc, int b0, int R0, int C0, int h, int w, int Nr,
+    int Nc, const double* __restrict__ mean, float* __restrict__ out) {
+    const int c = blockIdx.x * NT + threadIdx.x, r = blockIdx.y, p = blockIdx.z;
+    if (c >= Nc) return;
+    float v = 0.0f;
+    if (r < h && c < w) {
+        const int b = b0 + p;
+        v = (float)((double)bf[((size_t)b * Rr + (R0 + r)) * Rc + (C0 + c)] - mean[b]);
     }
+    out[((size_t)p * Nr + r) * Nc + c] = v;
 }
 
 // Window mean of every BF pixel: one block per pixel, fixed-order sums.
@@ -1097,9 +1107,15 @@ __global__ void window_mean(const T* __restrict__ bf, int Rr, int Rc, int R0, in
     const int b = blockIdx.x;
     double s = 0.0;
     const size_t n = (size_t)h * w;
+    // Element i = r·w + c, visited in the same order as a flat loop; (r, c) advance
+    // incrementally (a 64-bit division per element dominated the full-field mean).
+    int r = threadIdx.x / w, c = threadIdx.x % w;
+    const int dr = 256 / w, dc = 256 % w;
     for (size_t i = threadIdx.x; i < n; i += 256) {
-        const int r = (int)(i / w), c = (int)(i % w);
         s += (double)bf[((size_t)b * Rr + (R0 + r)) * Rc + (C0 + c)];
+        r += dr;
+        c += dc;
+        if (c >= w) { c -= w; ++r; }
     }
     red[threadIdx.x] = s;
     __syncthreads();
@@ -1143,18 +1159,30 @@ __global__ void bf_com(const T* __restrict__ bf, int B, long long P,
 }
 
 // Gather BF pixels of device-resident counts: counts (rows*Rc, K) → bf (B, Rr*Rc) slab.
+// A transpose through shared memory, GT positions × GT pixels per block: reads run along
+// the BF pixels of a pattern (contiguous within a detector row), writes along positions
+// (one element per pattern per thread left every read its own memory sector).
+#define GT 64
 template <typename T>
-__global__ void gather_bf(const T* __restrict__ counts, long long npos, long long pos0,
-                          int K, const int* __restrict__ idx, int B, long long P,
-                          T* __restrict__ bf) {
-    const long long n = npos * (long long)B;
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (long long)gridDim.x * blockDim.x) {
-        const long long p = i % npos;
-        const int b = (int)(i / npos);
-        bf[(size_t)b * P + pos0 + p] = counts[(size_t)(pos0 + p) * K + idx[b]];
+__global__ void __launch_bounds__(256) gather_bf(
+    const T* __restrict__ counts, long long npos, long long pos0, int K,
+    const int* __restrict__ idx, int B, long long P, T* __restrict__ bf) {
+    __shared__ T tile[GT][GT + 1];
+    const long long p0 = (long long)blockIdx.x * GT;
+    const int b0 = blockIdx.y * GT;
+    const int tx = threadIdx.x % GT, ty = threadIdx.x / GT;  // 256 threads: ty < 4
+    const int col = b0 + tx < B ? idx[b0 + tx] : 0;
+    for (int j = ty; j < GT; j += 256 / GT) {
+        const long long p = p0 + j;
+        if (p < npos && b0 + tx < B) tile[j][tx] = counts[(size_t)(pos0 + p) * K + col];
+    }
+    __syncthreads();
+    for (int j = ty; j < GT; j += 256 / GT) {
+        const long long p = p0 + tx;
+        if (p < npos && b0 + j < B) bf[(size_t)(b0 + j) * P + pos0 + p] = tile[tx][j];
     }
 }
+#undef GT
 
 // Peak fp32 FMA rate probe (benchmark ceiling).
 __global__ void fma_peak(float* out, int iters, float a, float b) {
