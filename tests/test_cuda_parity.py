@@ -368,3 +368,26 @@ def test_set_rotation_revisits_are_free_and_identical(thick):
         assert eng.stats["set_rotation_calls"] == calls + 2
     finally:
         eng.close()
+
+
+def test_few_candidate_launches_split_to_fill_the_device():
+    """A lone leftover candidate of a batch and a single derivative start run split over
+    the pixels on an otherwise unsplit window: same values as in a full group."""
+    from livessb.synthetic_gpu import generate_dataset
+
+    ds, _ = generate_dataset(scan=(384, 384), detector=(48, 48), bf_pixels=400, seed=5)
+    eng = CUDAEngine(ds)
+    try:
+        _, sp = _prepared(eng, ds)
+        assert eng._split(sp)[1] == 1 and eng._split(sp, min_blocks=4096)[1] > 1
+        cand = _candidates(9, seed=4)
+        grouped = eng.evaluate(sp, cand[:8])  # two groups of 4
+        tail = eng.evaluate(sp, np.concatenate([cand[1:9], cand[:1]]))  # 8 + lone 1
+        np.testing.assert_allclose(tail[-1], grouped[0], rtol=1e-6)
+        np.testing.assert_array_equal(tail[:8], eng.evaluate(sp, cand[1:9]))
+        one = eng.derivatives(sp, cand[:1])
+        three = eng.derivatives(sp, cand[:3])
+        for a, b in zip(one, three, strict=True):
+            np.testing.assert_allclose(a[0], b[0], rtol=1e-5, atol=1e-12 * np.abs(b[0]).max())
+    finally:
+        eng.close()

@@ -45,6 +45,10 @@ from .protocol import DeviceMemoryError
 MRAD = 1e-3
 MAX_PLANS = 16
 GEOMETRY_CACHE = 8  # rotations whose device geometry rows are kept
+# Frequency blocks × pixel splits that fill the device for a launch of few candidates:
+# about five waves of resident blocks (H200: 132 SMs × 6 of vp_eval<1>, × 3 of vp_derivs).
+FILL_BLOCKS_EVAL = 4096
+FILL_BLOCKS_DERIV = 2048
 MAX_GRID_Z = 65535  # CUDA's limit on gridDim.z (stage_window: one z per staged pixel)
 
 # cuFFT plans live for the process, keyed by shape, and take their work areas from a
@@ -406,15 +410,19 @@ class CUDAEngine(ArrayEngine):
         return masks, tiles
 
     # -- scoring -------------------------------------------------------------------------------
-    def _split(self, spectra: PreparedSpectra) -> tuple[int, int]:
+    def _split(self, spectra: PreparedSpectra, min_blocks: int = 0) -> tuple[int, int]:
         """(pixels per split, splits) of the b loop: small windows split the BF pixels
         over blocks (then a finish kernel adds the splits in order). Depends on the
-        window only, so scoring and derivatives add in the same order (same bits)."""
+        window only (scoring, derivatives and energy add in the same order), unless a
+        launch of few candidates asks for ``min_blocks`` frequency blocks × splits."""
         nblk = -(-spectra.extra["M"] // ck.NT)
         B = spectra.n_bf
         if nblk >= 512:
-            return B, 1
-        want = min(16, math.ceil(2048 / nblk))
+            if nblk >= min_blocks:
+                return B, 1
+            want = math.ceil(min_blocks / nblk)
+        else:
+            want = min(16, math.ceil(2048 / nblk))
         per = math.ceil(math.ceil(B / want) / ck.BT) * ck.BT
         return per, math.ceil(B / per)
 
@@ -460,18 +468,32 @@ class CUDAEngine(ArrayEngine):
         return 1.0 - sums / spectra.energy
 
     def loss_sums(self, spectra: PreparedSpectra, cand: np.ndarray) -> np.ndarray:
-        """Σ_ν w |N|²/D for each candidate (one launch; host sums over block partials)."""
-        cp = self.cp
+        """Σ_ν w |N|²/D for each candidate (host sums over block partials).
+
+        Candidates go eval_group to a thread; a lone leftover (a batch of 25 in groups of
+        4) gets its own launch of one candidate per thread, split over the pixels to fill
+        the device, instead of three padded copies of itself."""
         K = len(cand)
         kc = self.eval_group
         while kc > 1 and kc >= 2 * K:
             kc //= 2
+        if kc > 1 and K > kc and K % kc == 1:
+            return np.concatenate([
+                self._loss_launch(spectra, cand[:-1], kc, self._split(spectra)),
+                self._loss_launch(spectra, cand[-1:], 1,
+                                  self._split(spectra, min_blocks=FILL_BLOCKS_EVAL))])
+        return self._loss_launch(spectra, cand, kc, self._split(spectra))
+
+    def _loss_launch(self, spectra: PreparedSpectra, cand: np.ndarray, kc: int,
+                     split: tuple[int, int]) -> np.ndarray:
+        cp = self.cp
+        K = len(cand)
         table = _candidate_table(cand, kc)
         Kp = len(table)
         M = spectra.extra["M"]
         nblk = -(-M // ck.NT)
         part = cp.empty((Kp, nblk), dtype=cp.float64)
-        per, nsplit = self._split(spectra)
+        per, nsplit = split
         raw = cp.empty((Kp, nsplit, 3, M) if nsplit > 1 else 1, dtype=cp.float64)
         ck.module().get_function(ck.eval_kernel_name(kc))(
             (Kp // kc, nblk, nsplit), (ck.NT,),
@@ -514,7 +536,8 @@ class CUDAEngine(ArrayEngine):
         for f in (fn, fin):
             if f.max_dynamic_shared_size_bytes < smem:
                 f.max_dynamic_shared_size_bytes = smem
-        per, nsplit = self._split(spectra)
+        # One candidate alone (a Newton start refined last) fills the device only split.
+        per, nsplit = self._split(spectra, min_blocks=FILL_BLOCKS_DERIV // K)
         table = cp.asarray(_candidate_table(cand))
         raw = cp.empty((K, nsplit, 3 + ck.NA, M) if nsplit > 1 else 1, dtype=cp.float64)
         fn((K, nblk, nsplit), (ck.NT,),
@@ -669,9 +692,13 @@ class CUDAEngine(ArrayEngine):
         t1 = time.perf_counter()
         cp.get_default_memory_pool().free_all_blocks()
         t2 = time.perf_counter()
-        cp.get_default_pinned_memory_pool().free_all_blocks()
+        pinned = cp.get_default_pinned_memory_pool()
+        pinned_blocks = int(pinned.n_free_blocks())
+        if pinned_blocks:  # the sessions allocate no pinned memory: usually nothing to free
+            pinned.free_all_blocks()
         self.close_breakdown.update(plan_pool_s=t1 - t0, free_all_blocks_s=t2 - t1,
-                                    pinned_s=time.perf_counter() - t2)
+                                    pinned_s=time.perf_counter() - t2,
+                                    pinned_free_blocks=pinned_blocks)
 
 
 __all__ = ["CUDAEngine", "_alias_map", "device_array_of"]
