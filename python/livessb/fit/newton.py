@@ -36,6 +36,9 @@ class NewtonOptions:
     # Converged once the model predicts a loss change below this fraction of the loss:
     # far below any physical difference, and above float32 rounding of the sums.
     min_predicted_rel: float = 1e-7
+    # A start whose loss the better start's quadratic model predicts to this fraction
+    # (ten times the float32 noise of the sums) refines the same basin: it is merged.
+    merge_model_rel: float = 1e-6
 
 
 def trust_region_step(g: np.ndarray, H: np.ndarray, radius: float) -> np.ndarray:
@@ -143,21 +146,29 @@ def newton_refine(
                 active[i] = False
         record += entries
         _prune_hopeless(active, loss, grad * scale, hess * np.outer(scale, scale))
-        _merge_duplicates(active, x, loss, box.names, scale)
+        _merge_duplicates(active, x, loss, box.names, scale, grad * scale,
+                          hess * np.outer(scale, scale), opt.merge_model_rel)
         if on_iteration is not None:
             on_iteration()
     return x, loss, record
 
 
 def _merge_duplicates(active: np.ndarray, x: np.ndarray, loss: np.ndarray,
-                      names: tuple[str, ...], scale: np.ndarray) -> None:
-    """Starts that meet (within one trust-region unit) refine the same basin: keep the best."""
+                      names: tuple[str, ...], scale: np.ndarray, grad: np.ndarray,
+                      hess: np.ndarray, model_rel: float) -> None:
+    """Starts that meet refine the same basin: keep the best. Start i meets a better
+    start j when it lies within one trust-region unit of j, or when j's quadratic model
+    (``grad``/``hess`` in scaled coordinates) predicts i's loss to ``model_rel`` of the
+    loss: then i sits on the bowl or valley j is descending."""
     order = [int(i) for i in np.argsort(loss, kind="stable")]
     for n, i in enumerate(order):
         if not active[i]:
             continue
         for j in order[:n]:
-            if np.linalg.norm(_taken_step(x[j], x[i], names) / scale) < 1.0:
+            d = _taken_step(x[j], x[i], names) / scale
+            predicted = loss[j] + grad[j] @ d + 0.5 * d @ hess[j] @ d
+            if (np.linalg.norm(d) < 1.0
+                    or abs(predicted - loss[i]) <= model_rel * abs(loss[j])):
                 active[i] = False
                 break
 
