@@ -6,6 +6,7 @@ within 1e-3 relative; the same seed twice on the device gives identical bits.
 
 from __future__ import annotations
 
+import contextlib
 import math
 
 import numpy as np
@@ -48,6 +49,16 @@ def thin():
         aberrations={"C10": -60.0, "C12": 15.0, "phi12": -0.7}, defocus_gradient=(0.0, 0.5),
         rotation_deg=-20.0, transpose=True, dose=5e4, seed=11)
     return ds, truth
+
+
+@contextlib.contextmanager
+def _cuda_prepared(ds):
+    """A CUDA engine with the full field prepared at its COM rotation; closed after."""
+    eng = CUDAEngine(ds)
+    try:
+        yield eng, *_prepared(eng, ds)
+    finally:
+        eng.close()
 
 
 def _prepared(engine, ds, bounds=None):
@@ -335,24 +346,18 @@ def test_mirror_branch_reconstructs_the_conjugate_object_on_device(thick):
     ds, truth = thick
     p = dict(truth.params)
     q = mirror_params(p, Box.from_mapping(None))
-    eng = CUDAEngine(ds)
-    try:
-        rot, sp = _prepared(eng, ds)
+    with _cuda_prepared(ds) as (eng, rot, sp):
         o = eng.reconstruct(sp, p, 2)
         eng.set_rotation(sp, rot.theta + math.pi, rot.transpose)
         o_mirror = eng.reconstruct(sp, q, 2)
-        assert np.abs(o_mirror - np.conj(o)).max() <= 1e-5 * np.abs(o).max()
-        assert np.abs(o_mirror - o).max() > 0.1 * np.abs(o).max()
-    finally:
-        eng.close()
+    assert np.abs(o_mirror - np.conj(o)).max() <= 1e-5 * np.abs(o).max()
+    assert np.abs(o_mirror - o).max() > 0.1 * np.abs(o).max()
 
 
 def test_set_rotation_revisits_are_free_and_identical(thick):
     """Returning to a visited rotation reuses its geometry and energy (same bits)."""
     ds, truth = thick
-    eng = CUDAEngine(ds)
-    try:
-        rot, sp = _prepared(eng, ds)
+    with _cuda_prepared(ds) as (eng, rot, sp):
         vec = np.array([[truth.params[k] for k in PARAMS]])
         energy, loss = sp.energy, eng.evaluate(sp, vec)
         eng.set_rotation(sp, rot.theta + math.pi, rot.transpose)
@@ -366,8 +371,6 @@ def test_set_rotation_revisits_are_free_and_identical(thick):
         eng.set_rotation(region, rot.theta, rot.transpose)
         assert region.extra["px"] is sp.extra["px"]  # geometry shared across windows
         assert eng.stats["set_rotation_calls"] == calls + 2
-    finally:
-        eng.close()
 
 
 def test_few_candidate_launches_split_to_fill_the_device():
@@ -376,9 +379,7 @@ def test_few_candidate_launches_split_to_fill_the_device():
     from livessb.synthetic_gpu import generate_dataset
 
     ds, _ = generate_dataset(scan=(384, 384), detector=(48, 48), bf_pixels=400, seed=5)
-    eng = CUDAEngine(ds)
-    try:
-        _, sp = _prepared(eng, ds)
+    with _cuda_prepared(ds) as (eng, _, sp):
         assert eng._split(sp)[1] == 1 and eng._split(sp, min_blocks=4096)[1] > 1
         cand = _candidates(9, seed=4)
         grouped = eng.evaluate(sp, cand[:8])  # two groups of 4
@@ -389,5 +390,3 @@ def test_few_candidate_launches_split_to_fill_the_device():
         three = eng.derivatives(sp, cand[:3])
         for a, b in zip(one, three, strict=True):
             np.testing.assert_allclose(a[0], b[0], rtol=1e-5, atol=1e-12 * np.abs(b[0]).max())
-    finally:
-        eng.close()
