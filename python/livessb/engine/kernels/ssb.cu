@@ -38,7 +38,18 @@ struct Geo {
     float ka;          // k_alpha
     float inv_w;       // 1 / edge width
     float twopilam;    // 2 π λ
+    float in2, out2;   // |q|² below which the aperture is exactly 1, above which exactly 0
 };
+
+// The aperture's soft edge spans |q| ∈ ka ∓ w/2; in2 and out2 sit 1e-5 (relative) inside
+// that band's ends, far beyond the rounding of aperture_f, which therefore clamps to
+// exactly 1 below in2 and exactly 0 above out2: pair_geo takes those values without the
+// square root (same bits).
+__device__ __forceinline__ Geo make_geo(double ka2, float ka, float inv_w, float twopilam) {
+    const float half_w = __fdividef(0.5f, inv_w);
+    const float lo = (ka - half_w) * (1.0f - 1e-5f), hi = (ka + half_w) * (1.0f + 1e-5f);
+    return {ka2, ka, inv_w, twopilam, lo > 0.0f ? lo * lo : -1.0f, hi * hi};
+}
 
 struct Cand {          // per (ν, candidate) constants
     float vr, vc;      // c' = kr*vr + kc*vc
@@ -222,7 +233,7 @@ __device__ __forceinline__ bool pair_geo(float fkr, float fkc, float fnr, float 
     float dm = fr * fr + fc * fc, dp = pr * pr + pc * pc;
     const float ka2 = g.ka * g.ka, tol = 1e-4f * ka2;
     bool inm = dm <= ka2, inp = dp <= ka2;
-    if (fabsf(dm - ka2) < tol || fabsf(dp - ka2) < tol) {
+    if ((fabsf(dm - ka2) < tol) | (fabsf(dp - ka2) < tol)) {
         const double kr = kd[0], kc = kd[1];
         const double dr = __dsub_rn(kr, nr), dc = __dsub_rn(kc, nc);
         const double dmd = __dadd_rn(__dmul_rn(dr, dr), __dmul_rn(dc, dc));
@@ -232,8 +243,15 @@ __device__ __forceinline__ bool pair_geo(float fkr, float fkc, float fnr, float 
         inp = dpd <= g.ka2;
     }
     if (inm == inp) return false;
-    am = __fmul_rn(aperture_f(dm, g), akb);
-    ap = __fmul_rn(aperture_f(dp, g), akb);
+    // One disc holds k: away from the soft edges its aperture is exactly 1 and the
+    // other's exactly 0 (make_geo); near either edge (which includes every pair the
+    // float64 test decided) both profiles, with their square roots.
+    am = inm ? akb : 0.0f;
+    ap = inp ? akb : 0.0f;
+    if ((fminf(dm, dp) > g.in2) | (fmaxf(dm, dp) < g.out2)) {  // (one branch, no short circuit)
+        am = __fmul_rn(aperture_f(dm, g), akb);
+        ap = __fmul_rn(aperture_f(dp, g), akb);
+    }
     return true;
 }
 
@@ -426,7 +444,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
     double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw,
     double* __restrict__ energy, const double* __restrict__ dk) {
-    const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
+    const Geo geo = make_geo(g_ka2, g_ka, g_inv_w, g_twopilam);
     // float64 sums (Σ αH, Σ βH as re, im, and D per candidate; then the energy for ROT)
     // live in shared memory, not registers (more resident warps); later reused for the
     // block reduction.
@@ -816,7 +834,7 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
     const double* __restrict__ k64, const float4* __restrict__ px,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
     double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw) {
-    const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
+    const Geo geo = make_geo(g_ka2, g_ka, g_inv_w, g_twopilam);
     extern __shared__ double sh[];  // NA * NT float64 accumulators, then the reduction
     const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
     const DerivThread th(M, Nc, nu_r, nu_c, cand, geo.ka2);
@@ -934,7 +952,7 @@ __global__ void __launch_bounds__(NT) energy_kernel(
     double* __restrict__ partial, double* __restrict__ pairs, int bsplit) {
     // Grid (nblk, nsplit): split z sums pixels [z·bsplit, (z+1)·bsplit) into partial
     // (nsplit, nblk) (small windows have too few frequency blocks to fill the device).
-    const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
+    const Geo geo = make_geo(g_ka2, g_ka, g_inv_w, g_twopilam);
     __shared__ double red[2 * NT];
     const int BL = blockIdx.y * bsplit, BH = min(B, BL + bsplit);
     const size_t out_at = (size_t)blockIdx.y * gridDim.x + blockIdx.x;
@@ -1032,7 +1050,7 @@ __global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
     const uint4* __restrict__ masks, int mask_stride,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam, double pilam, float eps, int mode,
     float2* __restrict__ out) {
-    const Geo geo = {g_ka2, g_ka, g_inv_w, g_twopilam};
+    const Geo geo = make_geo(g_ka2, g_ka, g_inv_w, g_twopilam);
     const int Hc = Nc / 2 + 1, Hf = Fc / 2 + 1;
     const int MF = Fr * Hf;
     const int m = blockIdx.x * NT + threadIdx.x;
