@@ -32,6 +32,10 @@
 #ifndef RECON_MINB
 #define RECON_MINB 8
 #endif
+#ifndef WALK_UNROLL  // pixels per iteration of the unmasked walk (-D overrides)
+#define WALK_UNROLL 1
+#endif
+constexpr int WALK_UNROLL_N = WALK_UNROLL;  // (pragmas take constants, not macros)
 
 struct Geo {
     double ka2;        // k_alpha^2 (mask)
@@ -347,6 +351,7 @@ __device__ __forceinline__ void walk_pairs(
             float2 g0 = active ? gp[0] : zero;
             float2 g1 = active && nb > 1 ? gp[M] : zero;
             gp += 2 * (size_t)M;
+#pragma unroll WALK_UNROLL_N
             for (int t = 0; t < nb; ++t, gp += M) {
                 const float2 g = g0;
                 g0 = g1;
