@@ -1,4 +1,4 @@
-"""First use of new FFT sizes (regions of new shapes) under lazy vs eager CUDA module loading.
+"""First use of new FFT sizes (regions of new shapes): CUDA module loading and the JIT cache.
 
 Usage: python3 benchmarks/fft_plan_probe.py OUT.json
 Each mode runs in a fresh process (the setting is read when CUDA starts): after one
@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 SHAPES = [((128, 128), 1362), ((135, 135), 1200), ((150, 144), 1000), ((160, 160), 1000),
@@ -44,13 +45,18 @@ def child() -> None:
 
 
 def main() -> None:
+    """Each run in a fresh process: module loading LAZY or EAGER, with an empty CUDA JIT
+    cache (CUDA_CACHE_PATH) or with the cache the previous run filled."""
     result = {}
-    for mode in ("LAZY", "EAGER"):
-        env = dict(os.environ, CUDA_MODULE_LOADING=mode)
-        run = subprocess.run([sys.executable, __file__, "--child"], env=env, check=True,
-                             capture_output=True, text=True)
-        result[mode] = json.loads(run.stdout.strip().splitlines()[-1])
-        print(mode, result[mode], flush=True)
+    with tempfile.TemporaryDirectory() as a, tempfile.TemporaryDirectory() as b:
+        for name, mode, cache in (("lazy, empty JIT cache", "LAZY", a),
+                                  ("eager, empty JIT cache", "EAGER", b),
+                                  ("lazy, JIT cache of the first run", "LAZY", a)):
+            env = dict(os.environ, CUDA_MODULE_LOADING=mode, CUDA_CACHE_PATH=cache)
+            run = subprocess.run([sys.executable, __file__, "--child"], env=env, check=True,
+                                 capture_output=True, text=True)
+            result[name] = json.loads(run.stdout.strip().splitlines()[-1])
+            print(name, result[name], flush=True)
     with open(sys.argv[1], "w") as f:
         json.dump(result, f, indent=1)
 
