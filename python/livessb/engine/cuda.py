@@ -99,11 +99,6 @@ def _candidate_table(candidates: np.ndarray, pad_to: int = 1) -> np.ndarray:
     return out
 
 
-def _blocks(spectra: PreparedSpectra) -> int:
-    """Blocks of a ν-parallel launch over the spectra's half plane."""
-    return ck.freq_blocks(spectra.extra["M"], spectra.shape[1] // 2 + 1)
-
-
 def _device_bytes(extra: dict[str, Any], cp: Any) -> int:
     """Bytes of the device arrays a spectra handle keeps beside G (geometry, masks)."""
     return sum(int(a.nbytes) for v in extra.values()
@@ -332,7 +327,7 @@ class CUDAEngine(ArrayEngine):
         ex = spectra.extra
         Nr, Nc = spectra.shape
         M = ex["M"]
-        nblk = _blocks(spectra)
+        nblk = -(-M // ck.NT)
         per, nsplit = self._split(spectra)
         part = cp.empty((nsplit, nblk), dtype=cp.float64)
         pairs = cp.empty((nsplit, nblk), dtype=cp.float64)
@@ -380,7 +375,7 @@ class CUDAEngine(ArrayEngine):
         if R == 0:
             return np.empty(0)
         k, px, dk = self._pixel_geometry(thetas, transpose)
-        nblk = _blocks(spectra)
+        nblk = -(-M // ck.NT)
         part = cp.empty((R, nblk), dtype=cp.float64)
         energy = cp.empty((R, nblk), dtype=cp.float64)
         Nr, Nc = spectra.shape
@@ -404,7 +399,7 @@ class CUDAEngine(ArrayEngine):
         the warp, for the (rows, H) grid at the current rotation: (uint32 (rows·tiles·4),
         tiles per row)."""
         cp = self.cp
-        nblk = ck.freq_blocks(M, H)
+        nblk = -(-M // ck.NT)
         tiles = -(-spectra.n_bf // ck.BT)
         with self._oom_guard("building the support masks", nblk * ck.NT // 32 * tiles * 16):
             masks = cp.empty(nblk * ck.NT // 32 * tiles * 4, dtype=cp.uint32)
@@ -420,7 +415,7 @@ class CUDAEngine(ArrayEngine):
         over blocks (then a finish kernel adds the splits in order). Depends on the
         window only (scoring, derivatives and energy add in the same order), unless a
         launch of few candidates asks for ``min_blocks`` frequency blocks × splits."""
-        nblk = _blocks(spectra)
+        nblk = -(-spectra.extra["M"] // ck.NT)
         B = spectra.n_bf
         if nblk >= 512:
             if nblk >= min_blocks:
@@ -496,7 +491,7 @@ class CUDAEngine(ArrayEngine):
         table = _candidate_table(cand, kc)
         Kp = len(table)
         M = spectra.extra["M"]
-        nblk = _blocks(spectra)
+        nblk = -(-M // ck.NT)
         part = cp.empty((Kp, nblk), dtype=cp.float64)
         per, nsplit = split
         raw = cp.empty((Kp, nsplit, 3, M) if nsplit > 1 else 1, dtype=cp.float64)
@@ -533,7 +528,7 @@ class CUDAEngine(ArrayEngine):
         cand = np.asarray(candidates, dtype=np.float64).reshape(-1, 6)
         K = len(cand)
         M = spectra.extra["M"]
-        nblk = _blocks(spectra)
+        nblk = -(-M // ck.NT)
         part = cp.empty((K, ck.NQ, nblk), dtype=cp.float64)
         fn = ck.module().get_function("vp_derivs")
         smem = ck.NA * ck.NT * 8
@@ -603,7 +598,7 @@ class CUDAEngine(ArrayEngine):
             ev = [cp.cuda.Event() for _ in range(3)]
             ev[0].record()
             ck.module().get_function("reconstruct_kernel")(
-                (ck.freq_blocks(MF, Hf),), (ck.NT,),
+                (-(-MF // ck.NT),), (ck.NT,),
                 (spectra.G, np.int32(spectra.n_bf), np.int32(ex["M"]), np.int32(Nr),
                  np.int32(Nc), np.int32(Fr), np.int32(Fc), nu_r, nu_c, alias, ex["k64"],
                  ex["px"], ex["fine_masks"][1], np.int32(ex["fine_masks"][2]),

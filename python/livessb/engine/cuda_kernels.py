@@ -56,12 +56,6 @@ def column_step(k_det: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.nda
     return np.mean(k_det[i] - k_det[i - 1], axis=0, keepdims=True)
 
 
-def freq_blocks(M: int, H: int) -> int:
-    """NT-thread blocks of a ν-parallel launch over the (M / H rows, H columns) frequency
-    grid: blocks of 32 rows × 4 columns (warps of 8 × 4, freq_of_thread in the source)."""
-    return -(-(M // H) // (8 * NT // 32)) * -(-H // 4)
-
-
 def eval_kernel_name(group: int, rotations: bool = False) -> str:
     """vp_eval for ``group`` candidates per thread, or one candidate at many rotations."""
     return f"vp_eval<{group}, {'true' if rotations else 'false'}>"

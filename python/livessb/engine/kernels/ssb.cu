@@ -217,24 +217,6 @@ __device__ __forceinline__ bool grid_nu(int m, int M, int H, const double* __res
     return nr * nr + nc * nc <= 4.0 * ka2 * (1.0 + 1e-6);
 }
 
-// Frequency index of thread t of a ν-parallel launch (t = block · NT + thread). Each warp
-// covers 8 rows × 4 columns of the (R = M / H rows, H columns) frequency grid and a block
-// four such tiles stacked: a warp's frequencies lie close in both directions, so its
-// lanes' trotters hold nearly the same pixels (32 consecutive columns left more pixels
-// in the trotter of only some lanes). M (no frequency) for padding threads. Launches
-// use ceil(R / 32) · ceil(H / 4) blocks (freq_blocks on the host).
-#define TILE_R 8
-#define TILE_C 4
-__device__ __forceinline__ int freq_of_thread(int t, int M, int H) {
-    const int nbc = (H + TILE_C - 1) / TILE_C;
-    const int b = t / NT, w = (t % NT) >> 5, l = t & 31;
-    const int row = (b / nbc) * (TILE_R * (NT / 32)) + w * TILE_R + l / TILE_C;
-    const int col = (b % nbc) * TILE_C + l % TILE_C;
-    return row < M / H && col < H ? row * H + col : M;
-}
-#undef TILE_R
-#undef TILE_C
-
 // Fixed-order tree sum over the block of `n` doubles per thread stored in red[n][NT].
 __device__ __forceinline__ void block_reduce(double* red, int n) {
     __syncthreads();
@@ -483,7 +465,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
 #define RARE_(j, q) rare_all[((j) * RARE + (q)) * NT + threadIdx.x]
     const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
     const int Hc = Nc / 2 + 1;
-    const int m = freq_of_thread(blockIdx.y * NT + threadIdx.x, M, Hc);
+    const int m = blockIdx.y * NT + threadIdx.x;
     const int c0 = blockIdx.x * KC;
     const int nblk = gridDim.y;
     double nr, nc;
@@ -621,7 +603,7 @@ __global__ void __launch_bounds__(NT) vp_eval_finish(const double* __restrict__ 
                                                     int M, int Nc, double* __restrict__ partial) {
     __shared__ double red[NT];
     const int Hc = Nc / 2 + 1;
-    const int m = freq_of_thread(blockIdx.y * NT + threadIdx.x, M, Hc);
+    const int m = blockIdx.y * NT + threadIdx.x;
     const int c = blockIdx.x;
     double v = 0.0;
     if (m < M) {
@@ -762,8 +744,7 @@ struct DerivThread {
     __device__ __forceinline__ DerivThread(int M, int Nc, const double* __restrict__ nu_r,
                                            const double* __restrict__ nu_c,
                                            const double* __restrict__ cand, double ka2)
-        : Hc(Nc / 2 + 1), m(freq_of_thread(blockIdx.y * NT + threadIdx.x, M, Hc)),
-          ci(blockIdx.x), nblk(gridDim.y),
+        : Hc(Nc / 2 + 1), m(blockIdx.y * NT + threadIdx.x), ci(blockIdx.x), nblk(gridDim.y),
           cd(cand + 8 * blockIdx.x) {
         active = grid_nu(m, M, Hc, nu_r, nu_c, ka2, nr, nc);
     }
@@ -981,7 +962,7 @@ __global__ void __launch_bounds__(NT) energy_kernel(
     const int BL = blockIdx.y * bsplit, BH = min(B, BL + bsplit);
     const size_t out_at = (size_t)blockIdx.y * gridDim.x + blockIdx.x;
     const int Hc = Nc / 2 + 1;
-    const int m = freq_of_thread(blockIdx.x * NT + threadIdx.x, M, Hc);
+    const int m = blockIdx.x * NT + threadIdx.x;
     double nr = 0.0, nc = 0.0;
     bool active = m < M;
     if (active) { nr = nu_r[m / Hc]; nc = nu_c[m % Hc]; }
@@ -1026,10 +1007,9 @@ __global__ void __launch_bounds__(NT) support_mask(
     const float4* __restrict__ px, double ka2, float ka, uint4* __restrict__ masks) {
     const unsigned FULL = 0xffffffffu;
     const int lane = threadIdx.x & 31;
-    const size_t row = ((size_t)blockIdx.x * NT + threadIdx.x) >> 5;  // the warp
+    const size_t m = (size_t)blockIdx.x * NT + threadIdx.x, row = m >> 5;
     double nr, nc;
-    const bool active = grid_nu(freq_of_thread(blockIdx.x * NT + threadIdx.x, M, H), M, H,
-                                nu_r, nu_c, ka2, nr, nc);
+    const bool active = grid_nu((int)m, M, H, nu_r, nu_c, ka2, nr, nc);
     const float BIG = 3.0e38f;  // empty box (NVRTC has no INFINITY)
     float4 bx = make_float4(BIG, -BIG, BIG, -BIG);
     if (active) bx = make_float4((float)nr, (float)nr, (float)nc, (float)nc);
@@ -1078,7 +1058,7 @@ __global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
     const Geo geo = make_geo(g_ka2, g_ka, g_inv_w, g_twopilam);
     const int Hc = Nc / 2 + 1, Hf = Fc / 2 + 1;
     const int MF = Fr * Hf;
-    const int m = freq_of_thread(blockIdx.x * NT + threadIdx.x, MF, Hf);
+    const int m = blockIdx.x * NT + threadIdx.x;
     double nr, nc;
     const bool active = grid_nu(m, MF, Hf, nu_r, nu_c, geo.ka2, nr, nc);
     int src = 0;
@@ -1095,8 +1075,7 @@ __global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
     const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
     double aR = 0.0, aI = 0.0, aD = 0.0;
     float fr_ = 0.f, fi_ = 0.f, fd_ = 0.f;
-    const size_t warp = ((size_t)blockIdx.x * NT + threadIdx.x) >> 5;
-    const uint4* wmask = masks + warp * mask_stride;  // this warp's row
+    const uint4* wmask = masks + (size_t)(m >> 5) * mask_stride;  // this warp's row
     walk_pairs<true, false>(G, M, src, active, 0, B, k64, px, wmask, nr, nc, geo, NoPixel(),
         [&](float kr, float kc, float2 g, float am, float ap) {
             if (cj) g.y = -g.y;
