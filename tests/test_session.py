@@ -1,7 +1,6 @@
 """Session behaviour: regions, determinism, lifetime, bad input (CPU engine)."""
 
 import gc
-import os
 import weakref
 
 import numpy as np
@@ -235,22 +234,3 @@ def test_region_covering_the_whole_scan_releases_its_spectra(fitted) -> None:  #
     assert len(fitted._engine.models) == models_before
     assert len(fitted._engine._spectra) == spectra_before
     assert fitted._full.spectra in fitted._engine._spectra  # the full field's stays
-
-
-def test_eager_module_loading_is_asked_only_before_any_cuda_library(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import sys
-
-    from livessb.engine import prefer_eager_module_loading
-
-    for name in ("cupy", "torch", "jax", "numba.cuda", "pycuda"):
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    monkeypatch.delenv("CUDA_MODULE_LOADING", raising=False)
-    assert prefer_eager_module_loading()
-    assert os.environ["CUDA_MODULE_LOADING"] == "EAGER"
-    monkeypatch.setenv("CUDA_MODULE_LOADING", "LAZY")  # the user's choice stands
-    assert not prefer_eager_module_loading()
-    assert os.environ["CUDA_MODULE_LOADING"] == "LAZY"
-    monkeypatch.delenv("CUDA_MODULE_LOADING")
-    monkeypatch.setitem(sys.modules, "torch", object())  # CUDA may be running already
-    assert not prefer_eager_module_loading()
-    assert "CUDA_MODULE_LOADING" not in os.environ

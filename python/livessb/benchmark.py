@@ -332,9 +332,6 @@ def run_benchmark(
     device: str = "cuda",
     parity: bool = True,
 ) -> dict[str, Any]:
-    from .engine import prefer_eager_module_loading
-
-    prefer_eager_module_loading()  # as a session would: before CUDA starts in this process
     import cupy as cp
 
     from .session import Session
