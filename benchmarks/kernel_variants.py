@@ -29,7 +29,7 @@ VARIANTS = {  # the first compiled module's timings run cold: "warmup" absorbs t
 
 
 def compile_variant(opts: tuple[str, ...]) -> Any:
-    mod = cp.RawModule(code=ck.SOURCE.read_text(), options=("-std=c++17", *opts),
+    mod = cp.RawModule(code=ck.source(), options=("-std=c++17", *opts),
                        name_expressions=ck._names())
     mod.compile()
     return mod

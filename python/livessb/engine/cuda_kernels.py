@@ -1,4 +1,4 @@
-"""Load and compile the CUDA kernels of ``kernels/ssb.cu`` (CuPy RawModule, NVRTC).
+"""Load and compile the CUDA kernels of ``kernels/`` (CuPy RawModule, NVRTC).
 
 Compiled once per process (and cached on disk by CuPy). Importing this module does
 not import CuPy; ``module()`` does.
@@ -12,7 +12,10 @@ from typing import Any
 
 import numpy as np
 
-SOURCE = Path(__file__).with_name("kernels") / "ssb.cu"
+KERNELS = Path(__file__).with_name("kernels")
+# One translation unit, in this order: each file uses the definitions of those before it.
+KERNEL_FILES = ("common.cu", "walk.cu", "vp_eval.cu", "vp_derivs.cu", "energy_masks.cu",
+                "reconstruct.cu", "prepare.cu")
 EVAL_GROUPS = (1, 2, 4)  # candidates per thread in vp_eval<KC> (8 exceeds registers)
 COUNT_TYPES = {
     np.dtype(np.uint8): "unsigned char",
@@ -70,11 +73,16 @@ def _names() -> list[str]:
     return names
 
 
+def source() -> str:
+    """The kernels' CUDA source as one text."""
+    return "".join((KERNELS / name).read_text() for name in KERNEL_FILES)
+
+
 @functools.lru_cache(maxsize=1)
 def module() -> Any:
     import cupy as cp
 
-    mod = cp.RawModule(code=SOURCE.read_text(), options=("-std=c++17",),
+    mod = cp.RawModule(code=source(), options=("-std=c++17",),
                        name_expressions=_names())
     mod.compile()
     return mod

@@ -1,0 +1,60 @@
+// SSB and Wiener reconstruction on the (upsampled) frequency grid.
+// ---------------------------------------------------------------------------------
+// Reconstruction on the f-times finer half plane (Fr, Fc): thread per fine ν.
+// mode 0: O = (1/B) Σ_b G conj(Γ)/max(|Γ|, eps); mode 1: O = N / (D + 1e-3 B).
+// row_alias: (Fr,) coarse row of each fine row (before the Hermitian fold).
+__global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
+    const float2* __restrict__ G, int B, int M, int Nr, int Nc, int Fr, int Fc,
+    const double* __restrict__ nu_r, const double* __restrict__ nu_c,
+    const int* __restrict__ row_alias,
+    const double* __restrict__ k64, const float4* __restrict__ px,
+    const uint4* __restrict__ masks, int mask_stride,
+    const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam, double pilam, float eps, int mode,
+    float2* __restrict__ out) {
+    const Geo geo = make_geo(g_ka2, g_ka, g_inv_w, g_twopilam);
+    const int Hc = Nc / 2 + 1, Hf = Fc / 2 + 1;
+    const int MF = Fr * Hf;
+    const int m = blockIdx.x * NT + threadIdx.x;
+    double nr, nc;
+    const bool active = grid_nu(m, MF, Hf, nu_r, nu_c, geo.ka2, nr, nc);
+    int src = 0;
+    bool cj = false;
+    if (m < MF) {  // the coarse spectrum this fine frequency reads (aliased, folded)
+        const int ir = m / Hf, ic = m % Hf;
+        int R = row_alias[ir], C = ic % Nc;
+        cj = C > Nc / 2;
+        if (cj) { R = (Nr - R) % Nr; C = Nc - C; }
+        src = R * Hc + C;
+    }
+    Cand cc;
+    make_cand(cand, nr, nc, pilam, cc);
+    const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
+    double aR = 0.0, aI = 0.0, aD = 0.0;
+    float fr_ = 0.f, fi_ = 0.f, fd_ = 0.f;
+    const uint4* wmask = masks + (size_t)(m >> 5) * mask_stride;  // this warp's row
+    walk_pairs<true, false>(G, M, src, active, 0, B, k64, px, wmask, nr, nc, geo, NoPixel(),
+        [&](float kr, float kc, float2 g, float am, float ap) {
+            if (cj) g.y = -g.y;
+            const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
+            float pr, pi, u, v;
+            PairOut po;
+            gamma_conj(kr, kc, q, am, ap, cc, pr, pi, u, v, po);
+            if (mode == 0) {
+                const float inv = fminf(rsqrtf(u * u + v * v), 1.0f / eps);
+                fr_ += (pr * g.x - pi * g.y) * inv;
+                fi_ += (pr * g.y + pi * g.x) * inv;
+            } else {
+                acc_nd(pr, pi, u, v, g, fr_, fi_, fd_);
+            }
+        },
+        [&]() {
+            aR += fr_; aI += fi_; aD += fd_;
+            fr_ = fi_ = fd_ = 0.f;
+        });
+    if (m < MF) {
+        float2 o;
+        if (mode == 0) { o.x = (float)(aR / B); o.y = (float)(aI / B); }
+        else { const double den = aD + 1e-3 * B; o.x = (float)(aR / den); o.y = (float)(aI / den); }
+        out[m] = o;
+    }
+}

@@ -1,0 +1,237 @@
+// Scoring: the VP loss of candidates (recurrent phases), and the θ grid in one launch.
+// ---------------------------------------------------------------------------------
+// VP loss terms for KC candidates per thread; grid (ceil(Kpad/KC), ceil(M/NT), nsplit).
+// partial: (Kpad, nblk) doubles, Σ_ν∈block w |N|^2 / D.
+// ROT (KC = 1, no split): one candidate at R rotations, blockIdx.x = rotation r with its
+// own geometry rows (k64 + 2Br, px + Br, dk + 2r); also writes the sideband energy of
+// rotation r (energy_kernel's sums, same order) to energy (R, nblk).
+//
+// Recurrent form (SPEC "why the fast path can be fast"): for fixed ν and candidate, c'
+// and x_m are linear in k, so along a detector row (k += dk per pixel) the phasors
+// z = E e^{-ic'} (E = e^{iΨ/2}, a per-ν constant) and e^{ix_m} advance by one complex
+// multiplication each; an exact sincos re-anchors them at the pixels flagged in px.w
+// (row starts, every ANCHOR_PIXELS within a row, tile starts) and after pixels the
+// warp skipped, so the drift stays ~1e-6 rad, below the float32 rounding of the
+// arguments themselves. With H = z G, α = S_m a_m, β = S_p a_p:
+//   N = Σ α H - e^{-iΨ} Σ β H,   D = Σ α² + β² - 2 cos Ψ αβ,
+// e^{ix_p} = e^{ix_m} e^{i(X_p - X_m)}; e^{-iΨ} is applied after the sums. Inside a
+// trotter one side's aperture is zero except in the soft-edge band, and the side is
+// nearly uniform over a warp: each side's terms run only where its aperture is nonzero
+// (the cross term αβ only in the band). Constants used at every pixel live in
+// registers, those of the anchors and the band in shared memory.
+struct Rec {           // per (ν, candidate) constants read at every pixel
+    float zr, zi;      // e^{-i dc'} per pixel step
+    float er, ei;      // e^{-i dy} per pixel step (dy = hd * dq)
+    float hd, Xm, Xp;  // Δ/2, x = X - hd*q
+    float cK, sK;      // e^{i(Xp - Xm)}
+};
+#define NS 5    // float sums per candidate: Σ αH (re, im), Σ βH (re, im), D
+#define RARE 4  // shared constants per candidate: vr, vc (c' = kr*vr + kc*vc),
+                // hpm (Ψ/2 reduced to [-π, π]), -2 cos Ψ
+
+__device__ __forceinline__ void make_rec(const double* __restrict__ cand, double nr, double nc,
+                                         double pilam, double dkr, double dkc, Rec& o,
+                                         float* rare) {  // rare[q * NT], q < RARE
+    const CandPhases p = cand_phases(cand, nr, nc, pilam);
+    double s, c;
+    o.hd = (float)p.hd;
+    o.Xm = (float)p.Xm;
+    o.Xp = (float)p.Xp;
+    sincos(dkr * p.vr + dkc * p.vc, &s, &c);
+    o.zr = (float)c; o.zi = (float)-s;
+    sincos(p.hd * 2.0 * pilam * (dkr * nr + dkc * nc), &s, &c);
+    o.er = (float)c; o.ei = (float)-s;
+    sincos(p.Xp - p.Xm, &s, &c);
+    o.cK = (float)c; o.sK = (float)s;
+    rare[0] = (float)p.vr;
+    rare[NT] = (float)p.vc;
+    rare[2 * NT] = (float)remainder(p.half_psi, 2.0 * PI_D);
+    rare[3 * NT] = (float)(-2.0 * cos(2.0 * p.half_psi));
+}
+
+// z *= w (complex, components as floats).
+__device__ __forceinline__ void rotate(float& zr, float& zi, float wr, float wi) {
+    const float r = __fmaf_rn(zr, wr, -__fmul_rn(zi, wi));
+    zi = __fmaf_rn(zr, wi, __fmul_rn(zi, wr));
+    zr = r;
+}
+
+// sinc(x) from a sine carried by the recurrence: its error is absolute (~1e-6), so below
+// |x| = 1e-2 the series (1 - x²/6, exact to 1e-10 there) replaces the quotient.
+__device__ __forceinline__ float sinc_rec(float x, float s) {
+    return fabsf(x) < 1e-2f ? __fmaf_rn(__fmul_rn(x, x), -0.16666667f, 1.0f)
+                            : __fdividef(s, x);
+}
+
+template <int KC, bool ROT>
+__global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
+    const float2* __restrict__ G, int B, int M, int Nr, int Nc,
+    const double* __restrict__ nu_r, const double* __restrict__ nu_c,
+    const double* __restrict__ k64, const float4* __restrict__ px,
+    const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
+    double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw,
+    double* __restrict__ energy, const double* __restrict__ dk) {
+    const Geo geo = make_geo(g_ka2, g_ka, g_inv_w, g_twopilam);
+    // float64 sums (Σ αH, Σ βH as re, im, and D per candidate; then the energy for ROT)
+    // live in shared memory, not registers (more resident warps); later reused for the
+    // block reduction.
+    __shared__ double acc[(NS * KC + ROT) * NT];
+    __shared__ float rare_all[KC * RARE * NT];
+    if (ROT) {
+        k64 += (size_t)2 * B * blockIdx.x;
+        px += (size_t)B * blockIdx.x;
+        dk += 2 * blockIdx.x;
+    }
+    float fE = 0.0f;
+#define ACC_(j, q) acc[(NS * (j) + (q)) * NT + threadIdx.x]
+#define RARE_(j, q) rare_all[((j) * RARE + (q)) * NT + threadIdx.x]
+    const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
+    const int Hc = Nc / 2 + 1;
+    const int m = blockIdx.y * NT + threadIdx.x;
+    const int c0 = blockIdx.x * KC;
+    const int nblk = gridDim.y;
+    double nr, nc;
+    const bool active = grid_nu(m, M, Hc, nu_r, nu_c, geo.ka2, nr, nc);
+    const double* ctab = ROT ? cand : cand + 8 * c0;
+    Rec rc[KC];
+    float zr[KC], zi[KC], er[KC], ei[KC];  // E e^{-ic'}, e^{ix_m} at the current pixel
+    float fN[KC][NS];
+#pragma unroll
+    for (int j = 0; j < KC; ++j) {
+        make_rec(ctab + 8 * j, nr, nc, pilam, dk[0], dk[1], rc[j], &RARE_(j, 0));
+        zr[j] = 1.f; zi[j] = er[j] = ei[j] = 0.f;
+#pragma unroll
+        for (int q = 0; q < NS; ++q) { fN[j][q] = 0.0f; ACC_(j, q) = 0.0; }
+    }
+    if (ROT) acc[NS * KC * NT + threadIdx.x] = 0.0;
+    const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
+    auto anchor = [&](float kr, float kc, float q) {  // exact phasors at pixel (kr, kc)
+#pragma unroll
+        for (int j = 0; j < KC; ++j) {
+            const float cp = __fmaf_rn(kr, RARE_(j, 0), __fmul_rn(kc, RARE_(j, 1)));
+            fast_sincos(__fsub_rn(RARE_(j, 2), cp), &zi[j], &zr[j]);
+            fast_sincos(__fmaf_rn(-rc[j].hd, q, rc[j].Xm), &ei[j], &er[j]);
+        }
+    };
+    bool stale = true;  // the phasors missed a pixel: the next one re-anchors
+    // One candidate per thread (θ grids, single evaluations): the pixel's overhead is not
+    // shared, and an exact sincos per in-trotter pair is cheaper than stepping and
+    // voting at every pixel (the same sums, anchored everywhere).
+    constexpr bool RECUR = KC > 1;
+    walk_pairs<false, RECUR>(G, M, m, active, BL, BH, k64, px, nullptr, nr, nc, geo,
+        [&](const float4& p, bool in) {
+            // Warp-uniform: a pixel outside every lane's trotter is skipped, not stepped.
+            if (!__any_sync(0xffffffffu, in)) {
+                stale = true;
+                return;
+            }
+            // Step every pixel; an anchor then overwrites with an exact sincos (one path
+            // into the same registers: no moves where two paths would meet).
+#pragma unroll
+            for (int j = 0; j < KC; ++j) {
+                rotate(zr[j], zi[j], rc[j].zr, rc[j].zi);
+                rotate(er[j], ei[j], rc[j].er, rc[j].ei);
+            }
+            if (stale || p.w != 0.f) {
+                stale = false;
+                anchor(p.x, p.y, __fmaf_rn(p.x, qr, __fmul_rn(p.y, qc)));
+            }
+        },
+        [&](float kr, float kc, float2 g, float am, float ap) {
+            const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
+            if (!RECUR) anchor(kr, kc, q);
+            float hr[KC], hi[KC], al[KC];
+#pragma unroll
+            for (int j = 0; j < KC; ++j) {
+                hr[j] = __fmaf_rn(zr[j], g.x, -__fmul_rn(zi[j], g.y));
+                hi[j] = __fmaf_rn(zr[j], g.y, __fmul_rn(zi[j], g.x));
+                al[j] = 0.f;
+            }
+            if (am != 0.f) {
+#pragma unroll
+                for (int j = 0; j < KC; ++j) {
+                    const float x = __fmaf_rn(-rc[j].hd, q, rc[j].Xm);
+                    al[j] = __fmul_rn(sinc_rec(x, ei[j]), am);
+                    fN[j][0] = __fmaf_rn(al[j], hr[j], fN[j][0]);
+                    fN[j][1] = __fmaf_rn(al[j], hi[j], fN[j][1]);
+                    fN[j][4] = __fmaf_rn(al[j], al[j], fN[j][4]);
+                }
+            }
+            if (ap != 0.f) {
+#pragma unroll
+                for (int j = 0; j < KC; ++j) {
+                    const float x = __fmaf_rn(-rc[j].hd, q, rc[j].Xp);
+                    const float s = __fmaf_rn(ei[j], rc[j].cK, __fmul_rn(er[j], rc[j].sK));
+                    const float be = __fmul_rn(sinc_rec(x, s), ap);
+                    fN[j][2] = __fmaf_rn(be, hr[j], fN[j][2]);
+                    fN[j][3] = __fmaf_rn(be, hi[j], fN[j][3]);
+                    fN[j][4] = __fmaf_rn(be, be, fN[j][4]);
+                    al[j] = __fmul_rn(al[j], be);
+                }
+                if (am != 0.f) {  // both apertures nonzero: the soft-edge band
+#pragma unroll
+                    for (int j = 0; j < KC; ++j) fN[j][4] = __fmaf_rn(RARE_(j, 3), al[j], fN[j][4]);
+                }
+            }
+            if (ROT) fE = __fadd_rn(fE, energy_term(g));
+        },
+        [&]() {
+#pragma unroll
+            for (int j = 0; j < KC; ++j)
+#pragma unroll
+                for (int q = 0; q < NS; ++q) { ACC_(j, q) += fN[j][q]; fN[j][q] = 0.0f; }
+            if (ROT) { acc[NS * KC * NT + threadIdx.x] += fE; fE = 0.0f; }
+        });
+#undef RARE_
+    // N = Σ αH - e^{-iΨ} Σ βH (float64) in place of the first two sums, D third.
+#pragma unroll
+    for (int j = 0; j < KC; ++j) {
+        double sP, cP;
+        sincos(2.0 * cand_phases(ctab + 8 * j, nr, nc, pilam).half_psi, &sP, &cP);
+        const double bR = ACC_(j, 2), bI = ACC_(j, 3), D = ACC_(j, 4);
+        ACC_(j, 0) -= cP * bR + sP * bI;
+        ACC_(j, 1) -= cP * bI - sP * bR;
+        ACC_(j, 2) = D;
+    }
+    if (gridDim.z > 1) {  // raw (K, nsplit, 3, M) sums; vp_eval_finish combines them
+        if (m < M) {
+#pragma unroll
+            for (int j = 0; j < KC; ++j)
+                for (int q = 0; q < 3; ++q)
+                    raw[(((size_t)(c0 + j) * gridDim.z + blockIdx.z) * 3 + q) * M + m] = ACC_(j, q);
+        }
+        return;
+    }
+    const double w = active ? half_weight(m % Hc, Nc) : 0.0;
+    double lt[KC + ROT];
+#pragma unroll
+    for (int j = 0; j < KC; ++j) lt[j] = active ? loss_term(ACC_(j, 0), ACC_(j, 1), ACC_(j, 2), w) : 0.0;
+    if (ROT) lt[KC] = acc[NS * KC * NT + threadIdx.x] * w;
+#pragma unroll
+    for (int j = 0; j < KC + ROT; ++j) acc[j * NT + threadIdx.x] = lt[j];
+#undef ACC_
+    block_reduce(acc, KC + ROT);
+    if (threadIdx.x < KC) partial[(size_t)(c0 + threadIdx.x) * nblk + blockIdx.y] = acc[threadIdx.x * NT];
+    if (ROT && threadIdx.x == 0) energy[(size_t)blockIdx.x * nblk + blockIdx.y] = acc[KC * NT];
+}
+#undef RARE
+#undef NS
+
+// Combine the b-split raw sums of vp_eval in split order; grid (K, nblk).
+__global__ void __launch_bounds__(NT) vp_eval_finish(const double* __restrict__ raw, int nsplit,
+                                                    int M, int Nc, double* __restrict__ partial) {
+    __shared__ double red[NT];
+    const int Hc = Nc / 2 + 1;
+    const int m = blockIdx.y * NT + threadIdx.x;
+    const int c = blockIdx.x;
+    double v = 0.0;
+    if (m < M) {
+        double d[3] = {0.0, 0.0, 0.0};
+        for (int z = 0; z < nsplit; ++z)
+            for (int q = 0; q < 3; ++q) d[q] += raw[(((size_t)c * nsplit + z) * 3 + q) * M + m];
+        v = loss_term(d[0], d[1], d[2], half_weight(m % Hc, Nc));
+    }
+    red[threadIdx.x] = v;
+    block_reduce(red, 1);
+    if (threadIdx.x == 0) partial[(size_t)c * gridDim.y + blockIdx.y] = red[0];
+}

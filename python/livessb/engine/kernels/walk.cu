@@ -1,0 +1,183 @@
+// Frequency grid, block reductions, trotter test and the pixel walk of the ν-parallel kernels.
+__device__ __forceinline__ double loss_term(double Nr, double Ni, double D, double w) {
+    return D > 1e-12 ? (Nr * Nr + Ni * Ni) / D * w : 0.0;
+}
+
+__device__ __forceinline__ double half_weight(int ic, int Nc) {
+    if (ic == 0) return 1.0;
+    if ((Nc % 2 == 0) && ic == Nc / 2) return 1.0;
+    return 2.0;
+}
+
+// Frequency of thread m on a (rows, H) grid; false for m ≥ M and beyond |ν| = 2kα, where
+// no pixel is in the trotter (the ν-parallel kernels skip those threads).
+__device__ __forceinline__ bool grid_nu(int m, int M, int H, const double* __restrict__ nu_r,
+                                        const double* __restrict__ nu_c, double ka2,
+                                        double& nr, double& nc) {
+    nr = 0.0;
+    nc = 0.0;
+    if (m >= M) return false;
+    nr = nu_r[m / H];
+    nc = nu_c[m % H];
+    return nr * nr + nc * nc <= 4.0 * ka2 * (1.0 + 1e-6);
+}
+
+// Fixed-order tree sum over the block of `n` doubles per thread stored in red[n][NT].
+__device__ __forceinline__ void block_reduce(double* red, int n) {
+    __syncthreads();
+    for (int s = NT / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) {
+            for (int j = 0; j < n; ++j) red[j * NT + threadIdx.x] += red[j * NT + threadIdx.x + s];
+        }
+        __syncthreads();
+    }
+}
+
+// Mask and amplitudes of pair (b, ν). Returns false outside the trotter.
+__device__ __forceinline__ bool pair_geo(float fkr, float fkc, float fnr, float fnc,
+                                         const double* kd, double nr, double nc, float akb,
+                                         const Geo& g, float& am, float& ap) {
+    // float first; the float64 NumPy formula decides only within 1e-4 of an edge.
+    const float fr = fkr - fnr, fc = fkc - fnc, pr = fkr + fnr, pc = fkc + fnc;
+    float dm = fr * fr + fc * fc, dp = pr * pr + pc * pc;
+    const float ka2 = g.ka * g.ka, tol = 1e-4f * ka2;
+    bool inm = dm <= ka2, inp = dp <= ka2;
+    if ((fabsf(dm - ka2) < tol) | (fabsf(dp - ka2) < tol)) {
+        const double kr = kd[0], kc = kd[1];
+        const double dr = __dsub_rn(kr, nr), dc = __dsub_rn(kc, nc);
+        const double dmd = __dadd_rn(__dmul_rn(dr, dr), __dmul_rn(dc, dc));
+        const double er = __dadd_rn(kr, nr), ec = __dadd_rn(kc, nc);
+        const double dpd = __dadd_rn(__dmul_rn(er, er), __dmul_rn(ec, ec));
+        inm = dmd <= g.ka2;
+        inp = dpd <= g.ka2;
+    }
+    if (inm == inp) return false;
+    // One disc holds k: away from the soft edges its aperture is exactly 1 and the
+    // other's exactly 0 (make_geo); near either edge (which includes every pair the
+    // float64 test decided) both profiles, with their square roots.
+    am = inm ? akb : 0.0f;
+    ap = inp ? akb : 0.0f;
+    if ((fminf(dm, dp) > g.in2) | (fmaxf(dm, dp) < g.out2)) {  // (one branch, no short circuit)
+        am = __fmul_rn(aperture_f(dm, g), akb);
+        ap = __fmul_rn(aperture_f(dp, g), akb);
+    }
+    return true;
+}
+
+// float4 element t of a shared array at shared-window address base (see walk_pairs).
+__device__ __forceinline__ float4 ld_shared(unsigned base, int t) {
+    float4 v;
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(base + 16u * t));
+    return v;
+}
+
+__device__ __forceinline__ void st_shared(unsigned base, int t, float4 v) {
+    asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};"
+                 :: "r"(base + 16u * t), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
+}
+
+// Lowest set bit of the 128-bit tile mask (lo, hi), cleared; -1 once none is left.
+__device__ __forceinline__ int pop_bit(unsigned long long& lo, unsigned long long& hi) {
+    if (lo) {
+        const int t = __ffsll((long long)lo) - 1;
+        lo &= lo - 1;
+        return t;
+    }
+    if (hi) {
+        const int t = 63 + __ffsll((long long)hi);
+        hi &= hi - 1;
+        return t;
+    }
+    return -1;
+}
+
+// The pixel walk shared by the ν-parallel kernels: BF pixels [BL, BH) in tiles of BT
+// (BL a multiple of BT); for an active thread, pair(kr, kc, g, am, ap) for every trotter
+// pair of its frequency (spectra G[b*M + src]; pixel geometry px[b] = (k_r, k_c, aperture,
+// anchor flag) as float, staged in shared memory per tile), then tile_end() after each
+// tile (where the float partials are flushed to float64). Spectra are prefetched two pixels ahead to
+// hide the load latency behind the arithmetic of the current pixel.
+// MASKED: wmask[tile] (this warp's row of a support mask, see support_mask) lists the
+// tile's pixels that may be in the trotter of some lane; only those are visited, in index
+// order, so the sums are those of the full walk. Pays where most pixels are outside
+// every lane's trotter (reconstruction grids); dense walks run faster unmasked.
+// Every lane of a warp must call it. A warp walks when any of its lanes is active; its
+// inactive lanes load nothing and are in no trotter. Each warp stages the tile's pixel
+// rows in its own shared copy (warp syncs only: warps whose trotters differ do not wait
+// for each other at every tile).
+// WARP (unmasked walks only): pixel(p, in) runs for every pixel after its trotter test,
+// so it may vote over the warp (vp_eval's recurrences step there); the other kernels
+// pass NoPixel.
+template <bool MASKED, bool WARP, typename Pixel, typename Pair, typename TileEnd>
+__device__ __forceinline__ void walk_pairs(
+    const float2* __restrict__ G, int M, int src, bool active, int BL, int BH,
+    const double* __restrict__ k64, const float4* __restrict__ px,
+    const uint4* __restrict__ wmask, double nr, double nc, const Geo& geo, Pixel&& pixel,
+    Pair&& pair, TileEnd&& tile_end) {
+    static_assert(!(MASKED && WARP), "a masked walk skips pixels: no per-pixel hook");
+    __shared__ float4 s_px_all[NT / 32][BT];
+    // Shared-window address of this warp's copy, kept in a register: otherwise it is
+    // recomputed from the CTA id and lane at every pixel (8 instructions).
+    unsigned s_px = (unsigned)__cvta_generic_to_shared(s_px_all[threadIdx.x >> 5]);
+    asm volatile("" : "+r"(s_px));
+    const int lane = threadIdx.x & 31;
+    const float fnr = (float)nr, fnc = (float)nc;
+    if (!__any_sync(0xffffffffu, active)) return;  // warp-uniform
+    const float2 zero = make_float2(0.f, 0.f);
+    for (int b0 = BL; b0 < BH; b0 += BT) {
+        const int nb = min(BT, BH - b0);
+        __syncwarp();
+        for (int t = lane; t < nb; t += 32) st_shared(s_px, t, px[b0 + t]);
+        __syncwarp();
+        if (MASKED) {
+            const float2* gt = G + (size_t)b0 * M + src;
+            const uint4 mk = wmask[b0 / BT];
+            unsigned long long lo = mk.x | ((unsigned long long)mk.y << 32);
+            unsigned long long hi = mk.z | ((unsigned long long)mk.w << 32);
+            int t0 = pop_bit(lo, hi), t1 = pop_bit(lo, hi);
+            float2 g0 = active && t0 >= 0 ? gt[(size_t)t0 * M] : zero;
+            float2 g1 = active && t1 >= 0 ? gt[(size_t)t1 * M] : zero;
+            while (t0 >= 0) {
+                const int t = t0;
+                const float2 g = g0;
+                t0 = t1;
+                g0 = g1;
+                t1 = pop_bit(lo, hi);
+                if (active && t1 >= 0) g1 = gt[(size_t)t1 * M];
+                const float4 p = ld_shared(s_px, t);
+                float am, ap;
+                if (active && pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc, p.z, geo,
+                                       am, ap))
+                    pair(p.x, p.y, g, am, ap);
+            }
+        } else {
+            const float2* gp = G + (size_t)b0 * M + src;
+            float2 g0 = active ? gp[0] : zero;
+            float2 g1 = active && nb > 1 ? gp[M] : zero;
+            gp += 2 * (size_t)M;
+#pragma unroll WALK_UNROLL_N
+            for (int t = 0; t < nb; ++t, gp += M) {
+                const float2 g = g0;
+                g0 = g1;
+                if (t + 2 < nb && active) g1 = *gp;
+                const float4 p = ld_shared(s_px, t);
+                float am, ap;
+                const bool in = active && pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr,
+                                                   nc, p.z, geo, am, ap);
+                if (WARP) pixel(p, in);
+                if (in) pair(p.x, p.y, g, am, ap);
+            }
+        }
+        tile_end();
+    }
+}
+
+struct NoPixel {
+    __device__ __forceinline__ void operator()(const float4&, bool) const {}
+};
+
+// |g|² of one in-trotter pair (the sideband energy term; one form for both kernels).
+__device__ __forceinline__ float energy_term(float2 g) {
+    return __fmaf_rn(g.x, g.x, __fmul_rn(g.y, g.y));
+}
