@@ -386,6 +386,8 @@ def test_few_candidate_launches_split_to_fill_the_device():
         tail = eng.evaluate(sp, np.concatenate([cand[1:9], cand[:1]]))  # 8 + lone 1
         np.testing.assert_allclose(tail[-1], grouped[0], rtol=1e-6)
         np.testing.assert_array_equal(tail[:8], eng.evaluate(sp, cand[1:9]))
+        none = eng.derivatives(sp, cand[:0])  # an empty batch: empty results, no launch
+        assert [a.shape for a in none] == [(0,), (0, 6), (0, 6, 6)]
         one = eng.derivatives(sp, cand[:1])
         three = eng.derivatives(sp, cand[:3])
         for a, b in zip(one, three, strict=True):

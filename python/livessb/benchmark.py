@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import functools
 import json
 import os
 import platform
@@ -233,8 +234,6 @@ def full_field_session(scan: int, seed: int = 42) -> tuple[Any, Any]:
 
 def candidate_timing(session: Any, ceilings: dict[str, float], trials: int) -> dict[str, Any]:
     """Per-candidate evaluation time on the full field vs its floor."""
-    import cupy as cp
-
     eng = session._engine
     model = session._full
     sp = model.spectra
@@ -245,14 +244,7 @@ def candidate_timing(session: Any, ceilings: dict[str, float], trials: int) -> d
     bytes_G = sp.G.nbytes
     for K in (1, 8, trials // 2):
         cand = random_candidates(rng, K)
-        eng.evaluate(sp, cand)
-        ts = []
-        for _ in range(5):
-            cp.cuda.Device().synchronize()
-            t0 = time.perf_counter()
-            eng.evaluate(sp, cand)
-            ts.append(time.perf_counter() - t0)
-        t = float(np.median(ts)) / K
+        t = _median_time(functools.partial(eng.evaluate, sp, cand), 5) / K
         # Floor: the spectra read once per launch of eval_group candidates, and
         # FLOPS_PER_PAIR flops per in-trotter pair and candidate.
         group = min(eng.eval_group, K)
@@ -268,21 +260,12 @@ def candidate_timing(session: Any, ceilings: dict[str, float], trials: int) -> d
     groups = {}
     for kc in EVAL_GROUPS:
         eng.eval_group = kc
-        eng.evaluate(sp, cand)
-        t0 = time.perf_counter()
-        eng.evaluate(sp, cand)
-        groups[str(kc)] = (time.perf_counter() - t0) / 100
+        groups[str(kc)] = _median_time(lambda: eng.evaluate(sp, cand), 1) / 100
     eng.eval_group = keep
     out["per_candidate_s_by_group"] = groups
     # Derivatives (3 Newton starts in lockstep).
     cand = np.array([[-80, 20, 0.5, 0, 0, 10]] * 3, dtype=float) + rng.normal(0, 1, (3, 6))
-    eng.derivatives(sp, cand)
-    ts = []
-    for _ in range(3):
-        t0 = time.perf_counter()
-        eng.derivatives(sp, cand)
-        ts.append(time.perf_counter() - t0)
-    out["derivatives_3_s"] = float(np.median(ts))
+    out["derivatives_3_s"] = _median_time(lambda: eng.derivatives(sp, cand), 3)
     out["derivatives_1_s"] = _median_time(lambda: eng.derivatives(sp, cand[:1]), 3)
     out["flops_per_pair_assumed"] = FLOPS_PER_PAIR
     # The BF gather a session's open starts (asynchronously; the fit's first stage waits).

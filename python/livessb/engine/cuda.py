@@ -527,6 +527,8 @@ class CUDAEngine(ArrayEngine):
         cp = self.cp
         cand = np.asarray(candidates, dtype=np.float64).reshape(-1, 6)
         K = len(cand)
+        if K == 0:
+            return np.empty(0), np.empty((0, 6)), np.empty((0, 6, 6))
         M = spectra.extra["M"]
         nblk = -(-M // ck.NT)
         part = cp.empty((K, ck.NQ, nblk), dtype=cp.float64)

@@ -22,9 +22,14 @@ from .optics import aperture, chi
 PARAMS: tuple[str, ...] = ("C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")
 N_PARAMS = len(PARAMS)
 MRAD = 1e-3
-# Pairs (i, j), i ≤ j, in the order second derivatives are returned.
-PAIRS: tuple[tuple[int, int], ...] = tuple(
-    (i, j) for i in range(N_PARAMS) for j in range(i, N_PARAMS))
+
+
+def pairs_of(n: int) -> tuple[tuple[int, int], ...]:
+    """(i, j), i ≤ j, for ``n`` parameters: the order second derivatives come in."""
+    return tuple((i, j) for i in range(n) for j in range(i, n))
+
+
+PAIRS: tuple[tuple[int, int], ...] = pairs_of(N_PARAMS)  # the six joint parameters' pairs
 
 
 @dataclass
@@ -142,11 +147,6 @@ def gamma_derivatives(
                     d2 = d2 + dS * math.pi * MRAD * (g.nu_r if a == 0 else g.nu_c)
                 hess[n] = hess[n] + sgn * d2 * wave
     return gam, grads, hess
-
-
-def pairs_of(n: int) -> tuple[tuple[int, int], ...]:
-    """(i, j), i ≤ j, for ``n`` parameters: the order second derivatives come in."""
-    return tuple((i, j) for i in range(n) for j in range(i, n))
 
 
 def _chi_partials(

@@ -1,7 +1,5 @@
 // Exact loss, gradient and Hessian of the VP objective.
 // ---------------------------------------------------------------------------------
-// Loss, gradient and Hessian terms, one candidate per blockIdx.x.
-// partial: (K, 28, nblk): [loss, grad(6), hess(21 in PAIRS order)] (sums before -1/E).
 #define NQ 28
 // Derivative sums per frequency (float within a tile, float64 in shared memory).
 // The tilt factors x_τ = πΔ·1e-3·ν and ∂²x/∂τ∂Δ = π·1e-3·ν are per-ν constants and are
