@@ -28,9 +28,13 @@ def main() -> None:
     cp.cuda.Device().synchronize()
     print("eval 8:", time.perf_counter() - t0, "pairs", sp.extra["pairs"], "M", sp.extra["M"],
           "B", sp.n_bf, flush=True)
+    thetas = np.radians(s.rotation_deg) + np.radians(np.linspace(-3.0, 3.0, 25))
+    eng.evaluate_rotations(sp, thetas, s.transpose, cand[:1])
+    s.reconstruct()
     cp.cuda.profiler.start()
     eng.evaluate(sp, cand)
     eng.derivatives(sp, cand[:2])
+    eng.evaluate_rotations(sp, thetas, s.transpose, cand[:1])
     s.reconstruct()
     cp.cuda.Device().synchronize()
     cp.cuda.profiler.stop()

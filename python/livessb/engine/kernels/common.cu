@@ -153,12 +153,17 @@ __device__ __forceinline__ void sinc_d12(float x, float S, float sn, float cs, f
 // Absolute error ~5e-7 after reduction; float32 arguments themselves carry ~|x|·6e-8.
 // n = rint(x/2π) by the 1.5·2^23 shift inside one fma (FMA pipe; FRND would use the
 // conversion unit); exact for |x| < 2^22·2π.
-__device__ __forceinline__ void fast_sincos(float x, float* s, float* c) {
+__device__ __forceinline__ float reduce_2pi(float x) {
     const float n = __fsub_rn(__fmaf_rn(x, 0.159154943091895336f, 12582912.0f), 12582912.0f);
-    float r = __fmaf_rn(n, -6.28318548202514648f, x);
-    r = __fmaf_rn(n, 1.74845553e-7f, r);
-    __sincosf(r, s, c);
+    const float r = __fmaf_rn(n, -6.28318548202514648f, x);
+    return __fmaf_rn(n, 1.74845553e-7f, r);
 }
+
+__device__ __forceinline__ void fast_sincos(float x, float* s, float* c) {
+    __sincosf(reduce_2pi(x), s, c);
+}
+
+__device__ __forceinline__ float fast_sin(float x) { return __sinf(reduce_2pi(x)); }
 
 // conj(Γ) for one pair and candidate: returns (pr, pi), u^2+v^2 via d; fills po.
 __device__ __forceinline__ void gamma_conj(float kr, float kc, float q, float am, float ap,

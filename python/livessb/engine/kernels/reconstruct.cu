@@ -3,6 +3,13 @@
 // Reconstruction on the f-times finer half plane (Fr, Fc): thread per fine ν.
 // mode 0: O = (1/B) Σ_b G conj(Γ)/max(|Γ|, eps); mode 1: O = N / (D + 1e-3 B).
 // row_alias: (Fr,) coarse row of each fine row (before the Hermitian fold).
+//
+// Inside a trotter one disc holds k (outside the soft-edge band the other aperture is
+// exactly 0), and conj(Γ) is one phasor, conj(Γ) = σ S a e^{iφ}: on the m side (a_m ≠ 0)
+// σ = +1, φ = Ψ/2 - c', S a = S_m a_m; on the p side σ = -1, φ = -(Ψ/2 + c'),
+// S a = S_p a_p; and |Γ| = |S a|. So the SSB term is σ sign(Sa) min(1, |Sa|/eps) G e^{iφ}:
+// one sincos, one sine and one reciprocal per pair, where the full form takes two
+// sincos, two reciprocals and a square root (SFU work). Band pairs take the full form.
 __global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc, int Fr, int Fc,
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
@@ -28,6 +35,8 @@ __global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
     }
     Cand cc;
     make_cand(cand, nr, nc, pilam, cc);
+    const float hp = (float)remainder(cand_phases(cand, nr, nc, pilam).half_psi, 2.0 * PI_D);
+    const float inv_eps = 1.0f / eps;
     const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
     double aR = 0.0, aI = 0.0, aD = 0.0;
     float fr_ = 0.f, fi_ = 0.f, fd_ = 0.f;
@@ -36,16 +45,33 @@ __global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
         [&](float kr, float kc, float2 g, float am, float ap) {
             if (cj) g.y = -g.y;
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
-            float pr, pi, u, v;
-            PairOut po;
-            gamma_conj(kr, kc, q, am, ap, cc, pr, pi, u, v, po);
-            if (mode == 0) {
-                const float inv = fminf(rsqrtf(u * u + v * v), 1.0f / eps);
-                fr_ += (pr * g.x - pi * g.y) * inv;
-                fi_ += (pr * g.y + pi * g.x) * inv;
-            } else {
-                acc_nd(pr, pi, u, v, g, fr_, fi_, fd_);
+            if (am != 0.f && ap != 0.f) {  // the soft-edge band: both discs, full form
+                float pr, pi, u, v;
+                PairOut po;
+                gamma_conj(kr, kc, q, am, ap, cc, pr, pi, u, v, po);
+                if (mode == 0) {
+                    const float inv = fminf(rsqrtf(u * u + v * v), inv_eps);
+                    fr_ += (pr * g.x - pi * g.y) * inv;
+                    fi_ += (pr * g.y + pi * g.x) * inv;
+                } else {
+                    acc_nd(pr, pi, u, v, g, fr_, fi_, fd_);
+                }
+                return;
             }
+            const bool side_m = am != 0.f;
+            const float cpv = __fmaf_rn(kr, cc.vr, __fmul_rn(kc, cc.vc));
+            float sn, cs;
+            fast_sincos(side_m ? __fsub_rn(hp, cpv) : -__fadd_rn(hp, cpv), &sn, &cs);
+            const float x = __fmaf_rn(-cc.hd, q, side_m ? cc.Xm : cc.Xp);
+            const float sa = __fmul_rn(sinc_f(x, fast_sin(x)), side_m ? am : ap);  // S a
+            float f;  // the term's real factor: σ sign(Sa) min(1, |Sa|/eps), or σ S a
+            if (mode == 0) f = fabsf(sa) * inv_eps >= 1.0f ? copysignf(1.0f, sa) : sa * inv_eps;
+            else { f = sa; fd_ = __fmaf_rn(sa, sa, fd_); }
+            if (!side_m) f = -f;
+            const float hr = __fmaf_rn(cs, g.x, -__fmul_rn(sn, g.y));
+            const float hi = __fmaf_rn(cs, g.y, __fmul_rn(sn, g.x));
+            fr_ = __fmaf_rn(f, hr, fr_);
+            fi_ = __fmaf_rn(f, hi, fi_);
         },
         [&]() {
             aR += fr_; aI += fi_; aD += fd_;
