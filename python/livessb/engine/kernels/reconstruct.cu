@@ -63,7 +63,10 @@ __global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
             float sn, cs;
             fast_sincos(side_m ? __fsub_rn(hp, cpv) : -__fadd_rn(hp, cpv), &sn, &cs);
             const float x = __fmaf_rn(-cc.hd, q, side_m ? cc.Xm : cc.Xp);
-            const float sa = __fmul_rn(sinc_f(x, fast_sin(x)), side_m ? am : ap);  // S a
+            // sinc_f's two forms, both computed and one selected (no branch per pair)
+            const float quotient = __fdividef(fast_sin(x), x);
+            const float series = __fmaf_rn(__fmul_rn(x, x), -0.16666667f, 1.0f);
+            const float sa = __fmul_rn(fabsf(x) < 1e-3f ? series : quotient, side_m ? am : ap);
             float f;  // the term's real factor: σ sign(Sa) min(1, |Sa|/eps), or σ S a
             if (mode == 0) f = fabsf(sa) * inv_eps >= 1.0f ? copysignf(1.0f, sa) : sa * inv_eps;
             else { f = sa; fd_ = __fmaf_rn(sa, sa, fd_); }

@@ -77,19 +77,25 @@ __device__ __forceinline__ void st_shared(unsigned base, int t, float4 v) {
                  :: "r"(base + 16u * t), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
 }
 
-// Lowest set bit of the 128-bit tile mask (lo, hi), cleared; -1 once none is left.
-__device__ __forceinline__ int pop_bit(unsigned long long& lo, unsigned long long& hi) {
-    if (lo) {
-        const int t = __ffsll((long long)lo) - 1;
-        lo &= lo - 1;
-        return t;
+__device__ __forceinline__ int ld_shared_u8(unsigned base, int i) {
+    unsigned short v;
+    asm volatile("ld.shared.u8 %0, [%1];" : "=h"(v) : "r"(base + (unsigned)i));
+    return v;
+}
+
+// This warp's list of the set bits of a 128-bit tile mask (word q, bit i = pixel 32q + i)
+// in index order, written to the byte array at shared-window address base; returns the
+// count. Lane l places the bits [4l, 4l + 4) after the popcount of the bits below them.
+__device__ __forceinline__ int mask_to_list(uint4 mk, int lane, unsigned base) {
+    const int q = lane >> 3, sh = (lane & 7) * 4;
+    const unsigned wq = q == 0 ? mk.x : q == 1 ? mk.y : q == 2 ? mk.z : mk.w;
+    int at = __popc(wq & ((1u << sh) - 1u)) + (q > 0 ? __popc(mk.x) : 0)
+             + (q > 1 ? __popc(mk.y) : 0) + (q > 2 ? __popc(mk.z) : 0);
+    for (unsigned nib = (wq >> sh) & 0xFu; nib; nib &= nib - 1u, ++at) {
+        const unsigned short t = (unsigned short)(4 * lane + __ffs(nib) - 1);
+        asm volatile("st.shared.u8 [%0], %1;" :: "r"(base + (unsigned)at), "h"(t) : "memory");
     }
-    if (hi) {
-        const int t = 63 + __ffsll((long long)hi);
-        hi &= hi - 1;
-        return t;
-    }
-    return -1;
+    return __popc(mk.x) + __popc(mk.y) + __popc(mk.z) + __popc(mk.w);
 }
 
 // The pixel walk shared by the ν-parallel kernels: BF pixels [BL, BH) in tiles of BT
@@ -117,10 +123,13 @@ __device__ __forceinline__ void walk_pairs(
     Pair&& pair, TileEnd&& tile_end) {
     static_assert(!(MASKED && WARP), "a masked walk skips pixels: no per-pixel hook");
     __shared__ float4 s_px_all[NT / 32][BT];
+    __shared__ unsigned char s_list_all[MASKED ? NT / 32 : 1][BT];  // masked walks' lists
     // Shared-window address of this warp's copy, kept in a register: otherwise it is
     // recomputed from the CTA id and lane at every pixel (8 instructions).
     unsigned s_px = (unsigned)__cvta_generic_to_shared(s_px_all[threadIdx.x >> 5]);
     asm volatile("" : "+r"(s_px));
+    unsigned s_list = (unsigned)__cvta_generic_to_shared(s_list_all[MASKED ? threadIdx.x >> 5 : 0]);
+    asm volatile("" : "+r"(s_list));
     const int lane = threadIdx.x & 31;
     const float fnr = (float)nr, fnc = (float)nc;
     if (!__any_sync(0xffffffffu, active)) return;  // warp-uniform
@@ -130,21 +139,17 @@ __device__ __forceinline__ void walk_pairs(
         __syncwarp();
         for (int t = lane; t < nb; t += 32) st_shared(s_px, t, px[b0 + t]);
         __syncwarp();
-        if (MASKED) {
+        if (MASKED) {  // the tile's listed pixels, spectra prefetched two ahead
             const float2* gt = G + (size_t)b0 * M + src;
-            const uint4 mk = wmask[b0 / BT];
-            unsigned long long lo = mk.x | ((unsigned long long)mk.y << 32);
-            unsigned long long hi = mk.z | ((unsigned long long)mk.w << 32);
-            int t0 = pop_bit(lo, hi), t1 = pop_bit(lo, hi);
-            float2 g0 = active && t0 >= 0 ? gt[(size_t)t0 * M] : zero;
-            float2 g1 = active && t1 >= 0 ? gt[(size_t)t1 * M] : zero;
-            while (t0 >= 0) {
-                const int t = t0;
+            const int n = mask_to_list(wmask[b0 / BT], lane, s_list);
+            __syncwarp();
+            float2 g0 = active && n > 0 ? gt[(size_t)ld_shared_u8(s_list, 0) * M] : zero;
+            float2 g1 = active && n > 1 ? gt[(size_t)ld_shared_u8(s_list, 1) * M] : zero;
+            for (int i = 0; i < n; ++i) {
+                const int t = ld_shared_u8(s_list, i);
                 const float2 g = g0;
-                t0 = t1;
                 g0 = g1;
-                t1 = pop_bit(lo, hi);
-                if (active && t1 >= 0) g1 = gt[(size_t)t1 * M];
+                if (active && i + 2 < n) g1 = gt[(size_t)ld_shared_u8(s_list, i + 2) * M];
                 const float4 p = ld_shared(s_px, t);
                 float am, ap;
                 if (active && pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc, p.z, geo,
