@@ -63,48 +63,6 @@ __device__ __forceinline__ float sinc_rec(float x, float s) {
                             : __fdividef(s, x);
 }
 
-// One candidate's terms of one pair with exact phasors (no recurrence): z = E e^{-ic'} from
-// one sincos of Ψ/2 - c', H = z G. Outside the soft-edge band one side's aperture is zero,
-// so one sine serves: the side's S a goes to that side's Σ (selected, no branch per pair);
-// band pairs take both sides and the cross term. sinc in sinc_f's form (the direct sine is
-// accurate relative to x near 0).
-__device__ __forceinline__ float sinc_direct(float x) {
-    const float quotient = __fdividef(fast_sin(x), x);
-    const float series = __fmaf_rn(__fmul_rn(x, x), -0.16666667f, 1.0f);
-    return fabsf(x) < 1e-3f ? series : quotient;
-}
-
-__device__ __forceinline__ void pair_direct(float kr, float kc, float q, float2 g, float am,
-                                            float ap, const Rec& r, const float* rare,
-                                            float* fN) {  // rare[q * NT], fN[NS]
-    float zr, zi;
-    fast_sincos(__fsub_rn(rare[2 * NT], __fmaf_rn(kr, rare[0], __fmul_rn(kc, rare[NT]))), &zi,
-                &zr);
-    const float hr = __fmaf_rn(zr, g.x, -__fmul_rn(zi, g.y));
-    const float hi = __fmaf_rn(zr, g.y, __fmul_rn(zi, g.x));
-    if (am != 0.f && ap != 0.f) {  // the band: both sides and their cross term
-        const float al = __fmul_rn(sinc_direct(__fmaf_rn(-r.hd, q, r.Xm)), am);
-        const float be = __fmul_rn(sinc_direct(__fmaf_rn(-r.hd, q, r.Xp)), ap);
-        fN[0] = __fmaf_rn(al, hr, fN[0]);
-        fN[1] = __fmaf_rn(al, hi, fN[1]);
-        fN[2] = __fmaf_rn(be, hr, fN[2]);
-        fN[3] = __fmaf_rn(be, hi, fN[3]);
-        fN[4] = __fmaf_rn(al, al, fN[4]);
-        fN[4] = __fmaf_rn(be, be, fN[4]);
-        fN[4] = __fmaf_rn(rare[3 * NT], __fmul_rn(al, be), fN[4]);
-        return;
-    }
-    const bool side_m = am != 0.f;
-    const float v = __fmul_rn(sinc_direct(__fmaf_rn(-r.hd, q, side_m ? r.Xm : r.Xp)),
-                              side_m ? am : ap);
-    const float cm = side_m ? v : 0.f, cpl = side_m ? 0.f : v;
-    fN[0] = __fmaf_rn(cm, hr, fN[0]);
-    fN[1] = __fmaf_rn(cm, hi, fN[1]);
-    fN[2] = __fmaf_rn(cpl, hr, fN[2]);
-    fN[3] = __fmaf_rn(cpl, hi, fN[3]);
-    fN[4] = __fmaf_rn(v, v, fN[4]);
-}
-
 template <int KC, bool ROT>
 __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc,
@@ -181,41 +139,38 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
         },
         [&](float kr, float kc, float2 g, float am, float ap) {
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
-            if constexpr (!RECUR) {
-                pair_direct(kr, kc, q, g, am, ap, rc[0], &RARE_(0, 0), fN[0]);
-            } else {
-                float hr[KC], hi[KC], al[KC];
+            if (!RECUR) anchor(kr, kc, q);
+            float hr[KC], hi[KC], al[KC];
+#pragma unroll
+            for (int j = 0; j < KC; ++j) {
+                hr[j] = __fmaf_rn(zr[j], g.x, -__fmul_rn(zi[j], g.y));
+                hi[j] = __fmaf_rn(zr[j], g.y, __fmul_rn(zi[j], g.x));
+                al[j] = 0.f;
+            }
+            if (am != 0.f) {
 #pragma unroll
                 for (int j = 0; j < KC; ++j) {
-                    hr[j] = __fmaf_rn(zr[j], g.x, -__fmul_rn(zi[j], g.y));
-                    hi[j] = __fmaf_rn(zr[j], g.y, __fmul_rn(zi[j], g.x));
-                    al[j] = 0.f;
+                    const float x = __fmaf_rn(-rc[j].hd, q, rc[j].Xm);
+                    al[j] = __fmul_rn(sinc_rec(x, ei[j]), am);
+                    fN[j][0] = __fmaf_rn(al[j], hr[j], fN[j][0]);
+                    fN[j][1] = __fmaf_rn(al[j], hi[j], fN[j][1]);
+                    fN[j][4] = __fmaf_rn(al[j], al[j], fN[j][4]);
                 }
-                if (am != 0.f) {
+            }
+            if (ap != 0.f) {
 #pragma unroll
-                    for (int j = 0; j < KC; ++j) {
-                        const float x = __fmaf_rn(-rc[j].hd, q, rc[j].Xm);
-                        al[j] = __fmul_rn(sinc_rec(x, ei[j]), am);
-                        fN[j][0] = __fmaf_rn(al[j], hr[j], fN[j][0]);
-                        fN[j][1] = __fmaf_rn(al[j], hi[j], fN[j][1]);
-                        fN[j][4] = __fmaf_rn(al[j], al[j], fN[j][4]);
-                    }
+                for (int j = 0; j < KC; ++j) {
+                    const float x = __fmaf_rn(-rc[j].hd, q, rc[j].Xp);
+                    const float s = __fmaf_rn(ei[j], rc[j].cK, __fmul_rn(er[j], rc[j].sK));
+                    const float be = __fmul_rn(sinc_rec(x, s), ap);
+                    fN[j][2] = __fmaf_rn(be, hr[j], fN[j][2]);
+                    fN[j][3] = __fmaf_rn(be, hi[j], fN[j][3]);
+                    fN[j][4] = __fmaf_rn(be, be, fN[j][4]);
+                    al[j] = __fmul_rn(al[j], be);
                 }
-                if (ap != 0.f) {
+                if (am != 0.f) {  // both apertures nonzero: the soft-edge band
 #pragma unroll
-                    for (int j = 0; j < KC; ++j) {
-                        const float x = __fmaf_rn(-rc[j].hd, q, rc[j].Xp);
-                        const float s = __fmaf_rn(ei[j], rc[j].cK, __fmul_rn(er[j], rc[j].sK));
-                        const float be = __fmul_rn(sinc_rec(x, s), ap);
-                        fN[j][2] = __fmaf_rn(be, hr[j], fN[j][2]);
-                        fN[j][3] = __fmaf_rn(be, hi[j], fN[j][3]);
-                        fN[j][4] = __fmaf_rn(be, be, fN[j][4]);
-                        al[j] = __fmul_rn(al[j], be);
-                    }
-                    if (am != 0.f) {  // both apertures nonzero: the soft-edge band
-#pragma unroll
-                        for (int j = 0; j < KC; ++j) fN[j][4] = __fmaf_rn(RARE_(j, 3), al[j], fN[j][4]);
-                    }
+                    for (int j = 0; j < KC; ++j) fN[j][4] = __fmaf_rn(RARE_(j, 3), al[j], fN[j][4]);
                 }
             }
             if (ROT) fE = __fadd_rn(fE, energy_term(g));

@@ -141,15 +141,18 @@ __device__ __forceinline__ void walk_pairs(
         __syncwarp();
         if (MASKED) {  // the tile's listed pixels, spectra prefetched two ahead
             const float2* gt = G + (size_t)b0 * M + src;
+            asm volatile("" : "+l"(gt));  // kept in registers, not re-derived per pixel
             const int n = mask_to_list(wmask[b0 / BT], lane, s_list);
             __syncwarp();
-            float2 g0 = active && n > 0 ? gt[(size_t)ld_shared_u8(s_list, 0) * M] : zero;
-            float2 g1 = active && n > 1 ? gt[(size_t)ld_shared_u8(s_list, 1) * M] : zero;
+            // (offsets t·M in 32 bits: t < BT, and M < 2^32 / BT for any scan that fits)
+            const unsigned uM = (unsigned)M;
+            float2 g0 = active && n > 0 ? __ldg(gt + ld_shared_u8(s_list, 0) * uM) : zero;
+            float2 g1 = active && n > 1 ? __ldg(gt + ld_shared_u8(s_list, 1) * uM) : zero;
             for (int i = 0; i < n; ++i) {
                 const int t = ld_shared_u8(s_list, i);
                 const float2 g = g0;
                 g0 = g1;
-                if (active && i + 2 < n) g1 = gt[(size_t)ld_shared_u8(s_list, i + 2) * M];
+                if (active && i + 2 < n) g1 = __ldg(gt + ld_shared_u8(s_list, i + 2) * uM);
                 const float4 p = ld_shared(s_px, t);
                 float am, ap;
                 if (active && pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc, p.z, geo,
