@@ -495,14 +495,10 @@ class CUDAEngine(ArrayEngine):
         part = cp.empty((Kp, nblk), dtype=cp.float64)
         per, nsplit = split
         raw = cp.empty((Kp, nsplit, 3, M) if nsplit > 1 else 1, dtype=cp.float64)
-        kernel = ck.module().get_function(ck.eval_kernel_name(kc))
-        smem = ck.eval_dynamic_smem(kc)
-        if smem > kernel.max_dynamic_shared_size_bytes:  # past the default 48 KiB in all
-            kernel.max_dynamic_shared_size_bytes = smem
-        kernel((Kp // kc, nblk, nsplit), (ck.NT,),
-               (*self._launch_args(spectra), cp.asarray(table), *self._geo, self._pilam, part,
-                np.int32(per), raw, raw, spectra.extra["dk"]),  # (energy output unused here)
-               shared_mem=smem)
+        ck.module().get_function(ck.eval_kernel_name(kc))(
+            (Kp // kc, nblk, nsplit), (ck.NT,),
+            (*self._launch_args(spectra), cp.asarray(table), *self._geo, self._pilam, part,
+             np.int32(per), raw, raw, spectra.extra["dk"]))  # (energy output unused here)
         if nsplit > 1:
             ck.module().get_function("vp_eval_finish")(
                 (Kp, nblk), (ck.NT,), (raw, np.int32(nsplit), np.int32(M),

@@ -16,9 +16,7 @@ KERNELS = Path(__file__).with_name("kernels")
 # One translation unit, in this order: each file uses the definitions of those before it.
 KERNEL_FILES = ("common.cu", "walk.cu", "vp_eval.cu", "vp_derivs.cu", "energy_masks.cu",
                 "reconstruct.cu", "prepare.cu")
-EVAL_GROUPS = (1, 2, 4, 8)  # candidates per thread in vp_eval<KC>
-EVAL_SUMS = 5  # float64 sums per candidate of vp_eval (NS in the source)
-EVAL_DYNAMIC_FROM = 8  # groups from this size keep their sums in dynamic shared memory
+EVAL_GROUPS = (1, 2, 4)  # candidates per thread in vp_eval<KC> (8 exceeds registers)
 COUNT_TYPES = {
     np.dtype(np.uint8): "unsigned char",
     np.dtype(np.uint16): "unsigned short",
@@ -64,11 +62,6 @@ def column_step(k_det: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.nda
 def eval_kernel_name(group: int, rotations: bool = False) -> str:
     """vp_eval for ``group`` candidates per thread, or one candidate at many rotations."""
     return f"vp_eval<{group}, {'true' if rotations else 'false'}>"
-
-
-def eval_dynamic_smem(group: int) -> int:
-    """Bytes of dynamic shared memory a vp_eval<group, false> launch needs."""
-    return EVAL_SUMS * group * NT * 8 if group >= EVAL_DYNAMIC_FROM else 0
 
 
 def _names() -> list[str]:

@@ -24,9 +24,8 @@
 #define MRAD_D 1e-3
 // Minimum resident blocks per SM of the hot kernels (register budget; -D overrides).
 #ifndef EVAL_MINB_FOR  // by candidates per thread: more of them need more registers
-#define EVAL_MINB_FOR(KC) ((KC) <= 2 ? 6 : (KC) <= 4 ? 4 : 2)
+#define EVAL_MINB_FOR(KC) ((KC) <= 2 ? 6 : 4)
 #endif
-#define EVAL_DYNAMIC_FROM 8  // vp_eval groups this large keep their sums in dynamic smem
 #ifndef DERIV_MINB
 #define DERIV_MINB 3
 #endif

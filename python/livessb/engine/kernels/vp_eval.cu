@@ -75,12 +75,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     // float64 sums (Σ αH, Σ βH as re, im, and D per candidate; then the energy for ROT)
     // live in shared memory, not registers (more resident warps); later reused for the
     // block reduction.
-    // Eight candidates' sums (40 KiB) would take the static shared memory past its 48 KiB
-    // limit: that group keeps them in dynamic shared memory (EVAL_DYNAMIC_FROM).
-    constexpr bool DYN = KC >= EVAL_DYNAMIC_FROM;
-    __shared__ double acc_static[DYN ? 1 : (NS * KC + ROT) * NT];
-    extern __shared__ double acc_dynamic[];
-    double* const acc = DYN ? acc_dynamic : acc_static;
+    __shared__ double acc[(NS * KC + ROT) * NT];
     __shared__ float rare_all[KC * RARE * NT];
     if (ROT) {
         k64 += (size_t)2 * B * blockIdx.x;
