@@ -21,6 +21,7 @@ pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(_N_DEV < 1, reason="needs a CUDA GPU")]
 
 from livessb import Session  # noqa: E402
+from livessb.engine import cuda_kernels as ck  # noqa: E402
 from livessb.engine.cpu import CPUEngine  # noqa: E402
 from livessb.engine.cuda import CUDAEngine  # noqa: E402
 from livessb.engine.protocol import DeviceMemoryError  # noqa: E402
@@ -57,6 +58,24 @@ def _cuda_prepared(ds):
     eng = CUDAEngine(ds)
     try:
         yield eng, *_prepared(eng, ds)
+    finally:
+        eng.close()
+
+
+def test_candidate_groups_give_identical_losses(thick):
+    """2 or 4 candidates per thread: each candidate's sums run in the same order, so the
+    losses are the same bits."""
+    ds, _ = thick
+    eng = CUDAEngine(ds)
+    try:
+        _, sp = _prepared(eng, ds)
+        cand = _candidates(16)
+        losses = {}
+        for kc in ck.EVAL_GROUPS[1:]:
+            eng.eval_group = kc
+            losses[kc] = eng.evaluate(sp, cand)
+        assert set(losses) == {2, 4}
+        np.testing.assert_array_equal(losses[2], losses[4])
     finally:
         eng.close()
 
