@@ -1,6 +1,8 @@
-"""The CUDA source and its Python mirror agree (no GPU needed)."""
+"""The CUDA source agrees with its Python mirror, and host-side engine helpers (no GPU)."""
 
 import re
+
+import numpy as np
 
 from livessb.engine import cuda_kernels as ck
 
@@ -17,3 +19,13 @@ def test_every_compiled_kernel_is_defined_once() -> None:
     for name in {n.split("<")[0] for n in ck._names()}:
         found = re.findall(rf"__global__ void [^\n]*?\b{name}\(", src)
         assert len(found) == 1, name
+
+
+def test_device_bytes_count_shared_geometry_once() -> None:
+    """Windows at one rotation share their geometry rows: memory_info counts them once."""
+    from livessb.engine.cuda import _device_bytes
+
+    k64, px = np.zeros((100, 2)), np.zeros((100, 4), dtype=np.float32)
+    full = {"k64": k64, "px": px, "fine_masks": (3, np.zeros(50, dtype=np.uint32), 7)}
+    region = {"k64": k64, "px": px, "energies": {(0.1, False): (1.0, 2)}}
+    assert _device_bytes([*full.values(), *region.values()], np) == 1600 + 1600 + 200

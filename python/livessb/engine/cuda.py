@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -99,10 +99,12 @@ def _candidate_table(candidates: np.ndarray, pad_to: int = 1) -> np.ndarray:
     return out
 
 
-def _device_bytes(extra: dict[str, Any], cp: Any) -> int:
-    """Bytes of the device arrays a spectra handle keeps beside G (geometry, masks)."""
-    return sum(int(a.nbytes) for v in extra.values()
-               for a in (v if isinstance(v, tuple) else (v,)) if isinstance(a, cp.ndarray))
+def _device_bytes(values: Iterable[Any], cp: Any) -> int:
+    """Bytes of the distinct device arrays among ``values`` (arrays or tuples of them):
+    geometry rows shared by several windows count once."""
+    arrays = {id(a): a for v in values for a in (v if isinstance(v, tuple) else (v,))
+              if isinstance(a, cp.ndarray)}
+    return sum(int(a.nbytes) for a in arrays.values())
 
 
 def device_array_of(counts: Any) -> Any:
@@ -666,7 +668,8 @@ class CUDAEngine(ArrayEngine):
         counts = 0 if self._closed or self._bf_counts is None else int(self._bf_counts.nbytes)
         spectra = sum(int(s.G.nbytes) for s in self._spectra if s.G is not None)
         cached = sum(int(b.nbytes) for b in self._buffers.values())
-        geometry = sum(_device_bytes(s.extra, self.cp) for s in self._spectra)
+        geometry = _device_bytes([*self._geometry.values(),
+                                  *(v for s in self._spectra for v in s.extra.values())], self.cp)
         pool = self._pool_bytes()
         return {"live_bytes": counts + spectra + cached + geometry, "bf_counts_bytes": counts,
                 "geometry_and_mask_bytes": geometry,

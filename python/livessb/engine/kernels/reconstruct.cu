@@ -63,10 +63,7 @@ __global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
             float sn, cs;  // e^{iφ}; -(Ψ/2 + c') as (-Ψ/2) - c': the same rounding
             fast_sincos(__fsub_rn(side_m ? hp : -hp, cpv), &sn, &cs);
             const float x = __fmaf_rn(-cc.hd, q, side_m ? cc.Xm : cc.Xp);
-            // sinc_f's two forms, both computed and one selected (no branch per pair)
-            const float quotient = __fdividef(fast_sin(x), x);
-            const float series = __fmaf_rn(__fmul_rn(x, x), -0.16666667f, 1.0f);
-            const float sa = __fmul_rn(fabsf(x) < 1e-3f ? series : quotient, side_m ? am : ap);
+            const float sa = __fmul_rn(sinc_f(x, fast_sin(x)), side_m ? am : ap);
             const float ssa = side_m ? sa : -sa;  // σ S a
             float f;  // the term's real factor: σ sign(Sa) min(1, |Sa|/eps), or σ S a
             if (mode == 0) f = copysignf(fminf(fabsf(ssa) * inv_eps, 1.0f), ssa);

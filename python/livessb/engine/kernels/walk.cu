@@ -128,8 +128,11 @@ __device__ __forceinline__ void walk_pairs(
     // recomputed from the CTA id and lane at every pixel (8 instructions).
     unsigned s_px = (unsigned)__cvta_generic_to_shared(s_px_all[threadIdx.x >> 5]);
     asm volatile("" : "+r"(s_px));
-    unsigned s_list = (unsigned)__cvta_generic_to_shared(s_list_all[MASKED ? threadIdx.x >> 5 : 0]);
-    asm volatile("" : "+r"(s_list));
+    unsigned s_list = 0;
+    if (MASKED) {
+        s_list = (unsigned)__cvta_generic_to_shared(s_list_all[threadIdx.x >> 5]);
+        asm volatile("" : "+r"(s_list));
+    }
     const int lane = threadIdx.x & 31;
     const float fnr = (float)nr, fnc = (float)nc;
     if (!__any_sync(0xffffffffu, active)) return;  // warp-uniform
