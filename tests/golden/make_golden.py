@@ -1,0 +1,83 @@
+"""The golden record: exact trial/Newton records, losses and image hashes of CPU fits.
+
+Written once before a refactor (`python tests/golden/make_golden.py`); the test
+`tests/test_golden.py` recomputes it and demands the same bits. Re-record only for a
+change that is meant to alter results, and say so in the commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+HERE = Path(__file__).parent
+RECORD = HERE / "golden.json"
+
+
+def _digest(x: Any) -> str:
+    return hashlib.sha256(json.dumps(x, sort_keys=True, default=float).encode()).hexdigest()
+
+
+def _array_hash(a: np.ndarray) -> str:
+    a = np.ascontiguousarray(a)
+    return hashlib.sha256(a.tobytes() + str(a.dtype).encode() + str(a.shape).encode()).hexdigest()
+
+
+def _fit_record(fit: Any) -> dict[str, Any]:
+    return {"params": {k: float(v) for k, v in fit.params.items()}, "loss": float(fit.loss),
+            "rotation_deg": float(fit.rotation_deg), "transpose": bool(fit.transpose),
+            "trials": _digest(fit.trials), "newton": _digest(fit.newton),
+            "n_trials": len(fit.trials), "n_newton": len(fit.newton),
+            "branches": _digest([{k: v for k, v in b.items()} for b in fit.branches]),
+            "on_box_edge": list(fit.on_box_edge)}
+
+
+def _case(ds: Any, region: tuple[int, int, int, int], trials: int) -> dict[str, Any]:
+    import livessb
+
+    out: dict[str, Any] = {}
+    with livessb.Session(ds, device="cpu") as s:
+        full = s.fit(trials=trials, seed=42, progress=False)
+        out["full"] = _fit_record(full)
+        reg = s.fit_region(region, trials=trials, seed=42)
+        out["region"] = _fit_record(reg.fit)
+        out["region_crop"] = _array_hash(reg.crop.object)
+        rec = s.reconstruct(full.params)
+        out["auto_reconstruction"] = {"hash": _array_hash(rec.object),
+                                      "upsample": rec.upsample}
+        out["reconstruction_1x_wiener"] = _array_hash(
+            s.reconstruct(reg.params, upsample=1, method="wiener").object)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "cal.json"
+            s.save_calibration(path)
+            with livessb.Session(ds, device="cpu", calibration=path) as s2:
+                restored = s2.regions[reg.id]
+                out["restore"] = {
+                    "full_params": {k: float(v) for k, v in s2.full_fit.params.items()},
+                    "rotation_deg": float(s2.rotation_deg),
+                    "region_crop": _array_hash(restored.crop.object),
+                    "auto_reconstruction": _array_hash(s2.reconstruct().object)}
+    return out
+
+
+def compute() -> dict[str, Any]:
+    import livessb.simulate as sim
+
+    demo = sim.demo_dataset()
+    thick, _ = sim.simulate_4dstem(
+        scan_shape=(32, 32), detector_shape=(40, 40), dose=None, seed=3, phase_peak_rad=0.1,
+        aberrations={"C10": 30.0, "C12": 8.0, "phi12": 0.3}, depth_A=150.0,
+        tilt_mrad=(6.0, -3.0))
+    return {"demo": _case(demo, (8, 40, 2, 34), 200),
+            "thick_tilted": _case(thick, (4, 28, 6, 30), 100)}
+
+
+if __name__ == "__main__":
+    RECORD.write_text(json.dumps(compute(), indent=1, sort_keys=True) + "\n")
+    print(f"wrote {RECORD}", file=sys.stderr)
