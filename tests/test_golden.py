@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "golden"))
 
-from make_golden import RECORD, compute  # noqa: E402
+from make_golden import RECORD, compute
 
 pytestmark = pytest.mark.slow
 
