@@ -24,15 +24,13 @@ from .fit.search import Box, box_is_mirror_symmetric, fit_names, mirror_in_box, 
 from .physics.geometry import auto_upsample, estimate_rotation
 from .physics.objective import phase_skewness
 from .physics.optics import unknown_aberration_keys
+from .regions import RegionError as RegionError  # re-exported: livessb.session.RegionError
+from .regions import check_bounds
 from .results import Bounds, FitResult, Reconstruction, RegionResult
 
 
 class SessionClosedError(RuntimeError):
     """The session was closed; results already returned stay valid."""
-
-
-class RegionError(ValueError):
-    """Region bounds that are empty or outside the scan."""
 
 
 class FitRequiredError(RuntimeError):
@@ -280,25 +278,7 @@ class Session:
 
     def check_bounds(self, bounds: Any) -> Bounds:
         """Validated (row_start, row_stop, col_start, col_stop), stops exclusive."""
-        try:
-            r0, r1, c0, c1 = (int(x) for x in bounds)
-            if any(int(x) != x for x in bounds):
-                raise ValueError
-        except (TypeError, ValueError):
-            raise RegionError(
-                f"region bounds must be four integers (row_start, row_stop, col_start, "
-                f"col_stop), got {bounds!r}") from None
-        rows, cols = self.dataset.scan_shape
-        if r1 <= r0 or c1 <= c0:
-            raise RegionError(f"region {bounds!r} is empty: stops are exclusive and must "
-                              "exceed starts")
-        if r0 < 0 or c0 < 0 or r1 > rows or c1 > cols:
-            raise RegionError(f"region {bounds!r} lies outside the {rows}x{cols} scan: keep "
-                              f"0 ≤ start < stop ≤ ({rows}, {cols})")
-        if min(r1 - r0, c1 - c0) < 4:
-            raise RegionError(f"region {bounds!r} is too small to fit: use at least 4x4 "
-                              "scan positions")
-        return (r0, r1, c0, c1)
+        return check_bounds(bounds, self.dataset.scan_shape)
 
     # -- reconstruction ---------------------------------------------------------
     def reconstruct(
