@@ -1,4 +1,4 @@
-"""Device-side synthetic 4D-STEM data for the CUDA benchmark (CuPy).
+"""Device-side synthetic 4D-STEM data for the CUDA benchmark (CuPy, imported lazily).
 
 ``generate_dataset`` builds counts ``I[Rr, Rc, kr, kc]`` directly on the GPU with the
 conventions of ``livessb.simulate`` (single slice, weak-phase SrTiO3-like crystal,
@@ -25,16 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from .dataset import (
-    SUPPORTED_DTYPES,
-    Dataset4D,
-    DatasetError,
-    _positive,
-    _scan_step,
-    measure_bright_field,
-)
-from .physics import optics
-from .simulate import SRTIO3_BASIS, _lattice_peak
+from ..dataset import SUPPORTED_DTYPES, Dataset4D, DatasetError
+from ..params import JOINT
+from ..physics import optics
+from ..simulate import SRTIO3_BASIS, _lattice_peak
+from .workload import ABERRATIONS, DEFOCUS_GRADIENT, ROTATION_DEG, SCAN_STEP_A
 
 
 class DeviceCounts:
@@ -85,25 +80,18 @@ class DeviceDataset4D(Dataset4D):
         if arr.dtype == cp.float32 and bool((~cp.isfinite(arr)).any() or (arr < 0).any()):
             raise DatasetError("counts contain NaN, inf or negative values")
         self.counts = DeviceCounts(arr)  # type: ignore[assignment]
-        self.voltage_kV = _positive("voltage_kV", voltage_kV, "pass e.g. voltage_kV=200")
-        self.semiangle_mrad = _positive("semiangle_mrad", semiangle_mrad,
-                                        "pass e.g. semiangle_mrad=20")
-        self.scan_step_A = _scan_step(scan_step_A)
-        self.wavelength_A = optics.wavelength_A(self.voltage_kV)
-        # Mean pattern on the device, float64, fixed-order (CuPy reduction).
-        acc = cp.zeros(arr.shape[2:], dtype=cp.float64)
-        for r in range(arr.shape[0]):
-            acc += arr[r].sum(axis=0, dtype=cp.float64)
-        self.mean_pattern = cp.asnumpy(acc) / (arr.shape[0] * arr.shape[1])
-        self.bright_field = measure_bright_field(self.mean_pattern)
-        if detector_sampling_mrad is None:
-            self.detector_sampling_mrad = self.semiangle_mrad / self.bright_field.radius_px
-            self.detector_sampling_derived = True
-        else:
-            self.detector_sampling_mrad = _positive("detector_sampling_mrad",
-                                                    detector_sampling_mrad, "")
-            self.detector_sampling_derived = False
-        self._check_disk_fits()
+        self._calibrate(voltage_kV, semiangle_mrad, scan_step_A, detector_sampling_mrad,
+                        lambda: _device_mean_pattern(arr))
+
+
+def _device_mean_pattern(arr: Any) -> np.ndarray:
+    """Mean pattern on the device, float64, fixed-order (CuPy reduction), to the host."""
+    import cupy as cp
+
+    acc = cp.zeros(arr.shape[2:], dtype=cp.float64)
+    for r in range(arr.shape[0]):
+        acc += arr[r].sum(axis=0, dtype=cp.float64)
+    return np.asarray(cp.asnumpy(acc) / (arr.shape[0] * arr.shape[1]))
 
 
 @dataclass
@@ -167,13 +155,13 @@ def generate_dataset(
     detector: tuple[int, int] = (192, 192),
     dtype: str | Any = "uint16",
     seed: int = 42,
-    scan_step_A: float = 0.7,
+    scan_step_A: float = SCAN_STEP_A,
     voltage_kV: float = 200.0,
     semiangle_mrad: float = 20.0,
     bf_pixels: int = 8807,
     aberrations: dict[str, float] | None = None,
-    defocus_gradient: tuple[float, float] = (0.0, 0.05),
-    rotation_deg: float = 12.0,
+    defocus_gradient: tuple[float, float] = DEFOCUS_GRADIENT,
+    rotation_deg: float = ROTATION_DEG,
     dose: float | None = None,
     phase_peak_rad: float = 0.3,
     batch: int = 4096,
@@ -190,7 +178,7 @@ def generate_dataset(
     if nkr != nkc:
         raise ValueError("the device simulator needs a square detector")
     ns = nkr
-    coeffs = dict(aberrations or {"C10": -80.0, "C12": 20.0, "phi12": 0.5})
+    coeffs = dict(aberrations or ABERRATIONS)
     lam = optics.wavelength_A(voltage_kV)
     k_alpha = semiangle_mrad * 1e-3 / lam
     r_bf = min(math.sqrt(bf_pixels / math.pi), 0.45 * ns)
@@ -281,9 +269,8 @@ def generate_dataset(
     t_gen = time.perf_counter() - t0
     ds = DeviceDataset4D(counts4, voltage_kV=voltage_kV, semiangle_mrad=semiangle_mrad,
                          scan_step_A=scan_step_A, detector_sampling_mrad=dk * lam * 1e3)
-    params = {"C10": float(coeffs.get("C10", 0.0)), "C12": float(coeffs.get("C12", 0.0)),
-              "phi12": float(coeffs.get("phi12", 0.0)), "tilt_row_mrad": 0.0,
-              "tilt_col_mrad": 0.0, "depth": 0.0}
+    # The six joint parameters; the simulator has no tilt or depth spread (zeros).
+    params = {name: float(coeffs.get(name, 0.0)) for name in JOINT}
     truth = DeviceTruth(params=params, rotation_deg=rotation_deg,
                         defocus_gradient=(float(gr), float(gc)), scan_shape=(nr, nc),
                         detector_shape=(nkr, nkc), scan_step_A=(scan_step_A, scan_step_A),
