@@ -11,13 +11,14 @@ import time
 import cupy as cp
 import numpy as np
 
-from livessb.benchmark import full_field_session, random_candidates
+from livessb.bench.timing import full_field_session
+from livessb.bench.workload import random_candidates
 
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 512
     s, _ = full_field_session(n)
-    eng, sp = s._engine, s._full.spectra
+    eng, sp = s.diagnostics.engine, s.diagnostics.full_spectra
     K = 8
     cand = random_candidates(np.random.default_rng(0), K)
     eng.evaluate(sp, cand)

@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from livessb.benchmark import _median_time, full_field_session, random_candidates
+from livessb.bench.timing import full_field_session, median_time
+from livessb.bench.workload import random_candidates
 from livessb.engine import cuda_kernels as ck
 from livessb.fit.model import ThickSampleModel
 
@@ -31,8 +32,8 @@ def fixed_split(want: int, spectra: Any, min_blocks: int = 0) -> tuple[int, int]
 
 def main() -> None:
     s, _ = full_field_session(512)
-    eng = s._engine
-    model = ThickSampleModel(eng, REGION, s._theta, bool(s.transpose))
+    eng = s.diagnostics.engine
+    model = ThickSampleModel(eng, REGION, math.radians(s.rotation_deg), bool(s.transpose))
     sp = model.spectra
     rng = np.random.default_rng(0)
     c100, c25 = random_candidates(rng, 100), random_candidates(rng, 25)
@@ -45,12 +46,12 @@ def main() -> None:
         row: dict[str, Any] = {"split": eng._split(sp)}
         for kc in (2, 4):
             eng.eval_group = kc
-            row[f"eval100_g{kc}_ms"] = _median_time(lambda: eng.evaluate(sp, c100), 5) * 1e3
-            row[f"eval25_g{kc}_ms"] = _median_time(lambda: eng.evaluate(sp, c25), 5) * 1e3
+            row[f"eval100_g{kc}_ms"] = median_time(lambda: eng.evaluate(sp, c100), 5) * 1e3
+            row[f"eval25_g{kc}_ms"] = median_time(lambda: eng.evaluate(sp, c25), 5) * 1e3
         eng.eval_group = 4
         row["loss100_sum"] = float(np.sum(eng.evaluate(sp, c100)))
-        row["deriv3_ms"] = _median_time(lambda: eng.derivatives(sp, d3), 5) * 1e3
-        row["deriv1_ms"] = _median_time(lambda: eng.derivatives(sp, d3[:1]), 5) * 1e3
+        row["deriv3_ms"] = median_time(lambda: eng.derivatives(sp, d3), 5) * 1e3
+        row["deriv1_ms"] = median_time(lambda: eng.derivatives(sp, d3[:1]), 5) * 1e3
         rows[str(want or "default")] = row
         print(want or "default", json.dumps(row), flush=True)
     out["rows"] = rows

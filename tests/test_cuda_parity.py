@@ -246,7 +246,7 @@ def test_out_of_memory_is_a_clear_error_and_session_survives(thin, monkeypatch):
     s = Session(ds, device="cuda")
     try:
         s.fit(trials=20, seed=1, progress=False)
-        engine = s._engine
+        engine = s.diagnostics.engine
 
         def boom(*a, **k):
             raise cp.cuda.memory.OutOfMemoryError(1 << 40, 0)
@@ -263,7 +263,7 @@ def test_out_of_memory_is_a_clear_error_and_session_survives(thin, monkeypatch):
 
 
 def test_device_dataset_matches_host_counts(thin):
-    from livessb.synthetic_gpu import DeviceDataset4D
+    from livessb.bench.device_data import DeviceDataset4D
 
     ds, _ = thin
     dev = DeviceDataset4D(cp.asarray(ds.counts), voltage_kV=ds.voltage_kV,
@@ -281,7 +281,7 @@ def test_device_dataset_matches_host_counts(thin):
 
 
 def test_synthetic_device_dataset_small():
-    from livessb.synthetic_gpu import generate_dataset
+    from livessb.bench.device_data import generate_dataset
 
     ds, truth = generate_dataset(scan=(48, 48), detector=(64, 64), bf_pixels=900, seed=3)
     ds2, _ = generate_dataset(scan=(48, 48), detector=(64, 64), bf_pixels=900, seed=3)
@@ -319,8 +319,8 @@ def test_rotation_grid_matches_per_rotation_path(thick):
 def test_rotation_grid_bitwise_on_unsplit_window():
     """Windows of ≥ 512 frequency blocks do not split the pixel loop: then the fused θ
     grid (losses and in-kernel energies) equals the per-θ path bit for bit."""
+    from livessb.bench.device_data import generate_dataset
     from livessb.engine.array_engine import ArrayEngine
-    from livessb.synthetic_gpu import generate_dataset
 
     ds, truth = generate_dataset(scan=(384, 384), detector=(48, 48), bf_pixels=400, seed=5)
     eng = CUDAEngine(ds)
@@ -395,7 +395,7 @@ def test_set_rotation_revisits_are_free_and_identical(thick):
 def test_few_candidate_launches_split_to_fill_the_device():
     """A lone leftover candidate of a batch and a single derivative start run split over
     the pixels on an otherwise unsplit window: same values as in a full group."""
-    from livessb.synthetic_gpu import generate_dataset
+    from livessb.bench.device_data import generate_dataset
 
     ds, _ = generate_dataset(scan=(384, 384), detector=(48, 48), bf_pixels=400, seed=5)
     with _cuda_prepared(ds) as (eng, _, sp):

@@ -17,6 +17,7 @@ from .calibration import (
     save_calibration,
 )
 from .dataset import Dataset4D
+from .diagnostics import SessionDiagnostics
 from .engine import make_engine
 from .fit.joint import BranchFit, joint_fit, refine_rotation
 from .fit.model import ThickSampleModel
@@ -364,6 +365,11 @@ class Session:
             b = self.check_bounds(fit.bounds)
             crop = self.reconstruct(fit.params).crop(b)
             self.regions[rid] = RegionResult(id=rid, bounds=b, fit=fit, crop=crop)
+
+    @property
+    def diagnostics(self) -> SessionDiagnostics:
+        """Engine internals for benchmarks and tests (``livessb.diagnostics``); open only."""
+        return SessionDiagnostics(self._check_open(), self._full)
 
     def _provenance(
         self, trials: int, seed: int, box: Box, objective: str, **extra: Any,

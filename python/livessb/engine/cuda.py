@@ -4,7 +4,7 @@ Same protocol and semantics as ``ArrayEngine`` (the NumPy path is the reference)
 
 * BF counts are gathered once into a ``(B, Rr, Rc)`` device array in the counts'
   native dtype (on the device when the dataset's counts already live there, see
-  ``livessb.synthetic_gpu.DeviceDataset4D``).
+  ``livessb.bench.device_data.DeviceDataset4D``).
 * ``prepare`` stages windows of pixels (mean-subtracted, zero padded = padded with the
   mean pattern) within the staging budget and takes batched ``rfft2``; the spectra
   ``G`` (B, M) complex64 buffer is reused by the next preparation of the same shape.
