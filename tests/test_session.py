@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import livessb
-from livessb.engine.array_engine import params_from_vector
+from livessb.params import from_vector
 from livessb.session import FitRequiredError, RegionError, SessionClosedError
 from livessb.simulate import simulate_4dstem
 
@@ -131,7 +131,7 @@ def test_comparison_objectives_prefer_the_truth(small, fitted) -> None:  # type:
     for objective in ("vp", "coherence", "phase_variance"):
         lg, lb = model.evaluate(np.vstack([good, bad]), objective)
         assert lg < lb, objective
-    assert params_from_vector(good[0])["C10"] == truth.params["C10"]
+    assert from_vector(good[0])["C10"] == truth.params["C10"]
 
 
 def test_close_breaks_cycle_releases_and_keeps_results(small) -> None:  # type: ignore[no-untyped-def]
@@ -228,9 +228,9 @@ def test_region_covering_the_whole_scan_releases_its_spectra(fitted) -> None:  #
     """A region equal to the full field has spectra whose fields equal the full field's:
     releasing it must release that buffer (identity), not compare the arrays."""
     models_before = len(fitted._engine.models)
-    spectra_before = len(fitted._engine._spectra)
+    spectra_before = len(fitted._engine.live_spectra())
     reg = fitted.fit_region((0, 32, 0, 32), trials=12, region_id="whole")
     assert np.isfinite(reg.fit.loss)
     assert len(fitted._engine.models) == models_before
-    assert len(fitted._engine._spectra) == spectra_before
-    assert fitted._full.spectra in fitted._engine._spectra  # the full field's stays
+    assert len(fitted._engine.live_spectra()) == spectra_before
+    assert fitted._full.spectra in fitted._engine.live_spectra()  # the full field's stays

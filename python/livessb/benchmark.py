@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 
 from .engine.cuda_kernels import EVAL_GROUPS
+from .engine.protocol import Engine, Spectra
 
 REGIONS = {
     "region_256": (128, 384, 128, 384),
@@ -158,13 +159,14 @@ def parity_check(device: str = "cuda", seed: int = 7) -> dict[str, Any]:
     cand[0] = [-40, 12, 0.4, 4, -3, 60]
     cand[1, 5] = 0.0
     out: dict[str, Any] = {}
-    engines = {"cpu": CPUEngine(ds), "cuda": CUDAEngine(ds)}
+    engines: dict[str, Engine] = {"cpu": CPUEngine(ds), "cuda": CUDAEngine(ds)}
+    full: dict[str, Spectra] = {}
     res: dict[str, Any] = {}
     try:
         for name, eng in engines.items():
             com = eng.bf_center_of_mass()
             rot = estimate_rotation(com, ds.scan_step_A)
-            sp = eng.prepare(None)
+            sp = full[name] = eng.prepare(None)
             eng.set_rotation(sp, rot.theta, rot.transpose)
             spr = eng.prepare((3, 29, 2, 30))
             eng.set_rotation(spr, rot.theta, rot.transpose)
@@ -191,7 +193,7 @@ def parity_check(device: str = "cuda", seed: int = 7) -> dict[str, Any]:
         h_a, h_b = a["deriv"][2], b["deriv"][2]
         out["hess_rel_norm"] = float(np.linalg.norm(h_a - h_b) / np.linalg.norm(h_a))
         out["eval_vs_deriv_loss_max_rel"] = rel(
-            engines["cuda"].evaluate(sp_cuda := engines["cuda"]._spectra[0], cand[:3]),
+            engines["cuda"].evaluate(sp_cuda := full["cuda"], cand[:3]),
             engines["cuda"].derivatives(sp_cuda, cand[:3])[0])
         wrap = lambda d: np.abs(np.angle(np.exp(1j * d)))  # noqa: E731
         out["phase1_max_abs"] = float(wrap(a["phase1"] - b["phase1"]).max())
@@ -234,14 +236,18 @@ def full_field_session(scan: int, seed: int = 42) -> tuple[Any, Any]:
 
 def candidate_timing(session: Any, ceilings: dict[str, float], trials: int) -> dict[str, Any]:
     """Per-candidate evaluation time on the full field vs its floor."""
-    eng = session._engine
+    from .engine.cuda import CUDAEngine
+
+    eng = session._check_open()
+    assert isinstance(eng, CUDAEngine)
     model = session._full
     sp = model.spectra
+    info = eng.spectra_info(sp)
     rng = np.random.default_rng(0)
-    out: dict[str, Any] = {"n_bf": sp.n_bf, "M_half_plane": sp.extra["M"],
-                           "trotter_pairs": sp.extra["pairs"],
-                           "all_pairs": sp.n_bf * sp.extra["M"]}
-    bytes_G = sp.G.nbytes
+    out: dict[str, Any] = {"n_bf": info["n_bf"], "M_half_plane": info["half_plane"],
+                           "trotter_pairs": info["trotter_pairs"],
+                           "all_pairs": info["n_bf"] * info["half_plane"]}
+    bytes_G = info["spectra_bytes"]
     for K in (1, 8, trials // 2):
         cand = random_candidates(rng, K)
         t = _median_time(functools.partial(eng.evaluate, sp, cand), 5) / K
@@ -249,7 +255,7 @@ def candidate_timing(session: Any, ceilings: dict[str, float], trials: int) -> d
         # FLOPS_PER_PAIR flops per in-trotter pair and candidate.
         group = min(eng.eval_group, K)
         floor_bytes = bytes_G / group / ceilings["copy_bandwidth_Bps"]
-        floor_flops = sp.extra["pairs"] * FLOPS_PER_PAIR / ceilings["fp32_fma_peak_flops"]
+        floor_flops = info["trotter_pairs"] * FLOPS_PER_PAIR / ceilings["fp32_fma_peak_flops"]
         out[f"batch_{K}"] = {"per_candidate_s": t, "floor_bytes_s": floor_bytes,
                              "floor_flops_s": floor_flops,
                              "floor_s": max(floor_bytes, floor_flops),
@@ -270,7 +276,7 @@ def candidate_timing(session: Any, ceilings: dict[str, float], trials: int) -> d
     out["flops_per_pair_assumed"] = FLOPS_PER_PAIR
     # The BF gather a session's open starts (asynchronously; the fit's first stage waits).
     counts = session.dataset.counts
-    out["bf_gather_s"] = _median_time(lambda: eng._upload_bf_counts(counts), 3)
+    out["bf_gather_s"] = _median_time(lambda: eng.upload_bf_counts(counts), 3)
     return out
 
 
@@ -354,19 +360,19 @@ def run_benchmark(
         t0 = time.perf_counter()
         s = Session(ds, device=device)
         times["open"].append(time.perf_counter() - t0)
-        result["dataset"]["n_bf"] = s._engine.bf.count
-        eng = s._engine
-        snap = dict(eng.stats)
+        eng = s._check_open()
+        result["dataset"]["n_bf"] = eng.n_bf
+        snap = eng.stage_timings()
         t0 = time.perf_counter()
         full = s.fit(trials=trials, seed=seed, progress=False)
         times["fit_full_both_branches"].append(time.perf_counter() - t0)
-        engine_full = _delta(snap, eng.stats)
+        engine_full = _delta(snap, eng.stage_timings())
         mem_prep = s.memory_info()
-        snap = dict(eng.stats)
+        snap = eng.stage_timings()
         t0 = time.perf_counter()
         rec = s.reconstruct()
         times["reconstruct_auto"].append(time.perf_counter() - t0)
-        engine_rec = _delta(snap, eng.stats)
+        engine_rec = _delta(snap, eng.stage_timings())
         hashes.append(rec.phase_hash())
         st: dict[str, Any] = {"fit_full": full.timings, "fit_full_engine": engine_full,
                               "reconstruct_engine": engine_rec,
@@ -374,13 +380,13 @@ def run_benchmark(
                               "fit_full_newton_trace": newton_trace(full.newton)}
         reg_fits = {}
         for name, bounds in regions.items():
-            snap = dict(eng.stats)
+            snap = eng.stage_timings()
             t0 = time.perf_counter()
             reg = s.fit_region(bounds, trials=trials, seed=seed)
             times[name].append(time.perf_counter() - t0)
             st[name] = {**reg.timings, "newton_steps": len(reg.fit.newton),
                         "newton_trace": newton_trace(reg.fit.newton),
-                        "engine": _delta(snap, eng.stats)}
+                        "engine": _delta(snap, eng.stage_timings())}
             reg_fits[name] = {"params": reg.params, "loss": reg.fit.loss,
                               "truth_C10": truth.local_C10(bounds)}
         mem_before_close = s.memory_info()
@@ -389,12 +395,13 @@ def run_benchmark(
             result["candidate_timing"] = candidate_timing(s, result["ceilings"], trials)
             print("candidate timing:", result["candidate_timing"], flush=True)
             # For comparison: the same fit with branch θ+π searched too (not mirrored).
-            snap = dict(eng.stats)
+            snap = eng.stage_timings()
             t0 = time.perf_counter()
             both = s.fit(trials=trials, seed=seed, progress=False, search_both_branches=True)
             result["fit_full_both_branches_searched"] = {
                 "time_s": time.perf_counter() - t0, "timings": both.timings,
-                "engine": _delta(snap, eng.stats), "params": both.params, "loss": both.loss,
+                "engine": _delta(snap, eng.stage_timings()), "params": both.params,
+                "loss": both.loss,
                 "rotation_deg": both.rotation_deg, "branches": both.branches}
             print("both branches searched:", result["fit_full_both_branches_searched"]["time_s"],
                   flush=True)
@@ -402,7 +409,7 @@ def run_benchmark(
         s.close()
         times["close"].append(time.perf_counter() - t0)
         after = {"used_bytes": int(pool.used_bytes()), "total_bytes": int(pool.total_bytes())}
-        memory.append({"close_breakdown": dict(eng.close_breakdown),
+        memory.append({"close_breakdown": eng.close_timings(),
                        "pool_before_session": before, "after_full_fit": mem_prep,
                        "before_close": mem_before_close, "pool_after_close": after,
                        "pool_back_to_baseline": after["used_bytes"] <= before["used_bytes"]
