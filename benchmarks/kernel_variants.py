@@ -64,7 +64,9 @@ def main() -> None:
     K = 100
     cand = random_candidates(rng, K)
     dcand = np.array([[-80, 20, 0.5, 0, 0, 10]] * 3, dtype=float) + rng.normal(0, 1, (3, 6))
-    result: dict[str, Any] = {"pairs": sp.extra["pairs"], "M": sp.extra["M"], "B": sp.n_bf}
+    info = eng.spectra_info(sp)
+    result: dict[str, Any] = {"pairs": info["trotter_pairs"], "M": info["half_plane"],
+                              "B": sp.n_bf}
     for name, opts in VARIANTS.items():
         mod = compile_variant(opts)
         ck.module = lambda mod=mod: mod  # type: ignore[assignment]

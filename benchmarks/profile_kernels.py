@@ -27,8 +27,9 @@ def main() -> None:
     t0 = time.perf_counter()
     eng.evaluate(sp, cand)
     cp.cuda.Device().synchronize()
-    print("eval 8:", time.perf_counter() - t0, "pairs", sp.extra["pairs"], "M", sp.extra["M"],
-          "B", sp.n_bf, flush=True)
+    info = eng.spectra_info(sp)
+    print("eval 8:", time.perf_counter() - t0, "pairs", info["trotter_pairs"], "M",
+          info["half_plane"], "B", sp.n_bf, flush=True)
     thetas = np.radians(s.rotation_deg) + np.radians(np.linspace(-3.0, 3.0, 25))
     eng.evaluate_rotations(sp, thetas, s.transpose, cand[:1])
     s.reconstruct()

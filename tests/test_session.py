@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import livessb
-from livessb.engine.array_engine import params_from_vector
+from livessb.params import from_vector
 from livessb.session import FitRequiredError, RegionError, SessionClosedError
 from livessb.simulate import simulate_4dstem
 
@@ -131,7 +131,7 @@ def test_comparison_objectives_prefer_the_truth(small, fitted) -> None:  # type:
     for objective in ("vp", "coherence", "phase_variance"):
         lg, lb = model.evaluate(np.vstack([good, bad]), objective)
         assert lg < lb, objective
-    assert params_from_vector(good[0])["C10"] == truth.params["C10"]
+    assert from_vector(good[0])["C10"] == truth.params["C10"]
 
 
 def test_close_breaks_cycle_releases_and_keeps_results(small) -> None:  # type: ignore[no-untyped-def]

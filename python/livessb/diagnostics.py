@@ -14,13 +14,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    from .engine.protocol import Engine
     from .fit.model import ThickSampleModel
 
 
 class SessionDiagnostics:
     """A snapshot of an open session's engine and full-field model (see module docstring)."""
 
-    def __init__(self, engine: Any, full_model: ThickSampleModel | None) -> None:
+    def __init__(self, engine: Engine, full_model: ThickSampleModel | None) -> None:
         self.engine = engine  # the resident engine (public methods: prepare, evaluate, ...)
         self.full_model = full_model  # None until the full field was fitted or restored
 
@@ -34,31 +35,31 @@ class SessionDiagnostics:
     @property
     def stats(self) -> dict[str, float]:
         """Per-stage device timings and counts so far (a copy; empty on the CPU engine)."""
-        return dict(getattr(self.engine, "stats", {}))
+        return dict(self.engine.stage_timings())
 
     @property
     def close_breakdown(self) -> dict[str, float]:
         """Seconds per step of the engine's last ``close`` (empty on the CPU engine)."""
-        return dict(getattr(self.engine, "close_breakdown", {}))
+        return dict(self.engine.close_timings())
 
     @property
     def n_bf(self) -> int:
         """Bright-field pixels the engine keeps per scan position."""
-        return int(self.engine.bf.count)
+        return int(self.engine.n_bf)
 
     @property
     def bf_counts(self) -> Any:
         """The resident BF counts, (scan rows, scan cols, BF pixels), engine array module."""
-        return self.engine._bf_counts
+        return self.engine.resident_bf_counts()
 
     def upload_bf_counts(self, counts: Any) -> Any:
         """Gather the BF pixels of ``counts`` again (what opening a session does), for timing."""
-        return self.engine._upload_bf_counts(counts)
+        return self.engine.upload_bf_counts(counts)
 
     @property
     def prepared_spectra(self) -> tuple[Any, ...]:
         """Every spectra handle the engine holds (the full field's and live regions')."""
-        return tuple(self.engine._spectra)
+        return tuple(self.engine.live_spectra())
 
     @property
     def models(self) -> tuple[Any, ...]:
@@ -74,9 +75,10 @@ class SessionDiagnostics:
 
     def full_field_sizes(self) -> dict[str, int]:
         """BF pixels, half-plane frequencies, in-trotter pairs and spectra bytes (CUDA)."""
-        sp = self.full_spectra
-        return {"n_bf": int(sp.n_bf), "M_half_plane": int(sp.extra["M"]),
-                "trotter_pairs": int(sp.extra["pairs"]), "spectra_bytes": int(sp.G.nbytes)}
+        info = self.engine.spectra_info(self.full_spectra)
+        return {"n_bf": int(info["n_bf"]), "M_half_plane": int(info["half_plane"]),
+                "trotter_pairs": int(info["trotter_pairs"]),
+                "spectra_bytes": int(info["spectra_bytes"])}
 
     def evaluate_full(self, candidates: np.ndarray, objective: str = "vp") -> np.ndarray:
         """Losses of a ``(K, 6)`` candidate batch on the full field (counts as evaluations)."""

@@ -19,6 +19,7 @@ from .calibration import (
 from .dataset import Dataset4D
 from .diagnostics import SessionDiagnostics
 from .engine import make_engine
+from .engine.protocol import Engine
 from .fit.joint import BranchFit, joint_fit, refine_rotation
 from .fit.model import ThickSampleModel
 from .fit.search import Box, box_is_mirror_symmetric, fit_names, mirror_in_box, mirror_params
@@ -55,7 +56,8 @@ class Session:
                 "counts with livessb.Dataset4D(counts, voltage_kV=..., semiangle_mrad=..., "
                 "scan_step_A=...) or use livessb.load(path)")
         self.dataset = dataset
-        self._engine: Any = make_engine(dataset, device, staging_budget_MiB=staging_budget_MiB)
+        self._engine: Engine | None = make_engine(
+            dataset, device, staging_budget_MiB=staging_budget_MiB)
         self.device: str = self._engine.name
         self.upsample_factor = auto_upsample(dataset.scan_step_A, dataset.k_alpha)
         self._full: ThickSampleModel | None = None
@@ -78,7 +80,7 @@ class Session:
         """Candidate evaluations (losses or derivatives) this session has run."""
         return self._evaluations_at_close if self._engine is None else self._engine.evaluations
 
-    def _check_open(self) -> Any:
+    def _check_open(self) -> Engine:
         if self._engine is None:
             raise SessionClosedError(
                 "this session is closed; results already returned stay valid — open a new "

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..params import from_vector
+
+if TYPE_CHECKING:
+    from ..engine.protocol import Engine, Spectra
 
 
 def parity_check(device: str = "cuda", seed: int = 7) -> dict[str, Any]:
@@ -28,8 +31,8 @@ def parity_check(device: str = "cuda", seed: int = 7) -> dict[str, Any]:
     cand[0] = [-40, 12, 0.4, 4, -3, 60]
     cand[1, 5] = 0.0
     out: dict[str, Any] = {}
-    engines = {"cpu": CPUEngine(ds), "cuda": CUDAEngine(ds)}
-    full: dict[str, Any] = {}  # each engine's full-field spectra
+    engines: dict[str, Engine] = {"cpu": CPUEngine(ds), "cuda": CUDAEngine(ds)}
+    full: dict[str, Spectra] = {}  # each engine's full-field spectra
     res: dict[str, Any] = {}
     try:
         for name, eng in engines.items():
