@@ -25,8 +25,8 @@ from livessb.engine import cuda_kernels as ck  # noqa: E402
 from livessb.engine.cpu import CPUEngine  # noqa: E402
 from livessb.engine.cuda import CUDAEngine  # noqa: E402
 from livessb.engine.protocol import DeviceMemoryError  # noqa: E402
+from livessb.params import JOINT  # noqa: E402
 from livessb.physics.geometry import estimate_rotation  # noqa: E402
-from livessb.physics.overlap import PARAMS  # noqa: E402
 from livessb.simulate import simulate_4dstem  # noqa: E402
 
 LOSS_RTOL = 1e-5
@@ -125,7 +125,7 @@ def test_losses_and_derivatives_match_cpu(thick, bounds):
 
 
 def test_opt_in_coefficients_generic_path_matches_cpu(thick):
-    from livessb.fit.search import fit_names
+    from livessb.params import fit_names
 
     ds, _ = thick
     names = fit_names(("C21", "C23", "C30"))
@@ -207,7 +207,7 @@ def test_session_fit_parity_and_determinism(thick):
     assert fg.rotation_deg == pytest.approx(fc.rotation_deg, abs=1e-3)
     assert fg.loss == pytest.approx(fc.loss, rel=LOSS_RTOL)
     assert rg.fit.loss == pytest.approx(rc.fit.loss, rel=LOSS_RTOL)
-    for key in PARAMS:
+    for key in JOINT:
         for a, b in ((fg.params[key], fc.params[key]), (rg.params[key], rc.params[key])):
             scale = {"phi12": math.pi, "tilt_row_mrad": 15, "tilt_col_mrad": 15}.get(key, 0)
             assert abs(a - b) <= PARAM_RTOL * max(abs(b), scale, 1.0), (key, a, b)
@@ -298,7 +298,7 @@ def test_rotation_grid_matches_per_rotation_path(thick):
     from livessb.engine.array_engine import ArrayEngine
 
     ds, truth = thick
-    vec = np.array([[truth.params[p] for p in PARAMS]])
+    vec = np.array([[truth.params[p] for p in JOINT]])
     cpu, gpu = CPUEngine(ds), CUDAEngine(ds)
     try:
         rot, sp = _prepared(gpu, ds)
@@ -327,7 +327,7 @@ def test_rotation_grid_bitwise_on_unsplit_window():
     try:
         rot, sp = _prepared(eng, ds)
         assert eng._split(sp)[1] == 1
-        vec = np.array([[truth.params[p] for p in PARAMS]])
+        vec = np.array([[truth.params[p] for p in JOINT]])
         grid = rot.theta + np.radians(np.linspace(-3, 3, 5))
         fused = eng.evaluate_rotations(sp, grid, rot.transpose, vec)
         looped = ArrayEngine.evaluate_rotations(eng, sp, grid, rot.transpose, vec)
@@ -377,7 +377,7 @@ def test_set_rotation_revisits_are_free_and_identical(thick):
     """Returning to a visited rotation reuses its geometry and energy (same bits)."""
     ds, truth = thick
     with _cuda_prepared(ds) as (eng, rot, sp):
-        vec = np.array([[truth.params[k] for k in PARAMS]])
+        vec = np.array([[truth.params[k] for k in JOINT]])
         energy, loss = sp.energy, eng.evaluate(sp, vec)
         eng.set_rotation(sp, rot.theta + math.pi, rot.transpose)
         other = sp.energy

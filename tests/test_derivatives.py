@@ -14,14 +14,13 @@ import torch
 from helpers import disk_dataset
 from livessb.engine.array_engine import ArrayEngine
 from livessb.engine.cpu import CPUEngine
-from livessb.fit.search import fit_names
-from livessb.physics.overlap import PARAMS
+from livessb.params import JOINT, fit_names
 
 torch.set_default_dtype(torch.float64)
 
 
 def torch_vp_loss(theta, G, k, nu, mask, weights, energy, lam, k_alpha, edge,  # type: ignore[no-untyped-def]
-                  names=PARAMS):
+                  names=JOINT):
     p = dict(zip(names, theta, strict=True))
     t_r, t_c, depth = p["tilt_row_mrad"], p["tilt_col_mrad"], p["depth"]
 

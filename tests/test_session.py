@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import livessb
-from livessb.engine.array_engine import params_from_vector
+from livessb.params import from_vector
 from livessb.session import FitRequiredError, RegionError, SessionClosedError
 from livessb.simulate import simulate_4dstem
 
@@ -126,12 +126,12 @@ def test_reconstruction_phase_matches_true_object(small, fitted) -> None:  # typ
 def test_comparison_objectives_prefer_the_truth(small, fitted) -> None:  # type: ignore[no-untyped-def]
     _, truth = small
     model = fitted._full
-    good = np.array([[truth.params[k] for k in livessb.results.FIT_PARAMETERS]])
+    good = np.array([[truth.params[k] for k in livessb.params.JOINT]])
     bad = good + np.array([[120.0, 0, 0, 0, 0, 0]])
     for objective in ("vp", "coherence", "phase_variance"):
         lg, lb = model.evaluate(np.vstack([good, bad]), objective)
         assert lg < lb, objective
-    assert params_from_vector(good[0])["C10"] == truth.params["C10"]
+    assert from_vector(good[0])["C10"] == truth.params["C10"]
 
 
 def test_close_breaks_cycle_releases_and_keeps_results(small) -> None:  # type: ignore[no-untyped-def]
@@ -198,7 +198,7 @@ def test_diagnostic_plots_from_a_fit(fitted) -> None:  # type: ignore[no-untyped
     figs = fitted.plot_diagnostics()
     assert len(figs) == 3 and all(len(f.axes) >= 1 for f in figs)
     loss = fitted.loss_evaluator()(np.array([[fitted.full_fit.params[k]
-                                              for k in livessb.results.FIT_PARAMETERS]]))
+                                              for k in livessb.params.JOINT]]))
     assert loss[0] == pytest.approx(fitted.full_fit.loss, rel=1e-9)
 
 

@@ -20,7 +20,8 @@ from .dataset import Dataset4D
 from .engine import make_engine
 from .fit.joint import BranchFit, joint_fit, refine_rotation
 from .fit.model import ThickSampleModel
-from .fit.search import Box, box_is_mirror_symmetric, fit_names, mirror_in_box, mirror_params
+from .fit.search import Box, box_is_mirror_symmetric, mirror_in_box, mirror_params
+from .params import fit_names
 from .physics.geometry import auto_upsample, estimate_rotation
 from .physics.objective import phase_skewness
 from .physics.optics import unknown_aberration_keys

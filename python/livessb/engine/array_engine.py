@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..dataset import Dataset4D
+from ..params import JOINT, from_vector
 from ..physics import objective as obj
 from ..physics.geometry import (
     BFPixels,
@@ -26,7 +27,6 @@ from ..physics.geometry import (
 )
 from ..physics.optics import has_higher_order
 from ..physics.overlap import (
-    PARAMS,
     OverlapGrid,
     gamma,
     gamma_derivatives,
@@ -58,10 +58,6 @@ class PreparedSpectra:
     energy: float = 0.0
     rotation: tuple[float, bool] | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # engine-specific caches
-
-
-def params_from_vector(v: np.ndarray, names: tuple[str, ...] = PARAMS) -> dict[str, float]:
-    return {name: float(x) for name, x in zip(names, v, strict=True)}
 
 
 class ArrayEngine:
@@ -188,13 +184,13 @@ class ArrayEngine:
     # -- scoring -----------------------------------------------------------------
     def evaluate(
         self, spectra: PreparedSpectra, candidates: np.ndarray, objective: str = "vp",
-        names: tuple[str, ...] = PARAMS,
+        names: tuple[str, ...] = JOINT,
     ) -> np.ndarray:
         self._check_open()
         self._require_rotation(spectra)
         out = np.empty(len(candidates))
         for i, v in enumerate(np.asarray(candidates, dtype=np.float64)):
-            params = params_from_vector(v, names)
+            params = from_vector(v, names)
             if objective == "vp":
                 out[i] = self._vp_loss(spectra, params)
             elif objective == "coherence":
@@ -211,7 +207,7 @@ class ArrayEngine:
 
     def evaluate_rotations(
         self, spectra: PreparedSpectra, thetas: np.ndarray, transpose: bool,
-        candidate: np.ndarray, names: tuple[str, ...] = PARAMS,
+        candidate: np.ndarray, names: tuple[str, ...] = JOINT,
     ) -> np.ndarray:
         """VP loss of one parameter vector named ``names`` at each rotation θ: (R,). Here
         set_rotation + evaluate per θ, so the spectra end at the last θ; callers set the
@@ -239,7 +235,7 @@ class ArrayEngine:
 
     def derivatives(
         self, spectra: PreparedSpectra, candidates: np.ndarray,
-        names: tuple[str, ...] = PARAMS,
+        names: tuple[str, ...] = JOINT,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         self._check_open()
         self._require_rotation(spectra)
@@ -249,7 +245,7 @@ class ArrayEngine:
         losses, grads, hessians = np.empty(K), np.empty((K, P)), np.empty((K, P, P))
         M = spectra.G.shape[1]
         for i, v in enumerate(np.asarray(candidates, dtype=np.float64)):
-            params = params_from_vector(v, names)
+            params = from_vector(v, names)
             N = xp.zeros(M, dtype=self.complex_dtype)
             D = xp.zeros(M, dtype=self.real_dtype)
             dN = xp.zeros((P, M), dtype=self.complex_dtype)
@@ -258,7 +254,7 @@ class ArrayEngine:
             d2D = xp.zeros((len(pairs), M), dtype=self.real_dtype)
             for sl, g in zip(self._chunks(spectra), spectra.grids, strict=True):
                 G = spectra.G[sl]
-                if names == PARAMS:
+                if names == JOINT:
                     gam, dg, d2g = gamma_derivatives(g, params, 2, xp)
                 else:
                     gam, dg, d2g = gamma_general_derivatives(g, params, names, xp)

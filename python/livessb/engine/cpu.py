@@ -11,10 +11,11 @@ from typing import Any
 import numpy as np
 
 from ..dataset import Dataset4D
+from ..params import JOINT
 from ..physics import objective as obj
 from ..physics.geometry import scan_frame_frequencies
 from ..physics.optics import has_higher_order
-from ..physics.overlap import PAIRS, PARAMS
+from ..physics.overlap import PAIRS
 from .array_engine import RECON_EPS, ArrayEngine, PreparedSpectra
 
 _PAIRS = np.array(PAIRS, dtype=np.int64)
@@ -42,9 +43,9 @@ class CPUEngine(ArrayEngine):
 
     def evaluate(
         self, spectra: PreparedSpectra, candidates: np.ndarray, objective: str = "vp",
-        names: tuple[str, ...] = PARAMS,
+        names: tuple[str, ...] = JOINT,
     ) -> np.ndarray:
-        if objective != "vp" or names != PARAMS:  # the kernels cover the six-parameter model
+        if objective != "vp" or names != JOINT:  # the kernels cover the six-parameter model
             return super().evaluate(spectra, candidates, objective, names)
         self._check_open()
         self._require_rotation(spectra)
@@ -74,7 +75,7 @@ class CPUEngine(ArrayEngine):
             pack["nu_r"], pack["nu_c"] = grids[0].nu_r.ravel(), grids[0].nu_c.ravel()
             spectra.extra[key] = pack
         c = spectra.extra[key]
-        vec = np.array([float(params.get(p, 0.0)) for p in PARAMS])
+        vec = np.array([float(params.get(p, 0.0)) for p in JOINT])
         C, N, D = _kernels().reconstruction_sums(
             c["indptr"], c["k_r"], c["k_c"], c["amp_m"], c["amp_p"], c["G"], c["nu_r"], c["nu_c"],
             np.pi * self.wavelength, vec, RECON_EPS)
@@ -83,9 +84,9 @@ class CPUEngine(ArrayEngine):
 
     def derivatives(
         self, spectra: PreparedSpectra, candidates: np.ndarray,
-        names: tuple[str, ...] = PARAMS,
+        names: tuple[str, ...] = JOINT,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if names != PARAMS:
+        if names != JOINT:
             return super().derivatives(spectra, candidates, names)
         self._check_open()
         self._require_rotation(spectra)

@@ -28,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from ..dataset import Dataset4D
+from ..params import JOINT
 from ..physics.geometry import fft_friendly_size, scan_frame_frequencies, trotter_support
 from ..physics.optics import aperture, has_higher_order
-from ..physics.overlap import PAIRS, PARAMS, overlap_grid
+from ..physics.overlap import PAIRS, overlap_grid
 from ..results import Bounds
 from . import cuda_kernels as ck
 from .array_engine import (
@@ -358,14 +359,14 @@ class CUDAEngine(ArrayEngine):
 
     def evaluate_rotations(
         self, spectra: PreparedSpectra, thetas: np.ndarray, transpose: bool,
-        candidate: np.ndarray, names: tuple[str, ...] = PARAMS,
+        candidate: np.ndarray, names: tuple[str, ...] = JOINT,
     ) -> np.ndarray:
         """VP loss of one six-parameter vector at each rotation, energies included, in one
         launch: the same sums as set_rotation + evaluate per θ (bit for bit where those do
         not split the pixel loop, i.e. windows of ≥ 512 frequency blocks; here the rotations
         fill the device instead). The spectra's own rotation is left as it was. Opted-in
         coefficients (``names`` other than the six) take the per-θ generic path."""
-        if names != PARAMS:
+        if names != JOINT:
             return ArrayEngine.evaluate_rotations(self, spectra, thetas, transpose, candidate,
                                                   names)
         t0 = time.perf_counter()
@@ -442,10 +443,10 @@ class CUDAEngine(ArrayEngine):
 
     def evaluate(
         self, spectra: PreparedSpectra, candidates: np.ndarray, objective: str = "vp",
-        names: tuple[str, ...] = PARAMS,
+        names: tuple[str, ...] = JOINT,
     ) -> np.ndarray:
         t0 = time.perf_counter()
-        if names != PARAMS:  # opted-in coefficients leave the kernels: generic CuPy code
+        if names != JOINT:  # opted-in coefficients leave the kernels: generic CuPy code
             out = self._generic(spectra, lambda: ArrayEngine.evaluate(
                 self, spectra, candidates, objective, names))
         else:
@@ -510,10 +511,10 @@ class CUDAEngine(ArrayEngine):
 
     def derivatives(
         self, spectra: PreparedSpectra, candidates: np.ndarray,
-        names: tuple[str, ...] = PARAMS,
+        names: tuple[str, ...] = JOINT,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         t0 = time.perf_counter()
-        if names != PARAMS:
+        if names != JOINT:
             out = self._generic(spectra, lambda: ArrayEngine.derivatives(
                 self, spectra, candidates, names))
         else:

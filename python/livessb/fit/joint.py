@@ -11,10 +11,10 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..physics.overlap import PARAMS
+from ..params import JOINT, NON_NEGATIVE, PERIODS
 from .model import ThickSampleModel
 from .newton import NewtonOptions, newton_refine
-from .search import NON_NEGATIVE, PERIODS, Box, best_distinct, search, trial_record
+from .search import Box, best_distinct, search, trial_record
 
 EDGE_TOLERANCE = 1e-3  # fraction of the box width
 ROTATION_GRID = 25  # θ samples over ±3° around the COM estimate
@@ -110,8 +110,8 @@ def refine_rotation(
 def _tilt_without_depth(v: np.ndarray) -> np.ndarray:
     """At zero depth spread the loss does not depend on tilt at all: report it as 0."""
     v = v.copy()
-    if v[PARAMS.index("depth")] == 0.0:
-        v[PARAMS.index("tilt_row_mrad")] = v[PARAMS.index("tilt_col_mrad")] = 0.0
+    if v[JOINT.index("depth")] == 0.0:
+        v[JOINT.index("tilt_row_mrad")] = v[JOINT.index("tilt_col_mrad")] = 0.0
     return v
 
 

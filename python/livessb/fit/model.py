@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..physics.overlap import PARAMS
+from ..params import JOINT
 from ..results import Bounds
 
 
@@ -39,19 +39,19 @@ class ThickSampleModel:
         self._live().engine.set_rotation(self.spectra, theta, transpose)
 
     def evaluate(
-        self, candidates: np.ndarray, objective: str = "vp", names: tuple[str, ...] = PARAMS
+        self, candidates: np.ndarray, objective: str = "vp", names: tuple[str, ...] = JOINT
     ) -> np.ndarray:
         return self._live().engine.evaluate(self.spectra, candidates, objective, names)
 
     def evaluate_rotations(
         self, thetas: np.ndarray, transpose: bool, candidate: np.ndarray,
-        names: tuple[str, ...] = PARAMS,
+        names: tuple[str, ...] = JOINT,
     ) -> np.ndarray:
         return self._live().engine.evaluate_rotations(self.spectra, thetas, transpose,
                                                       candidate, names)
 
     def derivatives(
-        self, candidates: np.ndarray, names: tuple[str, ...] = PARAMS
+        self, candidates: np.ndarray, names: tuple[str, ...] = JOINT
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self._live().engine.derivatives(self.spectra, candidates, names)
 
