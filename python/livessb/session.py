@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ._version import __version__
 from .calibration import (
     CalibrationError,
     calibration_document,
@@ -363,8 +364,6 @@ class Session:
     def _provenance(
         self, trials: int, seed: int | None, box: Box, objective: str, **extra: Any,
     ) -> dict[str, Any]:
-        from . import __version__
-
         return {"livessb": __version__, "device": self.device, "trials": trials, "seed": seed,
                 "objective": objective, "box": box.to_dict(),
                 "dataset_sha256": self.dataset.signature()["content_sha256"], **extra}
