@@ -25,7 +25,7 @@ from .fit.joint import joint_fit, newton_fit
 from .fit.model import ThickSampleModel
 from .fit.progress import Progress, callback_of
 from .fit.search import Box
-from .params import OPTIONAL, fit_names
+from .params import JOINT, OPTIONAL, fit_names
 from .physics.geometry import auto_upsample
 from .physics.optics import unknown_aberration_keys
 from .regions import RegionError as RegionError  # re-exported: livessb.session.RegionError
@@ -290,8 +290,9 @@ class Session:
             params = self.full_fit.params
         unknown = unknown_aberration_keys(params)
         if unknown:
-            raise ValueError(f"unknown parameter(s) {unknown}: use C10, C12, phi12, "
-                             "tilt_row_mrad, tilt_col_mrad, depth, C21, phi21, …, C56, phi56")
+            raise ValueError(f"unknown parameter(s) {unknown}: use {', '.join(JOINT)} or "
+                             f"aberrations up to fifth order ({', '.join(OPTIONAL)}, …, C56, "
+                             "phi56: livessb.params.TABLE)")
         if upsample == "auto":
             f = self.upsample_factor
         elif isinstance(upsample, int) and upsample >= 1:

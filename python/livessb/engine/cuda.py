@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..dataset import Dataset4D
-from ..params import JOINT
+from ..params import JOINT, MRAD
 from ..physics.geometry import fft_friendly_size, scan_frame_frequencies, trotter_support
 from ..physics.optics import aperture, has_higher_order
 from ..physics.overlap import PAIRS, overlap_grid
@@ -43,7 +43,6 @@ from .array_engine import (
 )
 from .protocol import DeviceMemoryError
 
-MRAD = 1e-3
 MAX_PLANS = 16
 GEOMETRY_CACHE = 8  # rotations whose device geometry rows are kept
 # Frequency blocks × pixel splits that fill the device for a launch of few candidates:
