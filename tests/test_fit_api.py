@@ -52,6 +52,15 @@ def test_held_defocus_is_not_moved_by_a_region_fit(small) -> None:  # type: igno
     assert reg.params["C12"] == pytest.approx(truth.params["C12"], abs=3.0)
 
 
+def test_held_astigmatism_magnitude_leaves_its_angle_free(small) -> None:  # type: ignore[no-untyped-def]
+    ds, truth = small
+    with livessb.Session(ds, device="cpu") as s:
+        fit = s.fit(trials=40, progress=False, fixed={"C12": truth.params["C12"]})
+    assert fit.params["C12"] == truth.params["C12"]
+    assert _phi12_diff(fit.params["phi12"], truth.params["phi12"]) < 0.15
+    assert fit.params["C10"] == pytest.approx(truth.params["C10"], abs=3.0)
+
+
 @pytest.mark.parametrize(("fixed", "message"), [
     ({"C99": 1.0}, "cannot hold"),
     ({"C32": 1.0}, "cannot hold"),  # reconstruction-only: never fitted

@@ -71,8 +71,9 @@ def fold_into_box(v: np.ndarray, box: Box) -> np.ndarray:
     for i, name in enumerate(box.names):
         if name not in PERIODS:
             continue
-        i_c = box.names.index("C" + name[3:])
-        if v[i_c] < 0:
+        magnitude = "C" + name[3:]
+        i_c = box.names.index(magnitude) if magnitude in box.names else None  # None: held
+        if i_c is not None and v[i_c] < 0:
             v[i_c] = -v[i_c]
             v[i] += PERIODS[name] / 2
         v[i] = box.wrap(name, v[i])
