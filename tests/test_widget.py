@@ -133,7 +133,7 @@ def test_full_fit_on_creation(ds):
         w.wait(TIMEOUT)
         assert w.status == "done", w.message
         assert set(w.full_fit) == {"params", "loss", "rotation_deg", "transpose"}
-        assert set(w.full_fit["params"]) >= set(livessb.results.FIT_PARAMETERS)
+        assert set(w.full_fit["params"]) >= set(livessb.params.JOINT)
         f = w.upsample
         assert f == w.session.upsample_factor
         assert png_shape(w.scan_png) == (24 * f, 24 * f)
@@ -188,7 +188,7 @@ def test_pipeline_fills_results_and_sends_png_crop(fitted):
     res = w.region_results["r1"]
     assert res["status"] == "done", res
     assert res["generation"] == w._generation["r1"]
-    assert set(res["params"]) >= set(livessb.results.FIT_PARAMETERS)
+    assert set(res["params"]) >= set(livessb.params.JOINT)
     assert np.isfinite(res["loss"])
     assert res["bounds"] == [2, 14, 4, 16]
     crops = sent.crops("r1")
