@@ -73,5 +73,5 @@ def test_build_fails_clearly_without_npm(tmp_path: Path, monkeypatch: pytest.Mon
 def test_build_fails_clearly_without_sources(tmp_path: Path) -> None:
     root = tmp_path / "bare"
     (root / "python" / "livessb" / "static").mkdir(parents=True)
-    with pytest.raises(RuntimeError, match="sources .* are not here"):
+    with pytest.raises(RuntimeError, match=r"sources .* are not here"):
         hatch_build.ensure_bundle(root, "standard", say=lambda _msg: None)

@@ -5,9 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .dataset import Dataset4D, DatasetError
+from .memory import InsufficientMemoryError
+from .plausible import unusual_values_allowed
 
 __version__ = "0.1.0"
-__all__ = ["Dataset4D", "DatasetError", "SSBWidget", "Session", "load", "simulate"]
+__all__ = ["Dataset4D", "DatasetError", "InsufficientMemoryError", "SSBWidget", "Session", "load",
+           "simulate", "unusual_values_allowed"]
 
 if TYPE_CHECKING:
     from . import simulate

@@ -21,11 +21,14 @@ from .engine import make_engine
 from .fit.joint import BranchFit, joint_fit, refine_rotation
 from .fit.model import ThickSampleModel
 from .fit.search import Box, box_is_mirror_symmetric, fit_names, mirror_in_box, mirror_params
+from .memory import check_reconstruct_memory, check_session_memory
 from .physics.geometry import auto_upsample, estimate_rotation
 from .physics.objective import phase_skewness
 from .physics.optics import unknown_aberration_keys
+from .progress import staged, with_progress
 from .regions import RegionError as RegionError  # re-exported: livessb.session.RegionError
 from .regions import check_bounds
+from .reprs import Pretty
 from .results import Bounds, FitResult, Reconstruction, RegionResult
 
 
@@ -37,7 +40,7 @@ class FitRequiredError(RuntimeError):
     """A regional fit or reconstruction needs the full-field rotation first."""
 
 
-class Session:
+class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
     """Resident SSB session on one dataset (see docs/api.md)."""
 
     def __init__(
@@ -54,6 +57,7 @@ class Session:
                 "counts with livessb.Dataset4D(counts, voltage_kV=..., semiangle_mrad=..., "
                 "scan_step_A=...) or use livessb.load(path)")
         self.dataset = dataset
+        check_session_memory(dataset, device, staging_budget_MiB)  # refuse before allocating
         self._engine: Any = make_engine(dataset, device, staging_budget_MiB=staging_budget_MiB)
         self.device: str = self._engine.name
         self.upsample_factor = auto_upsample(dataset.scan_step_A, dataset.k_alpha)
@@ -122,6 +126,7 @@ class Session:
         return self._full
 
     # -- fits -----------------------------------------------------------------------------
+    @with_progress
     def fit(
         self, trials: int = 200, seed: int = 42,
         box: Mapping[str, tuple[float, float]] | None = None, objective: str = "vp",
@@ -233,6 +238,7 @@ class Session:
         model = self._full_model(theta, transpose)
         return phase_skewness(np.angle(model.reconstruct(params, 1, "ssb")))
 
+    @with_progress
     def fit_region(
         self, bounds: Bounds, trials: int = 200, seed: int = 42, region_id: str | None = None,
         box: Mapping[str, tuple[float, float]] | None = None, objective: str = "vp",
@@ -281,6 +287,7 @@ class Session:
         return check_bounds(bounds, self.dataset.scan_shape)
 
     # -- reconstruction ---------------------------------------------------------
+    @staged("reconstruct")
     def reconstruct(
         self, params: Mapping[str, float] | None = None, upsample: int | str = "auto",
         method: str = "ssb",
@@ -302,6 +309,7 @@ class Session:
             f = upsample
         else:
             raise ValueError(f"upsample must be 'auto' or a positive integer, got {upsample!r}")
+        check_reconstruct_memory(self, f)  # refuse before allocating the f-times grid
         model = self._full_model(self._theta, bool(self.transpose))
         obj = model.reconstruct(dict(params), f, method)
         rows, cols = self.dataset.scan_shape

@@ -12,6 +12,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..physics.overlap import PARAMS
+from ..progress import compile_note
 from .model import ThickSampleModel
 from .newton import NewtonOptions, newton_refine
 from .search import NON_NEGATIVE, PERIODS, Box, best_distinct, search, trial_record
@@ -47,7 +48,8 @@ def joint_fit(
     then refine the best ``n_starts`` with Newton."""
     b, names = box, box.names
     t0 = time.perf_counter()
-    with tqdm(total=trials, desc=label, disable=not progress, leave=False) as bar:
+    with tqdm(total=trials, desc=label + compile_note(model.engine), disable=not progress,
+              leave=False) as bar:
         params, losses, batch_of = search(lambda c: model.evaluate(c, objective, names), b,
                                           trials, seed, on_batch=bar.update, sampler=sampler)
     t1 = time.perf_counter()

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..physics.overlap import PARAMS
+from ..progress import stage
 from ..results import Bounds
 
 
@@ -22,8 +23,9 @@ class ModelDetachedError(RuntimeError):
 class ThickSampleModel:
     def __init__(self, engine: Any, bounds: Bounds | None, theta: float, transpose: bool) -> None:
         self.engine: Any = engine
-        self.spectra: Any = engine.prepare(bounds)
-        engine.set_rotation(self.spectra, theta, transpose)
+        with stage("prepare spectra"):
+            self.spectra: Any = engine.prepare(bounds)
+            engine.set_rotation(self.spectra, theta, transpose)
         engine.models.append(self)
 
     @property

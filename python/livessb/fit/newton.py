@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..progress import staged
 from .search import PERIODS, Box
 
 # Scale of each parameter for the trust region (Å, rad, mrad).
@@ -87,6 +88,7 @@ def fold_into_box(v: np.ndarray, box: Box) -> np.ndarray:
     return np.clip(v, box.low, box.high)
 
 
+@staged("Newton")
 def newton_refine(
     starts: np.ndarray,
     derivatives: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]],
