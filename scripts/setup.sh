@@ -24,8 +24,12 @@ if [ "${LIVESSB_BROWSER:-0}" = 1 ] && ! command -v chromium >/dev/null 2>&1; the
 fi
 "$PY" -c "import ensurepip, venv" 2>/dev/null || { echo "== apt-get install python3-venv"; apt_install python3-venv; }
 
-echo "== npm ci"
-npm ci --no-audit --no-fund --loglevel=error
+if [ -L node_modules ]; then  # a worktree sharing another checkout's packages: never wipe them
+  echo "== node_modules is a link to $(readlink node_modules): kept as it is"
+else
+  echo "== npm ci"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
 
 if [ "${LIVESSB_FRESH_VENV:-0}" = 1 ]; then rm -rf "$VENV"; fi
 [ -x "$VENV/bin/python" ] || { echo "== python -m venv $VENV"; "$PY" -m venv "$VENV"; }

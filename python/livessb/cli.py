@@ -264,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="accept implausible calibration values (unusual set-ups) and a "
                         "calibration file saved for other data")
     f.add_argument("--quiet", action="store_true",
-                   help="print nothing but errors (no progress bars, no summary)")
+                   help="print only errors and warnings (no progress bars, no summary)")
 
     b = sub.add_parser("benchmark", help="time the reference workload (SPEC §4)",
                        formatter_class=fmt)
@@ -310,7 +310,10 @@ def main(argv: list[str] | None = None) -> int:
 
                 launch_demo_notebook(port=args.port, open_browser=not args.no_browser)
         elif args.command == "fit":
-            run_fit(args)
+            from .progress import progress_enabled
+
+            with progress_enabled(not args.quiet):  # every stage's bar, reconstruct's too
+                run_fit(args)
         else:
             from .benchmark import run_benchmark
 
