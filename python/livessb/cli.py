@@ -173,7 +173,7 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
         if region is not None:
             reg = s.fit_region(region, trials=args.trials, seed=args.seed,
                                progress=not args.quiet)
-            say("\n".join(fit_lines(f"region {list(region)}", reg.fit)))
+            say("\n".join(fit_lines(f"region {tuple(region)}", reg.fit)))
             doc["region"] = reg.fit.to_dict()
             rec = reg.crop if upsample == "auto" else s.reconstruct(
                 reg.params, upsample=upsample).crop(region)

@@ -47,7 +47,7 @@ def _value(name: str, value: float, error: float | None) -> str:
     p = BY_NAME.get(name)
     unit, digits = (p.unit, p.digits) if p is not None else ("", 3)
     digits = max(digits, 2)
-    text = f"{value:.{digits}f}"
+    text = f"{value:>10.{digits}f}"  # right-aligned: the decimal points line up
     if error is not None and math.isfinite(error):
         text += f" ± {error:.{digits}f}"
     return f"{text} {unit}".rstrip()
