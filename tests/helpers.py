@@ -42,3 +42,17 @@ def importable(name: str) -> bool:
     import importlib.util
 
     return importlib.util.find_spec(name) is not None
+
+
+def check_installed_location(module_file: str) -> None:
+    """With LIVESSB_EXPECT_INSTALLED=1 (scripts/test.sh), livessb must come from the
+    virtual environment's site-packages, never the checkout's python/ folder."""
+    import os
+    from pathlib import Path
+
+    if not os.environ.get("LIVESSB_EXPECT_INSTALLED"):
+        return
+    path = Path(module_file).resolve()
+    checkout = Path(__file__).resolve().parents[1] / "python"
+    assert "site-packages" in path.parts, f"livessb imported from {path}, not site-packages"
+    assert checkout not in path.parents, f"livessb imported from the checkout: {path}"

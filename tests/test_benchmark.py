@@ -11,7 +11,13 @@ import pytest
 
 import livessb
 from livessb.bench.runner import parser
-from livessb.bench.workload import REGIONS, TARGETS_S, random_candidates, scaled_regions
+from livessb.bench.workload import (
+    REGIONS,
+    TARGETS_S,
+    TIMING_RANGE,
+    random_candidates,
+    scaled_regions,
+)
 from livessb.cli import main
 from livessb.params import DEFAULT_BOX, JOINT
 
@@ -76,11 +82,12 @@ def test_scaled_regions_are_the_reference_at_512_and_stay_inside_smaller_scans()
         assert r1 - r0 >= 4 and c1 - c0 >= 4
 
 
-def test_timing_candidates_span_the_default_box() -> None:
+def test_timing_candidates_span_their_ranges_inside_the_default_box() -> None:
     cand = random_candidates(np.random.default_rng(0), 4000)
     assert cand.shape == (4000, len(JOINT))
     for j, name in enumerate(JOINT):
-        lo, hi = DEFAULT_BOX[name]
+        lo, hi = TIMING_RANGE[name]
+        assert DEFAULT_BOX[name][0] <= lo < hi <= DEFAULT_BOX[name][1]
         assert lo <= cand[:, j].min() < lo + 0.01 * (hi - lo)
         assert hi - 0.01 * (hi - lo) < cand[:, j].max() <= hi
 

@@ -31,6 +31,12 @@ def test_fit_command_writes_json_png_and_calibration(tmp_path) -> None:  # type:
     restore = [*restore[:restore.index("--region")], "--calibration", str(tmp_path / "cal.json")]
     assert main(["fit", *restore]) == 0
     assert json.loads(out2.read_text())["full_field"]["params"] == doc["full_field"]["params"]
+    # ... and takes the calibration values from the file: no calibration flags needed.
+    out3 = tmp_path / "fit3.json"
+    assert main(["fit", str(tmp_path / "scan.npy"), "--device", "cpu", "--quiet", "--json",
+                 str(out3), "--calibration", str(tmp_path / "cal.json")]) == 0
+    assert json.loads(out3.read_text())["phase_sha256"] == json.loads(
+        out2.read_text())["phase_sha256"]
 
 
 def test_fit_command_reports_missing_calibration(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -38,7 +44,9 @@ def test_fit_command_reports_missing_calibration(tmp_path, capsys) -> None:  # t
     np.save(tmp_path / "scan.npy", ds.counts)
     code = main(["fit", str(tmp_path / "scan.npy"), "--json", str(tmp_path / "o.json")])
     assert code == 2
-    assert "voltage_kV is missing" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "missing --voltage-kV, --semiangle-mrad, --scan-step-A" in err  # all at once
+    assert "voltage_kV" not in err  # the flag, not the Python keyword
     assert not (tmp_path / "o.json").exists()
 
 
@@ -55,3 +63,71 @@ def test_headless_demo_end_to_end(tmp_path) -> None:  # type: ignore[no-untyped-
     assert right["params"]["C10"] - left["params"]["C10"] > 40
     for name in ("full_phase.png", "region_left.png", "region_right.png", "calibration.json"):
         assert (tmp_path / name).stat().st_size > 0
+
+
+def _cli(*args: str, cwd=None, umask: int | None = None) -> subprocess.CompletedProcess:  # type: ignore[no-untyped-def]
+    import os
+
+    def pre() -> None:
+        if umask is not None:
+            os.umask(umask)
+    return subprocess.run([sys.executable, "-m", "livessb.cli", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=600, preexec_fn=pre)
+
+
+def test_version_and_help_name_units_defaults_and_exclusive_stops() -> None:
+    import livessb
+
+    proc = _cli("--version")
+    assert proc.returncode == 0 and proc.stdout.strip() == f"livessb {livessb.__version__}"
+    text = " ".join(_cli("fit", "--help").stdout.split())
+    for words in ("beam energy in kV", "semiangle in mrad", "scan step in Å",
+                  "mrad per detector pixel", "stops exclusive", "exclusive stops",
+                  "(default: 200)", "(default: auto", "--force", "--quiet"):
+        assert words in text, words
+
+
+def test_summary_umask_and_no_unasked_folders(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    ds, _ = simulate_4dstem(scan_shape=(16, 16), detector_shape=(32, 32), dose=2e5, seed=4,
+                            aberrations={"C10": 40.0})
+    np.save(tmp_path / "scan.npy", ds.counts)
+    cal = ["--voltage-kV", "200", "--semiangle-mrad", "20", "--scan-step-A", "0.6",
+           "--device", "cpu", "--trials", "16"]
+    proc = _cli("fit", "scan.npy", *cal, "--png", "phase.png", "--save-calibration", "cal.json",
+                cwd=tmp_path, umask=0o022)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout
+    # concise: the dataset, the fit with its loss and each parameter with its unit
+    assert len(out) < 2000, out
+    assert "16×16 scan, 32×32 detector" in out and "full field: loss" in out
+    for line in ("C10 ", "C12 ", "phi12 ", "tilt_row_mrad ", "depth "):
+        assert line in out, line
+    assert " Å" in out and " mrad" in out and "wrote phase.png, cal.json" in out
+    assert not (tmp_path / "fit.json").exists()  # --json is optional
+    for name in ("phase.png", "cal.json"):
+        assert (tmp_path / name).stat().st_mode & 0o777 == 0o644, name  # the user's umask
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cal.json", "phase.png", "scan.npy"]
+    # --quiet: nothing on stdout, no progress bar on stderr
+    quiet = _cli("fit", "scan.npy", *cal, "--quiet", "--json", "q.json", cwd=tmp_path,
+                 umask=0o027)
+    assert quiet.returncode == 0 and quiet.stdout == "" and quiet.stderr == "", quiet.stderr
+    assert (tmp_path / "q.json").stat().st_mode & 0o777 == 0o640
+    # an output folder that does not exist is refused up front, not created
+    bad = _cli("fit", "scan.npy", *cal, "--png", "out/phase.png", cwd=tmp_path)
+    assert bad.returncode == 2 and "--png out/phase.png: the folder 'out' does not exist" in (
+        bad.stderr)
+    assert not (tmp_path / "out").exists()
+
+
+def test_summary_shows_errors_and_box_edges() -> None:
+    from livessb.cli_text import fit_lines
+    from livessb.results import FitResult
+
+    fit = FitResult(params={"C10": -48.7, "C12": 100.0}, loss=0.25, rotation_deg=12.0,
+                    transpose=False, on_box_edge=["C12"])
+    fit.errors = {"C10": 0.4}  # type: ignore[attr-defined]  # trustworthy-fits issue
+    lines = fit_lines("full field", fit)
+    assert lines[0] == "full field: loss 0.25, rotation 12.000°"
+    assert lines[1].split() == ["C10", "-48.70", "±", "0.40", "Å"]
+    assert lines[2].split() == ["C12", "100.00", "Å"]
+    assert "C12 ended on the edge of the search box" in lines[3]

@@ -6,8 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 from ._version import __version__ as __version__
 from .dataset import Dataset4D, DatasetError
+from .memory import InsufficientMemoryError
+from .plausible import unusual_values_allowed
 
-__all__ = ["Dataset4D", "DatasetError", "SSBWidget", "Session", "load", "simulate"]
+__all__ = ["Dataset4D", "DatasetError", "InsufficientMemoryError", "SSBWidget", "Session", "load",
+           "simulate", "unusual_values_allowed"]
 
 if TYPE_CHECKING:
     from . import simulate

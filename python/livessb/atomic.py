@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -21,8 +21,10 @@ def atomic_write(path: str | Path) -> Iterator[IO[bytes]]:
     directory = target.parent if str(target.parent) else Path(".")
     if not directory.is_dir():
         raise FileNotFoundError(f"the directory {str(directory)!r} does not exist: create it first")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=directory)
-    os.close(fd)
+    # os.open with 0o666 lets the user's umask decide the mode, as for any new file
+    # (tempfile.mkstemp would leave it 0600).
+    tmp = str(directory / f".{target.name}.{secrets.token_hex(6)}.tmp")
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     try:
         with open(tmp, "wb") as fh:
             yield fh

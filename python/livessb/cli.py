@@ -4,22 +4,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
-from .atomic import atomic_write, atomic_write_text
+from .atomic import atomic_write
+from .cli_text import cli_words, dataset_line, fit_lines
 
 
 def _write_json(path: str | Path, doc: dict[str, Any]) -> Path:
-    return atomic_write_text(path, json.dumps(doc, indent=1, allow_nan=False, default=float))
+    with atomic_write(path) as fh:
+        fh.write(json.dumps(doc, indent=1, allow_nan=False, default=float).encode("utf-8"))
+    return Path(path)
 
 
 def _write_png(path: Path, phase: Any) -> Path:
     from .render import phase_to_png
 
-    path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_write(path) as fh:
         fh.write(phase_to_png(phase))
     return path
@@ -67,76 +71,203 @@ def run_demo_headless(out: Path, device: str, trials: int, seed: int) -> dict[st
     return summary
 
 
+REQUIRED = ("voltage_kV", "semiangle_mrad", "scan_step_A")
+EXAMPLES = {"voltage_kV": "200", "semiangle_mrad": "20", "scan_step_A": "0.6"}
+
+
+class UsageError(ValueError):
+    """Command-line input that cannot work; the message names the flags to fix."""
+
+
 def _calibration_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     cal: dict[str, Any] = {}
     for key in ("voltage_kV", "semiangle_mrad", "detector_sampling_mrad"):
         if getattr(args, key) is not None:
             cal[key] = getattr(args, key)
     if args.scan_step_A is not None:
+        if len(args.scan_step_A) > 2:
+            raise UsageError("--scan-step-A takes one value (square pixels) or two (row, col), "
+                             f"got {len(args.scan_step_A)}")
         cal["scan_step_A"] = args.scan_step_A[0] if len(args.scan_step_A) == 1 else tuple(
             args.scan_step_A)
     return cal
 
 
+def _from_calibration_file(path: str) -> dict[str, Any]:
+    """The calibration values a saved calibration file recorded for its dataset."""
+    try:
+        doc = json.loads(Path(path).read_text())
+        cal = dict(doc["dataset"]["calibration"])
+    except FileNotFoundError:
+        raise UsageError(f"--calibration {path}: no such file") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"--calibration {path} is not a livessb calibration file ({exc!r}): "
+                         "use a file written by --save-calibration") from None
+    if isinstance(cal.get("scan_step_A"), list):
+        cal["scan_step_A"] = tuple(cal["scan_step_A"])
+    return {k: v for k, v in cal.items() if v is not None}
+
+
+def _check_missing(args: argparse.Namespace, cal: dict[str, Any]) -> None:
+    """Every required calibration value neither given nor in the file, listed at once."""
+    from .io import read_metadata
+
+    missing = [k for k in REQUIRED if k not in cal]
+    if not missing:
+        return
+    try:
+        meta = read_metadata(args.path, dataset_path=args.dataset_path)
+    except Exception:  # unreadable here: load() reports what is wrong with the file
+        return
+    missing = [k for k in missing if meta.get(k) is None]
+    if missing:
+        example = " ".join(f"{cli_words(k)} {EXAMPLES[k]}" for k in missing)
+        raise UsageError(
+            f"missing {', '.join(cli_words(k) for k in missing)}: {Path(args.path).name} does "
+            f"not record {'it' if len(missing) == 1 else 'them'}; pass e.g. {example} "
+            "(kV, mrad, Å)")
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Output folders must exist before minutes of fitting (none is created unasked)."""
+    for flag, value in (("--json", args.json), ("--png", args.png),
+                        ("--save-calibration", args.save_calibration)):
+        if value is None:
+            continue
+        parent = Path(value).expanduser().parent
+        if not parent.is_dir():
+            raise UsageError(f"{flag} {value}: the folder {str(parent)!r} does not exist; "
+                             "create it first or choose another path")
+
+
 def run_fit(args: argparse.Namespace) -> dict[str, Any]:
     from .io import load
+    from .plausible import unusual_values_allowed
+    from .regions import check_bounds
     from .session import Session
 
-    ds = load(args.path, scan_shape=tuple(args.scan_shape) if args.scan_shape else None,
-              **_calibration_kwargs(args))
-    with Session(ds, device=args.device, calibration=args.calibration) as s:
+    say = (lambda *_a: None) if args.quiet else print
+    cal = _calibration_kwargs(args)
+    if args.calibration is not None:
+        cal = {**_from_calibration_file(args.calibration), **cal}
+    _check_missing(args, cal)
+    _check_outputs(args)
+    with unusual_values_allowed(args.force):
+        ds = load(args.path, scan_shape=tuple(args.scan_shape) if args.scan_shape else None,
+                  scan_region=tuple(args.scan_region) if args.scan_region else None,
+                  dataset_path=args.dataset_path, bin_detector=args.bin_detector,
+                  crop_to_bf=args.crop_to_bf, progress=not args.quiet, **cal)
+    region = None if args.region is None else check_bounds(tuple(args.region), ds.scan_shape)
+    upsample: int | str = "auto" if args.upsample == "auto" else int(args.upsample)
+    with Session(ds, device=args.device, calibration=args.calibration,
+                 force=args.force) as s:
+        say(dataset_line(args.path, ds, s.device))
         if args.calibration is None:
             s.fit(trials=args.trials, seed=args.seed, progress=not args.quiet)
         assert s.full_fit is not None
+        say("\n".join(fit_lines("full field" + (" (restored)" if args.calibration else ""),
+                                s.full_fit)))
         doc: dict[str, Any] = {"dataset": repr(ds), "device": s.device,
                                "full_field": s.full_fit.to_dict()}
-        rec = s.reconstruct()
-        if args.region is not None:
-            reg = s.fit_region(tuple(args.region), trials=args.trials, seed=args.seed,
+        rec = s.reconstruct(upsample=upsample)
+        if region is not None:
+            reg = s.fit_region(region, trials=args.trials, seed=args.seed,
                                progress=not args.quiet)
+            say("\n".join(fit_lines(f"region {tuple(region)}", reg.fit)))
             doc["region"] = reg.fit.to_dict()
-            rec = reg.crop
+            rec = reg.crop if upsample == "auto" else s.reconstruct(
+                reg.params, upsample=upsample).crop(region)
+        doc["upsample"] = rec.upsample
         doc["phase_sha256"] = rec.phase_hash()
+        written = []
         if args.png:
-            _write_png(Path(args.png), rec.phase)
+            written.append(str(_write_png(Path(args.png), rec.phase)))
         if args.save_calibration:
-            s.save_calibration(args.save_calibration)
-    _write_json(args.json, doc)
+            written.append(str(s.save_calibration(args.save_calibration)))
+    if args.json:
+        written.append(str(_write_json(args.json, doc)))
+    if written:
+        say(f"wrote {', '.join(written)}")
     return doc
 
 
+UNITS_EPILOG = """\
+units: voltage in kV, semiangle in mrad, scan step in Å (1 Å = 100 pm = 0.1 nm),
+detector sampling in mrad per pixel. Values outside plausible ranges (a unit typo,
+e.g. a scan step of 60 "Å" that is 60 pm) are refused; --force accepts them.
+Regions and --scan-region are scan pixels R0 R1 C0 C1 with exclusive stops (as Python
+slices): rows R0..R1-1, columns C0..C1-1."""
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
+    fmt = argparse.ArgumentDefaultsHelpFormatter
     p = argparse.ArgumentParser(prog="livessb", description=__doc__)
+    p.add_argument("--version", action="version", version=f"livessb {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    d = sub.add_parser("demo", help="the widget on the embedded demo dataset (JupyterLab)")
+    d = sub.add_parser("demo", help="the widget on the embedded demo dataset (JupyterLab)",
+                       formatter_class=fmt)
     d.add_argument("--headless", action="store_true",
                    help="run the demo workflow without a browser; write PNGs + summary.json")
-    d.add_argument("--out", type=Path, default=Path("demo-out"))
+    d.add_argument("--out", type=Path, default=Path("demo-out"),
+                   help="folder for the headless demo's files (created)")
     d.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    d.add_argument("--trials", type=int, default=200)
+    d.add_argument("--trials", type=int, default=200, help="search trials per fit")
     d.add_argument("--seed", type=int, default=42)
-    d.add_argument("--port", type=int, default=None)
+    d.add_argument("--port", type=int, default=None, help="JupyterLab port (default: a free one)")
     d.add_argument("--no-browser", action="store_true")
 
-    f = sub.add_parser("fit", help="fit a dataset file (.npy/.npz/.h5/.emd/.mib)")
-    f.add_argument("path")
-    f.add_argument("--json", required=True, help="write the fit record here")
-    f.add_argument("--region", type=int, nargs=4, metavar=("R0", "R1", "C0", "C1"))
-    f.add_argument("--png", help="write the phase (or the region's crop) as PNG")
-    f.add_argument("--scan-shape", type=int, nargs=2, metavar=("ROWS", "COLS"))
-    f.add_argument("--voltage-kV", dest="voltage_kV", type=float)
-    f.add_argument("--semiangle-mrad", dest="semiangle_mrad", type=float)
-    f.add_argument("--scan-step-A", dest="scan_step_A", type=float, nargs="+")
-    f.add_argument("--detector-sampling-mrad", dest="detector_sampling_mrad", type=float)
-    f.add_argument("--calibration", help="restore this calibration instead of fitting")
-    f.add_argument("--save-calibration", help="save the calibration JSON here")
-    f.add_argument("--trials", type=int, default=200)
-    f.add_argument("--seed", type=int, default=42)
-    f.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    f.add_argument("--quiet", action="store_true")
+    f = sub.add_parser("fit", help="fit a dataset file (.npy/.npz/.h5/.emd/.mib)",
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       description="Joint fit of defocus, astigmatism, tilt and depth on a "
+                                   "4D-STEM file; prints a summary.", epilog=UNITS_EPILOG)
+    f.add_argument("path", help="the 4D-STEM file")
+    f.add_argument("--json", metavar="FILE", help="also write the full fit record (JSON) here")
+    f.add_argument("--region", type=int, nargs=4, metavar=("R0", "R1", "C0", "C1"),
+                   help="also fit this region (scan pixels, stops exclusive)")
+    f.add_argument("--png", metavar="FILE", help="write the phase (or the region's crop) as PNG")
+    f.add_argument("--voltage-kV", dest="voltage_kV", type=float, metavar="KV",
+                   help="beam energy in kV, e.g. 200 (default: from the file)")
+    f.add_argument("--semiangle-mrad", dest="semiangle_mrad", type=float, metavar="MRAD",
+                   help="probe convergence semiangle in mrad, e.g. 20 (default: from the file)")
+    f.add_argument("--scan-step-A", dest="scan_step_A", type=float, nargs="+", metavar="A",
+                   help="scan step in Å (one value, or row and column), e.g. 0.6 "
+                        "(default: from the file)")
+    f.add_argument("--detector-sampling-mrad", dest="detector_sampling_mrad", type=float,
+                   metavar="MRAD", help="mrad per detector pixel (default: from the file, "
+                                        "else derived from the BF disk radius)")
+    f.add_argument("--scan-shape", type=int, nargs=2, metavar=("ROWS", "COLS"),
+                   help="scan shape of a 3D file (a stack of frames)")
+    f.add_argument("--scan-region", type=int, nargs=4, metavar=("R0", "R1", "C0", "C1"),
+                   help="load only these scan positions (stops exclusive)")
+    f.add_argument("--bin-detector", type=int, metavar="N",
+                   help="sum N×N detector pixels (less memory; sampling becomes N×)")
+    f.add_argument("--crop-to-bf", action="store_true",
+                   help="keep only the BF disk and a margin of the detector")
+    f.add_argument("--dataset-path", metavar="PATH",
+                   help="HDF5 path (or NPZ member) of the counts")
+    f.add_argument("--calibration", metavar="FILE",
+                   help="restore this calibration file instead of fitting (its calibration "
+                        "values are used)")
+    f.add_argument("--save-calibration", metavar="FILE", help="save the calibration JSON here")
+    f.add_argument("--upsample", default="auto", metavar="N",
+                   help="reconstruction upsampling: 'auto' (Nyquist of the aperture, capped "
+                        "at 8) or an integer (default: auto)")
+    f.add_argument("--trials", type=int, default=200, metavar="N",
+                   help="search trials per fit (default: 200)")
+    f.add_argument("--seed", type=int, default=42, metavar="N", help="search seed (default: 42)")
+    f.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
+                   help="compute device (default: auto, the GPU when there is one)")
+    f.add_argument("--force", action="store_true",
+                   help="accept implausible calibration values (unusual set-ups) and a "
+                        "calibration file saved for other data")
+    f.add_argument("--quiet", action="store_true",
+                   help="print only errors and warnings (no progress bars, no summary)")
 
-    b = sub.add_parser("benchmark", help="time the reference workload (SPEC §4)")
+    b = sub.add_parser("benchmark", help="time the reference workload (SPEC §4)",
+                       formatter_class=fmt)
     b.add_argument("--json", required=True)
     b.add_argument("--scan", type=int, nargs=2, default=[512, 512])
     b.add_argument("--detector", type=int, nargs=2, default=[192, 192])
@@ -148,9 +279,26 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _check_args(args: argparse.Namespace) -> None:
+    if args.command != "fit":
+        return
+    if args.upsample != "auto" and not (args.upsample.isdigit() and int(args.upsample) >= 1):
+        raise UsageError(f"--upsample must be 'auto' or a positive integer, got {args.upsample!r}")
+    if args.trials < 1:
+        raise UsageError(f"--trials must be at least 1, got {args.trials}")
+
+
+def _show_warning(message: Warning | str, category: type[Warning], *_rest: Any,
+                  **_kw: Any) -> None:
+    print(f"livessb: warning: {cli_words(str(message))}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    old_show = warnings.showwarning
+    warnings.showwarning = _show_warning
     try:
+        _check_args(args)
         if args.command == "demo":
             if args.headless:
                 summary = run_demo_headless(args.out, args.device, args.trials, args.seed)
@@ -162,8 +310,10 @@ def main(argv: list[str] | None = None) -> int:
 
                 launch_demo_notebook(port=args.port, open_browser=not args.no_browser)
         elif args.command == "fit":
-            run_fit(args)
-            print(f"wrote {args.json}")
+            from .progress import progress_enabled
+
+            with progress_enabled(not args.quiet):  # every stage's bar, reconstruct's too
+                run_fit(args)
         else:
             from .bench.runner import run_benchmark
 
@@ -171,9 +321,23 @@ def main(argv: list[str] | None = None) -> int:
                           dtype=args.dtype, runs=args.runs, trials=args.trials, seed=args.seed,
                           device=args.device)
             print(f"wrote {args.json}")
+    except KeyboardInterrupt:
+        print(f"livessb {args.command}: interrupted", file=sys.stderr)
+        return 130
     except (ValueError, RuntimeError, OSError, MemoryError) as exc:
-        print(f"livessb {args.command}: error: {exc}", file=sys.stderr)
+        text = cli_words(str(exc)) if args.command == "fit" else str(exc)
+        if isinstance(exc, MemoryError) and not text:
+            text = "out of memory: try --bin-detector 2, --crop-to-bf or --scan-region"
+        print(f"livessb {args.command}: error: {text}", file=sys.stderr)
         return 2
+    except Exception as exc:  # a bug: say so plainly, the traceback on request
+        if os.environ.get("LIVESSB_DEBUG"):
+            raise
+        print(f"livessb {args.command}: internal error: {type(exc).__name__}: {exc} "
+              "(please report it; LIVESSB_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 3
+    finally:
+        warnings.showwarning = old_show
     return 0
 
 

@@ -11,12 +11,24 @@ from typing import Any
 import numpy as np
 
 from .physics.optics import wavelength_A
+from .plausible import implausibility, unusual_allowed
 
 SUPPORTED_DTYPES = (np.uint8, np.uint16, np.uint32, np.float32)
 
 
 class DatasetError(ValueError):
     """Counts or calibration that SSB cannot use; the message names the fix."""
+
+
+class ImplausibleCalibrationError(DatasetError):
+    """A calibration value outside its plausible range: probably the wrong unit."""
+
+
+def _plausible(name: str, value: float, allow: bool) -> float:
+    problem = None if allow else implausibility(name, value)
+    if problem is not None:
+        raise ImplausibleCalibrationError(problem)
+    return value
 
 
 def _positive(name: str, value: Any, hint: str) -> float:
@@ -65,6 +77,8 @@ class Dataset4D:
     ``scan_step_A`` is a scalar or a ``(row, col)`` pair. ``detector_sampling_mrad``
     (mrad per detector pixel) is derived from the BF disk radius when omitted.
     Three-dimensional counts ``(positions, kr, kc)`` need ``scan_shape``.
+    Values outside plausible ranges (``livessb.plausible.RANGES``: probably a unit
+    mistake) are refused unless ``allow_unusual=True``.
     """
 
     def __init__(
@@ -75,24 +89,28 @@ class Dataset4D:
         scan_step_A: float | tuple[float, float] | None = None,
         detector_sampling_mrad: float | None = None,
         scan_shape: tuple[int, int] | None = None,
+        allow_unusual: bool | None = None,
     ) -> None:
         self.counts = _validated_counts(counts, scan_shape)
         self._calibrate(voltage_kV, semiangle_mrad, scan_step_A, detector_sampling_mrad,
-                        lambda: _mean_pattern(self.counts))
+                        lambda: _mean_pattern(self.counts), allow_unusual)
 
     def _calibrate(
         self, voltage_kV: float | None, semiangle_mrad: float | None,
         scan_step_A: float | tuple[float, float] | None, detector_sampling_mrad: float | None,
-        mean_pattern: Callable[[], np.ndarray],
+        mean_pattern: Callable[[], np.ndarray], allow_unusual: bool | None = None,
     ) -> None:
         """Calibration checks, the mean pattern and the BF disk: every counts store's
         (host here, device in ``livessb.bench.device_data``) validation after its counts."""
-        self.voltage_kV = _positive(
-            "voltage_kV", voltage_kV, "pass the beam energy, e.g. voltage_kV=200")
-        self.semiangle_mrad = _positive(
+        self.allow_unusual = unusual = unusual_allowed(allow_unusual)
+        self.voltage_kV = _plausible("voltage_kV", _positive(
+            "voltage_kV", voltage_kV, "pass the beam energy, e.g. voltage_kV=200"), unusual)
+        self.semiangle_mrad = _plausible("semiangle_mrad", _positive(
             "semiangle_mrad", semiangle_mrad,
-            "pass the probe convergence semiangle, e.g. semiangle_mrad=20")
-        self.scan_step_A = _scan_step(scan_step_A)
+            "pass the probe convergence semiangle, e.g. semiangle_mrad=20"), unusual)
+        step = _scan_step(scan_step_A)
+        self.scan_step_A = (_plausible("scan_step_A", step[0], unusual),
+                            _plausible("scan_step_A", step[1], unusual))
         self.wavelength_A = wavelength_A(self.voltage_kV)
         self.mean_pattern = mean_pattern()
         self.bright_field = measure_bright_field(self.mean_pattern)
@@ -100,8 +118,9 @@ class Dataset4D:
             self.detector_sampling_mrad = self.semiangle_mrad / self.bright_field.radius_px
             self.detector_sampling_derived = True
         else:
-            self.detector_sampling_mrad = _positive(
-                "detector_sampling_mrad", detector_sampling_mrad, "or leave it None to derive it")
+            self.detector_sampling_mrad = _plausible("detector_sampling_mrad", _positive(
+                "detector_sampling_mrad", detector_sampling_mrad,
+                "or leave it None to derive it"), unusual)
             self.detector_sampling_derived = False
         self._check_disk_fits()
 

@@ -13,14 +13,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .reprs import Pretty
+
 if TYPE_CHECKING:
     import optuna
 
 Bounds = tuple[int, int, int, int]
 
 
-@dataclass
-class FitResult:
+@dataclass(repr=False)  # reprs.Pretty: concise repr, notebook table
+class FitResult(Pretty):
     """A joint fit: parameters, loss, geometry, and the full search record."""
 
     params: dict[str, float]
@@ -52,10 +54,13 @@ class FitResult:
         import optuna
         from optuna.distributions import BaseDistribution, FloatDistribution
 
+        from .progress import quiet_optuna
+
         box = self.provenance.get("box", {})
         dists: dict[str, BaseDistribution] = {
             k: FloatDistribution(float(lo), float(hi)) for k, (lo, hi) in box.items()}
-        study = optuna.create_study(study_name=name, direction="minimize")
+        with quiet_optuna():  # no "A new study created in memory" log line
+            study = optuna.create_study(study_name=name, direction="minimize")
         trials = []
         for t in self.trials:
             params = {k: float(np.clip(t["params"][k], lo, hi)) for k, (lo, hi) in box.items()}
@@ -66,8 +71,8 @@ class FitResult:
         return study
 
 
-@dataclass
-class Reconstruction:
+@dataclass(repr=False)  # reprs.Pretty: concise repr, notebook table
+class Reconstruction(Pretty):
     """Complex object on the output grid; phase in rad."""
 
     object: np.ndarray
@@ -109,8 +114,8 @@ class Reconstruction:
         return plot_phase(self, **options)
 
 
-@dataclass
-class RegionResult:
+@dataclass(repr=False)  # reprs.Pretty: concise repr, notebook table
+class RegionResult(Pretty):
     """A region's joint fit and the crop of the full-scan reconstruction made with it."""
 
     id: str

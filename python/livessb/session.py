@@ -27,11 +27,14 @@ from .fit.joint import joint_fit, newton_fit
 from .fit.model import ThickSampleModel
 from .fit.progress import Progress, callback_of
 from .fit.search import Box
+from .memory import check_reconstruct_memory, check_session_memory
 from .params import JOINT, OPTIONAL, fit_names
 from .physics.geometry import auto_upsample
 from .physics.optics import unknown_aberration_keys
+from .progress import staged, with_progress
 from .regions import RegionError as RegionError  # re-exported: livessb.session.RegionError
 from .regions import check_bounds
+from .reprs import Pretty
 from .results import Bounds, FitResult, Reconstruction, RegionResult
 
 
@@ -43,7 +46,7 @@ class FitRequiredError(RuntimeError):
     """A regional fit or reconstruction needs the full-field rotation first."""
 
 
-class Session:
+class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
     """Resident SSB session on one dataset (see docs/api.md)."""
 
     def __init__(
@@ -60,6 +63,7 @@ class Session:
                 "counts with livessb.Dataset4D(counts, voltage_kV=..., semiangle_mrad=..., "
                 "scan_step_A=...) or use livessb.load(path)")
         self.dataset = dataset
+        check_session_memory(dataset, device, staging_budget_MiB)  # refuse before allocating
         self._engine: Engine | None = make_engine(
             dataset, device, staging_budget_MiB=staging_budget_MiB)
         self.device: str = self._engine.name
@@ -129,6 +133,7 @@ class Session:
         return self._full
 
     # -- fits -----------------------------------------------------------------------------
+    @with_progress
     def fit(
         self, trials: int = 200, seed: int = 42,
         box: Mapping[str, tuple[float, float]] | None = None, objective: str = "vp",
@@ -167,6 +172,7 @@ class Session:
         held = check_fixed(fixed, names, box)
         return Box.from_mapping(box, free_names(names, held)), held
 
+    @with_progress
     def fit_region(
         self, bounds: Bounds, trials: int = 200, seed: int = 42, region_id: str | None = None,
         box: Mapping[str, tuple[float, float]] | None = None, objective: str = "vp",
@@ -280,6 +286,7 @@ class Session:
         return check_bounds(bounds, self.dataset.scan_shape)
 
     # -- reconstruction ---------------------------------------------------------
+    @staged("reconstruct")
     def reconstruct(
         self, params: Mapping[str, float] | None = None, upsample: int | str = "auto",
         method: str = "ssb",
@@ -302,6 +309,7 @@ class Session:
             f = upsample
         else:
             raise ValueError(f"upsample must be 'auto' or a positive integer, got {upsample!r}")
+        check_reconstruct_memory(self, f)  # refuse before allocating the f-times grid
         model = self._full_model(self._theta, bool(self.transpose))
         obj = model.reconstruct(dict(params), f, method)
         rows, cols = self.dataset.scan_shape

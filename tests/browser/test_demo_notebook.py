@@ -8,6 +8,7 @@ Screenshots go to test-artifacts/.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 import sys
@@ -21,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 sys.path.insert(0, str(Path(__file__).parents[1]))
-from helpers import importable, require  # noqa: E402
+from helpers import check_installed_location, importable, require  # noqa: E402
 
 require(importable("playwright") and importable("jupyterlab"),
         "pip install playwright jupyterlab (the dev extra)")
@@ -49,7 +50,9 @@ from lab import (  # noqa: E402
 
 require(Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
 
-STATIC = Path(__file__).resolve().parents[2] / "python" / "livessb" / "static" / "widget.js"
+_SPEC = importlib.util.find_spec("livessb")  # the installed package under scripts/test.sh
+assert _SPEC is not None and _SPEC.origin is not None
+STATIC = Path(_SPEC.origin).parent / "static" / "widget.js"
 require(STATIC.is_file(), "front end not built (scripts/build-frontend.sh)")
 
 FIT_PARAMETERS = ("C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")
@@ -95,6 +98,7 @@ def _scenario(page, lab, shape, t) -> None:
     screenshot(page, "01-full-field-fit")
     full_before = full_readout(root)
     assert full_before.get("rotation_deg") and full_before.get("C10")
+    check_installed_location(run_json(page, "__import__('livessb').__file__"))  # the kernel's
 
     # --- draw two regions: left third and right third of the scan
     r1 = (20, 76, 4, 30)   # (row_start, row_stop, col_start, col_stop) intended

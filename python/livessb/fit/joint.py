@@ -12,6 +12,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from ..params import NON_NEGATIVE, PERIODS
+from ..progress import compile_note
 from .fixed import FreeView
 from .newton import NewtonOptions, newton_refine
 from .progress import NewtonProgress, Progress, ProgressCallback, callback_of
@@ -49,7 +50,8 @@ def joint_fit(
     Newton."""
     b, report = box, callback_of(progress)
     t0 = time.perf_counter()
-    with tqdm(total=trials, desc=label, disable=progress is not True, leave=False) as bar:
+    with tqdm(total=trials, desc=label + compile_note(view.model.engine),
+              disable=progress is not True, leave=False) as bar:
         scored = [0]
 
         def on_batch(n: int) -> None:

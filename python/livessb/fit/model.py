@@ -13,6 +13,7 @@ import numpy as np
 
 from ..engine.protocol import Engine
 from ..params import JOINT
+from ..progress import stage
 from ..results import Bounds
 
 
@@ -24,8 +25,9 @@ class ThickSampleModel:
     def __init__(self, engine: Engine, bounds: Bounds | None, theta: float,
                  transpose: bool) -> None:
         self.engine: Engine | None = engine
-        self.spectra: Any = engine.prepare(bounds)
-        engine.set_rotation(self.spectra, theta, transpose)
+        with stage("prepare spectra"):
+            self.spectra: Any = engine.prepare(bounds)
+            engine.set_rotation(self.spectra, theta, transpose)
         engine.models.append(self)
 
     @property

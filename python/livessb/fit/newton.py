@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..params import PERIODS, scale_of
+from ..progress import staged
 from .search import Box
 
 
@@ -80,6 +81,7 @@ def fold_into_box(v: np.ndarray, box: Box) -> np.ndarray:
     return np.clip(v, box.low, box.high)
 
 
+@staged("Newton")
 def newton_refine(
     starts: np.ndarray,
     derivatives: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]],

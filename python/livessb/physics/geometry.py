@@ -144,7 +144,27 @@ def trotter_support(
     return xp.logical_xor(in_minus, in_plus)
 
 
-def auto_upsample(scan_step_A: tuple[float, float], k_alpha: float) -> int:
-    """Smallest integer f with f × scan Nyquist ≥ 2 k_α on both axes."""
+MAX_AUTO_UPSAMPLE = 8  # beyond this the scan is far too coarse for the aperture: a unit typo?
+
+
+class UpsampleCapWarning(UserWarning):
+    """The Auto upsampling factor was capped at MAX_AUTO_UPSAMPLE."""
+
+
+def auto_upsample(
+    scan_step_A: tuple[float, float], k_alpha: float, cap: int = MAX_AUTO_UPSAMPLE,
+) -> int:
+    """Smallest integer f with f × scan Nyquist ≥ 2 k_α on both axes, at most ``cap``
+    (with an UpsampleCapWarning saying what to check)."""
+    import warnings
+
     nyquist = 1.0 / (2.0 * max(scan_step_A))
-    return max(1, math.ceil(2.0 * k_alpha / nyquist - 1e-9))
+    f = max(1, math.ceil(2.0 * k_alpha / nyquist - 1e-9))
+    if f > cap:
+        warnings.warn(
+            f"Auto upsampling would be {f}x (scan step {max(scan_step_A):g} Å against an "
+            f"aperture of {k_alpha:.3g} 1/Å): capped at {cap}x. Check the scan step and "
+            "voltage units (Å, kV), or choose the factor yourself (upsample=N)",
+            UpsampleCapWarning, stacklevel=2)
+        f = cap
+    return f

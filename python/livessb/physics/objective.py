@@ -16,11 +16,25 @@ from .overlap import pairs_of
 D_FLOOR = 1e-12  # frequencies without any BF pixel in their trotters carry no energy
 
 
+class NoSidebandSignalError(ValueError):
+    """No BF pixel lies in any trotter of the scan window: SSB has nothing to fit."""
+
+
+def require_energy(energy: float) -> float:
+    if not energy > 0:
+        raise NoSidebandSignalError(
+            "this scan window has no single-sideband signal (no bright-field pixel lies in any "
+            "trotter, sideband energy 0): the scan step is far too coarse or too fine for the "
+            "aperture; check the scan step (Å), voltage (kV) and semiangle (mrad), or choose a "
+            "larger region")
+    return energy
+
+
 def vp_loss(N: Any, D: Any, weights: Any, energy: float, xp: Any = np) -> float:
     """1 - Σ w |N|²/D / E."""
     ok = D > D_FLOOR
     ratio = xp.where(ok, (N.real**2 + N.imag**2) / xp.where(ok, D, 1.0), 0.0)
-    return float(1.0 - float(xp.sum(weights * ratio)) / energy)
+    return float(1.0 - float(xp.sum(weights * ratio)) / require_energy(energy))
 
 
 def vp_loss_derivatives(
@@ -32,6 +46,7 @@ def vp_loss_derivatives(
     ``dN``/``dD`` are (P, M), ``d2N``/``d2D`` are (P(P+1)/2, M) in ``pairs_of(P)`` order.
     f = |N|²/D per ν; its derivatives follow from the quotient rule.
     """
+    require_energy(energy)
     ok = D > D_FLOOR
     inv_d = xp.where(ok, 1.0 / xp.where(ok, D, 1.0), 0.0) * weights
     n2 = N.real**2 + N.imag**2
@@ -60,7 +75,8 @@ def inv_d_unweighted(D: Any, ok: Any, xp: Any) -> Any:
 
 def coherence_loss(C_sum: Any, weights: Any, energy: float, n_bf: int, xp: Any = np) -> float:
     """Phase-only coherence: 1 - Σ w |Σ_b C_b|² / (B E)."""
-    return float(1.0 - float(xp.sum(weights * (C_sum.real**2 + C_sum.imag**2))) / (n_bf * energy))
+    return float(1.0 - float(xp.sum(weights * (C_sum.real**2 + C_sum.imag**2)))
+                 / (n_bf * require_energy(energy)))
 
 
 def phase_variance_loss(phase: Any, xp: Any = np) -> float:

@@ -1,0 +1,86 @@
+"""What the command line prints: errors in its own words (flags, not Python keywords)
+and a concise summary of a fit."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from .params import BY_NAME
+
+# Python keyword -> command-line flag, for messages written for the Python API.
+FLAGS: dict[str, str] = {
+    "voltage_kV": "--voltage-kV", "semiangle_mrad": "--semiangle-mrad",
+    "scan_step_A": "--scan-step-A", "detector_sampling_mrad": "--detector-sampling-mrad",
+    "scan_shape": "--scan-shape", "scan_region": "--scan-region",
+    "bin_detector": "--bin-detector", "upsample": "--upsample", "dataset_path": "--dataset-path",
+}
+_PHRASES: tuple[tuple[str, str], ...] = (
+    # the plausibility override, and the API spellings of options the CLI has as flags
+    (r"pass allow_unusual=True \(Dataset4D\), or load inside "
+     r"`with livessb\.unusual_values_allowed\(\):`", "pass --force"),
+    (r"allow_unusual=True", "--force"),
+    (r"livessb\.load\(\.\.\., crop_to_bf=True\)", "--crop-to-bf"),
+    (r"livessb\.load\(\.\.\., (\w+)=([^)]*\)?)\)", r"\1=\2"),
+    (r"scan_shape=\(rows, cols\)", "scan_shape=ROWS COLS"),
+    (r"(\w+)=\((\d+), (\d+), (\d+), (\d+)\)", r"\1=\2 \3 \4 \5"),
+    (r"device='(\w+)'", r"--device \1"),
+    (r"force=True", "--force"),
+    (r"Session\(ds, calibration=path\)", "--calibration FILE"),
+)
+
+
+def cli_words(message: str) -> str:
+    """Rewrite an API error message in the command line's terms."""
+    for pattern, repl in _PHRASES:
+        message = re.sub(pattern, repl, message)
+    for key, flag in FLAGS.items():
+        # "scan_step_A=0.6" -> "--scan-step-A 0.6"; a bare "voltage_kV" -> "--voltage-kV"
+        message = re.sub(rf"(?<![\w-]){re.escape(key)}(\[\w+\])?=(?=\S)", flag + " ", message)
+        message = re.sub(rf"(?<![\w-]){re.escape(key)}(\[\w+\])?(?!\w)", flag, message)
+    return message
+
+
+def _value(name: str, value: float, error: float | None) -> str:
+    p = BY_NAME.get(name)
+    unit, digits = (p.unit, p.digits) if p is not None else ("", 3)
+    digits = max(digits, 2)
+    text = f"{value:>10.{digits}f}"  # right-aligned: the decimal points line up
+    if error is not None and math.isfinite(error):
+        text += f" ± {error:.{digits}f}"
+    return f"{text} {unit}".rstrip()
+
+
+def fit_lines(title: str, fit: Any) -> list[str]:
+    """A few lines: loss, rotation, each parameter (± its error when the fit has them),
+    and the parameters that ended on the search box's edge."""
+    errors: Mapping[str, float] = getattr(fit, "errors", None) or {}
+    trials = len(getattr(fit, "trials", []) or [])
+    total = (getattr(fit, "timings", {}) or {}).get("total_s")
+    head = f"{title}: loss {fit.loss:.6g}, rotation {fit.rotation_deg:.3f}°"
+    head += " (transposed)" if fit.transpose else ""
+    if trials:
+        head += f", {trials} trials"
+    if total is not None:
+        head += f", {total:.1f} s"
+    lines = [head]
+    width = max((len(n) for n in fit.params), default=0)
+    for name, value in fit.params.items():
+        err = errors.get(name) if isinstance(errors, Mapping) else None
+        lines.append(f"  {name:<{width}}  {_value(name, value, err)}")
+    for name in fit.on_box_edge or []:
+        lines.append(f"  warning: {name} ended on the edge of the search box: the optimum may "
+                     "lie outside it (check the calibration, or widen the box in Python)")
+    return lines
+
+
+def dataset_line(path: str, ds: Any, device: str) -> str:
+    rows, cols = ds.scan_shape
+    kr, kc = ds.detector_shape
+    step = ds.scan_step_A
+    step_text = f"{step[0]:g} Å" if step[0] == step[1] else f"{step[0]:g} × {step[1]:g} Å"
+    return (f"{path}: {rows}×{cols} scan, {kr}×{kc} detector ({ds.counts.dtype}); "
+            f"{ds.voltage_kV:g} kV, {ds.semiangle_mrad:g} mrad, step {step_text}, "
+            f"{ds.detector_sampling_mrad:.4g} mrad/px; device {device}")

@@ -1,0 +1,227 @@
+"""Memory preflight: estimate what a session and a reconstruction will allocate and
+refuse, before allocating, when it does not fit in what is free.
+
+Without it a too-large dataset (or a unit typo that blows up the grid) ends in an OOM
+kill with no message, or in numpy's raw "Unable to allocate". The estimates are the
+engines' large arrays (BF counts, spectra G_b(ν), trotter geometry, the upsampled
+grid), per (BF pixel, frequency) pair, measured on the engines (tests/test_memory.py
+checks the CPU estimate against the measured peak).
+"""
+
+from __future__ import annotations
+
+import resource
+import weakref
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .physics.geometry import bright_field_pixels, fft_friendly_size
+
+if TYPE_CHECKING:
+    from .dataset import Dataset4D
+
+GiB = float(2**30)
+# Bytes per (BF pixel, half-plane frequency) pair. CPU (float64): G 16, trotter
+# geometry 2×8 + masks, its concatenated copies while packing, the packed pairs:
+# measured 118 B/pair on 64² and 128² scans (48² detector), peak RSS over the fit.
+CPU_BYTES_PER_PAIR = 120
+CPU_FINE_BYTES_PER_PAIR = 56  # the upsampled grid's geometry and pairs: measured 43–52
+CPU_FIXED = 256 * 2**20  # Numba kernels (compiled or loaded) and the search's working set
+# CUDA (float32): G 8 plus the reusable scoring buffers; the fine grid keeps masks.
+CUDA_BYTES_PER_PAIR = 16
+CUDA_FINE_BYTES_PER_PAIR = 2
+IMAGE_BYTES_PER_PIXEL = 48  # the object spectrum, the image (complex128) and its copy
+HEADROOM = 1.10  # allocator slack and small arrays
+
+
+class InsufficientMemoryError(MemoryError):
+    """The estimated allocation does not fit in the free memory; nothing was allocated."""
+
+    def __init__(self, message: str, need_bytes: int, free_bytes: int, where: str) -> None:
+        super().__init__(message)
+        self.need_bytes, self.free_bytes, self.where = need_bytes, free_bytes, where
+
+
+@dataclass
+class Estimate:
+    where: str  # "host" or "cuda"
+    parts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return int(sum(self.parts.values()) * HEADROOM)
+
+    def describe(self) -> str:
+        return ", ".join(f"{k} {v / GiB:.2f} GiB" for k, v in self.parts.items() if v > 0)
+
+
+# -- what is free ------------------------------------------------------------------------
+
+def _meminfo_available() -> int | None:
+    try:
+        import psutil  # optional: the same figure where /proc is missing
+
+        return int(psutil.virtual_memory().available)
+    except ImportError:
+        pass
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def _cgroup_available() -> int | None:
+    try:
+        with open("/sys/fs/cgroup/memory.max") as fh:
+            limit = fh.read().strip()
+        if limit == "max":
+            return None
+        with open("/sys/fs/cgroup/memory.current") as fh:
+            return max(0, int(limit) - int(fh.read().strip()))
+    except (OSError, ValueError):
+        return None
+
+
+def _address_space_available() -> int | None:
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    return max(0, soft - int(line.split()[1]) * 1024)
+    except OSError:
+        return None
+    return soft
+
+
+def host_free_bytes() -> tuple[int | None, str]:
+    """Free host memory: the least of available RAM, the cgroup's and the address-space
+    limit's room; and which of them it is."""
+    sources = {"available RAM": _meminfo_available(), "the cgroup memory limit":
+               _cgroup_available(), "the address-space limit (ulimit -v)":
+               _address_space_available()}
+    known = {k: v for k, v in sources.items() if v is not None}
+    if not known:
+        return None, "unknown"
+    name = min(known, key=lambda k: known[k])
+    return known[name], name
+
+
+def cuda_free_bytes() -> int | None:
+    try:
+        import cupy
+
+        free, _ = cupy.cuda.runtime.memGetInfo()
+        return int(free) + int(cupy.get_default_memory_pool().free_bytes())
+    except Exception:  # no CuPy or no GPU: nothing to check against
+        return None
+
+
+# -- estimates -----------------------------------------------------------------------------
+
+def _pairs(dataset: Dataset4D, upsample: int = 1) -> tuple[int, int, int]:
+    """(BF pixels, half-plane frequencies on the f-times grid, scan pixels on it)."""
+    bf = dataset.bright_field
+    n_bf = bright_field_pixels(dataset.detector_shape, (bf.center_row, bf.center_col),
+                               dataset.detector_pixel_inv_A, dataset.k_alpha).count
+    Nr, Nc = (fft_friendly_size(n) for n in dataset.scan_shape)
+    f = int(upsample)
+    return n_bf, f * Nr * (f * Nc // 2 + 1), f * f * Nr * Nc
+
+
+def uses_cuda(device: str) -> bool:
+    if device == "cuda":
+        return True
+    if device != "auto":
+        return False
+    from .engine import cuda_available
+
+    return cuda_available()
+
+
+def session_estimates(dataset: Dataset4D, device: str,
+                      staging_budget_MiB: float = 256) -> list[Estimate]:
+    """What a Session and its full-field fit allocate: BF counts, spectra, geometry."""
+    n_bf, M, _ = _pairs(dataset)
+    rows, cols = dataset.scan_shape
+    counts = rows * cols * n_bf * dataset.counts.dtype.itemsize
+    Nr, Nc = (fft_friendly_size(n) for n in dataset.scan_shape)
+    # The FFT staging block (and its spectrum) holds at most the budget, at most all pixels.
+    staging = min(int(staging_budget_MiB * 2**20), n_bf * Nr * Nc * 16)
+    if uses_cuda(device):
+        return [Estimate("cuda", {"BF counts": counts, "spectra and buffers":
+                                  CUDA_BYTES_PER_PAIR * n_bf * M, "staging": staging}),
+                Estimate("host", {"BF counts (staged)": counts})]
+    return [Estimate("host", {"BF counts": counts, "spectra and trotter geometry":
+                              CPU_BYTES_PER_PAIR * n_bf * M, "staging": staging,
+                              "kernels and working set": CPU_FIXED})]
+
+
+def reconstruct_estimate(dataset: Dataset4D, device: str, upsample: int) -> Estimate:
+    """What a reconstruction at ``upsample`` adds (its geometry is kept per factor)."""
+    n_bf, M_f, pixels = _pairs(dataset, upsample)
+    if upsample == 1:  # the scoring grid's geometry is reused
+        M_f = 0
+    if uses_cuda(device):
+        return Estimate("cuda", {"upsampled geometry": CUDA_FINE_BYTES_PER_PAIR * n_bf * M_f,
+                                 "image": IMAGE_BYTES_PER_PIXEL * pixels})
+    return Estimate("host", {"upsampled geometry": CPU_FINE_BYTES_PER_PAIR * n_bf * M_f,
+                             "image": IMAGE_BYTES_PER_PIXEL * pixels})
+
+
+# -- the checks -----------------------------------------------------------------------
+
+def _options(dataset: Dataset4D, where: str, what: str) -> str:
+    rows, cols = dataset.scan_shape
+    half = (rows // 4, rows // 4 + rows // 2, cols // 4, cols // 4 + cols // 2)
+    opts = ["bin the detector (livessb.load(..., bin_detector=2): about 4x fewer BF pixels)",
+            "crop the detector to the BF disk (livessb.load(..., crop_to_bf=True))",
+            f"load part of the scan (livessb.load(..., scan_region={half}))"]
+    if what == "reconstruction":
+        opts.insert(0, "reconstruct with a smaller upsample (upsample=1 or 2)")
+    opts.append("use another device (device='cpu')" if where == "cuda"
+                else "use another device (device='cuda' on a GPU machine)")
+    return "; ".join(opts)
+
+
+def check_fits(estimate: Estimate, dataset: Dataset4D, what: str) -> None:
+    """Raise InsufficientMemoryError when ``estimate`` exceeds what is free there."""
+    if estimate.where == "cuda":
+        free, source = cuda_free_bytes(), "free GPU memory"
+    else:
+        free, source = host_free_bytes()
+    need = estimate.total
+    if free is None or need <= free:
+        return
+    place = "on the GPU" if estimate.where == "cuda" else "on the host"
+    raise InsufficientMemoryError(
+        f"not enough memory for the {what} of {dataset.counts.shape} {dataset.counts.dtype}: "
+        f"it needs about {need / GiB:.2f} GiB {place} ({estimate.describe()}) and "
+        f"{free / GiB:.2f} GiB is free ({source}). Options: "
+        f"{_options(dataset, estimate.where, what)}", need, free, estimate.where)
+
+
+def check_session_memory(dataset: Dataset4D, device: str = "auto",
+                         staging_budget_MiB: float = 256) -> None:
+    """Preflight for Session.__init__ (and the full-field fit it prepares for)."""
+    for estimate in session_estimates(dataset, device, staging_budget_MiB):
+        check_fits(estimate, dataset, "session")
+
+
+_checked: weakref.WeakKeyDictionary[Any, set[int]] = weakref.WeakKeyDictionary()
+
+
+def check_reconstruct_memory(session: Any, upsample: int) -> None:
+    """Preflight for Session.reconstruct; once per factor (its geometry then stays)."""
+    done = _checked.setdefault(session, set())
+    if upsample in done:
+        return
+    check_fits(reconstruct_estimate(session.dataset, session.device, upsample),
+               session.dataset, "reconstruction")
+    done.add(upsample)

@@ -1,0 +1,82 @@
+"""Memory preflight: the estimate covers what the CPU engine really allocates, and a
+session or reconstruction that does not fit is refused before allocating."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import livessb
+from livessb import memory
+from livessb.simulate import simulate_4dstem
+
+PROBE = r"""
+import json, numpy as np, livessb
+from livessb.simulate import simulate_4dstem
+from livessb.memory import session_estimates, reconstruct_estimate
+ds, _ = simulate_4dstem(scan_shape=(64, 64), detector_shape=(48, 48), dose=2e5, seed=4)
+def status(key):
+    return int(open('/proc/self/status').read().split(key + ':')[1].split()[0]) * 1024
+base = status('VmRSS')
+open('/proc/self/clear_refs', 'w').write('5')  # reset the peak (VmHWM)
+s = livessb.Session(ds, device='cpu')
+s.fit(trials=24, progress=False)
+fit_peak = status('VmHWM') - base
+open('/proc/self/clear_refs', 'w').write('5')
+before = status('VmRSS')
+rec = s.reconstruct()
+print(json.dumps({"fit_peak": fit_peak, "fit_estimate": session_estimates(ds, 'cpu')[0].total,
+                  "rec_peak": status('VmHWM') - before,
+                  "rec_estimate": reconstruct_estimate(ds, 'cpu', rec.upsample).total}))
+"""
+
+
+def test_cpu_estimates_cover_the_measured_peaks() -> None:
+    proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    m = json.loads(proc.stdout.strip().splitlines()[-1])
+    # covers the peak, and not so loosely that it refuses what would fit
+    assert m["fit_peak"] <= m["fit_estimate"] <= 2.5 * m["fit_peak"], m
+    assert m["rec_peak"] <= m["rec_estimate"] <= 2.5 * m["rec_peak"], m
+
+
+@pytest.fixture(scope="module")
+def small():  # type: ignore[no-untyped-def]
+    ds, _ = simulate_4dstem(scan_shape=(24, 24), detector_shape=(32, 32), dose=2e5, seed=4,
+                            aberrations={"C10": 40.0})
+    return ds
+
+
+def test_session_refused_when_it_does_not_fit(small, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setattr(memory, "host_free_bytes", lambda: (2**20, "available RAM"))
+    with pytest.raises(livessb.InsufficientMemoryError) as err:
+        livessb.Session(small, device="cpu")
+    msg = str(err.value)
+    assert isinstance(err.value, MemoryError) and err.value.where == "host"
+    assert err.value.need_bytes > err.value.free_bytes == 2**20
+    assert "needs about" in msg and "GiB on the host" in msg and "0.00 GiB is free" in msg
+    for option in ("bin_detector=2", "crop_to_bf=True", "scan_region=(6, 18, 6, 18)",
+                   "device='cuda'"):
+        assert option in msg, option
+
+
+def test_reconstruction_refused_when_it_does_not_fit(small, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    with livessb.Session(small, device="cpu") as s:
+        s.fit(trials=8, progress=False)
+        est = memory.reconstruct_estimate(small, "cpu", 6).total
+        monkeypatch.setattr(memory, "host_free_bytes", lambda: (est // 2, "available RAM"))
+        with pytest.raises(livessb.InsufficientMemoryError, match=r"reconstruction .*upsample"):
+            s.reconstruct(upsample=6)
+        monkeypatch.setattr(memory, "host_free_bytes", lambda: (est * 2, "available RAM"))
+        assert s.reconstruct(upsample=6).upsample == 6
+
+
+def test_free_memory_sources() -> None:
+    free, source = memory.host_free_bytes()
+    assert free is not None and free > 0
+    assert source in ("available RAM", "the cgroup memory limit",
+                      "the address-space limit (ulimit -v)")
