@@ -20,7 +20,7 @@ __global__ void __launch_bounds__(NT) energy_kernel(
     double e = 0.0, cnt = 0.0;
     float fe = 0.f;
     walk_pairs<false, false>(G, M, m, active, BL, BH, k64, px, nullptr, nr, nc, geo, NoPixel(),
-        [&](float, float, float2 g, float, float) {
+        [&](float, float, float2 g, float, float, bool) {
             fe = __fadd_rn(fe, energy_term(g));
             cnt += 1.0;
         },
