@@ -392,6 +392,24 @@ def test_support_masks_skip_only_pixels_outside_every_trotter(thick):
         eng.close()
 
 
+def test_lobe_masks_skip_only_pixels_outside_each_lobe(thick):
+    """vp_derivs walks only the pixels its lobe masks list: same bits as every pixel."""
+    ds, _ = thick
+    with _cuda_prepared(ds) as (eng, _, sp):
+        cand = _candidates(3)
+        masked = eng.derivatives(sp, cand)
+        words, tiles = sp.part.lobe_masks
+        rows = words.size // (4 * tiles)  # both lobes' rows
+        set_bits = int(np.unpackbits(cp.asnumpy(words).view(np.uint8)).sum())
+        assert 0 < set_bits < rows * sp.n_bf  # it does skip pixels
+        every = np.zeros((tiles, 128), dtype=np.uint64)  # one row for all warps: every pixel
+        every.reshape(-1)[:sp.n_bf] = 1
+        row = (every.reshape(tiles, 4, 32) << np.arange(32, dtype=np.uint64)).sum(axis=-1)
+        sp.part.lobe_masks = (cp.asarray(row.astype(np.uint32).ravel()), 0)
+        for a, b in zip(masked, eng.derivatives(sp, cand), strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
 def test_mirror_branch_reconstructs_the_conjugate_object_on_device(thick):
     """The branch choice negates one branch's phase skewness for its exact mirror: on the
     device too, O(θ+π, mirror(p)) = conj O(θ, p) to float32 rounding."""

@@ -182,7 +182,7 @@ class CUDAEngine:
     def _rotate(self, sp: DeviceSpectra, theta: float, transpose: bool) -> None:
         part = sp.part
         part.geometry = self._geometry_at(theta, transpose)
-        part.fine_masks = None  # the reconstruction grid's masks belong to the old θ
+        part.fine_masks = part.lobe_masks = None  # masks belong to the old θ
         seen = part.energies
         if (theta, transpose) not in seen:
             seen[theta, transpose] = self._energy(sp, part.geometry)
@@ -329,8 +329,12 @@ class CUDAEngine:
         per, nsplit = pixel_split(M, sp.n_bf, min_blocks=FILL_BLOCKS_DERIV // (2 * K))
         table = cp.asarray(candidate_table(cand))
         raw = cp.empty((2 * K, nsplit, 3 + ck.NA, M) if nsplit > 1 else 1, dtype=cp.float64)
+        if sp.part.lobe_masks is None:  # per rotation
+            sp.part.lobe_masks = support_masks(cp, self.memory, sp.n_bf, g, w.nu_r, w.nu_c, M,
+                                               sp.shape[1] // 2 + 1, self._kgeo, lobes=(0, 1))
+        masks, tiles = sp.part.lobe_masks
         launch(fn, (2 * K, nblk, nsplit), (ck.NT,),
-               vp_derivs_args(w, g.k64, g.px, table, self._kgeo, part, per, raw),
+               vp_derivs_args(w, g.k64, g.px, table, self._kgeo, part, per, raw, masks, tiles),
                shared_mem=smem)
         if nsplit > 1:
             launch(fin, (2 * K, nblk), (ck.NT,),

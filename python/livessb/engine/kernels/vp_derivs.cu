@@ -227,7 +227,8 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
     const double* __restrict__ k64, const float4* __restrict__ px,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
-    double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw) {
+    double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw,
+    const uint4* __restrict__ masks, int mask_stride) {
     const Geo geo = make_geo(g_ka2, g_ka, g_inv_w, g_twopilam);
     extern __shared__ double sh[];  // NA * NT float64 accumulators, then the reduction
     const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
@@ -259,7 +260,12 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
 #pragma unroll
     for (int j = 0; j < NA; ++j) { A[j] = 0.f; sh[j * NT + threadIdx.x] = 0.0; }
 
-    walk_pairs<false, false>(G, M, m, th.active, BL, BH, k64, px, nullptr, nr, nc, geo, NoPixel(),
+    // Masked walk: the lobe masks (support_mask, lobe 0 rows then lobe 1 rows, per
+    // rotation) list the pixels that may be in this lobe for some lane of the warp; a
+    // lobe is sparse where |ν| is large, and a dense walk would step every pixel.
+    const size_t rows = (size_t)gridDim.y * (NT / 32);
+    const uint4* wmask = masks + ((th.minus ? 0 : rows) + (m >> 5)) * mask_stride;
+    walk_pairs<true, false>(G, M, m, th.active, BL, BH, k64, px, wmask, nr, nc, geo, NoPixel(),
         [&](float kr, float kc, float2 g, float am, float ap, bool minus) {
             if (minus != th.minus) return;  // the other lobe's thread sums this pair
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
