@@ -242,7 +242,7 @@ class CUDAEngine:
 
     def _loss_launch(self, sp: DeviceSpectra, cand: np.ndarray, kc: int,
                      split: tuple[int, int]) -> np.ndarray:
-        """Σ_ν w |N|²/D for each candidate, kc to a thread (host sums over block partials)."""
+        """Σ_ν Σ_lobe w |N|²/D per candidate, kc to a thread (host sums block partials)."""
         cp = self.cp
         w, g = self._at_rotation(sp)
         K = len(cand)
