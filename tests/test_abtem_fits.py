@@ -25,7 +25,8 @@ def _fit(name: str) -> tuple[FitResult, dict[str, float]]:
 
 def test_thin_srtio3_minimum_at_simulator_aberrations() -> None:
     fit, t = _fit("srtio3_thin")
-    assert fit.params["C10"] == pytest.approx(t["C10"], abs=3.0)
+    # max(1 Å, 1 %) (issue 15): a single object for both trotter lobes gave -35.3 (2.8 low)
+    assert fit.params["C10"] == pytest.approx(t["C10"], abs=1.0)
     assert fit.params["C12"] == pytest.approx(t["C12"], abs=2.0)
     assert fit.params["phi12"] == pytest.approx(t["phi12"], abs=0.05)
     assert abs((fit.rotation_deg + 180) % 360 - 180) < 1.0 and not fit.transpose

@@ -89,7 +89,7 @@ def test_builders_give_values_of_the_signature_dtypes() -> None:
     w = la.Window.of(*_arrays(1), 100, 60, (10, 10), *_arrays(2))
     k64, px, cand, part, raw, energy, dk, pairs = _arrays(8)
     _check_values(la.vp_eval_args(w, k64, px, cand, geo, part, 128, raw, energy, dk))
-    _check_values(la.vp_derivs_args(w, k64, px, cand, geo, part, 128, raw))
+    _check_values(la.vp_derivs_args(w, k64, px, cand, geo, part, 128, raw, pairs, 7))
     _check_values(la.energy_args(w, k64, px, geo, part, pairs, 128))
     assert geo.pilam == np.float64(np.pi * 0.0197) and type(geo.pilam) is np.float64
 

@@ -64,6 +64,28 @@ def _cuda_prepared(ds):
         eng.close()
 
 
+@contextlib.contextmanager
+def _both_prepared(ds):
+    """CPU and CUDA engines with the full field prepared at their COM rotation:
+    (cpu, gpu, the device's rotation, cpu spectra, gpu spectra); closed after."""
+    cpu, gpu = CPUEngine(ds), CUDAEngine(ds)
+    try:
+        _, sc = _prepared(cpu, ds)
+        rot, sg = _prepared(gpu, ds)
+        yield cpu, gpu, rot, sc, sg
+    finally:
+        cpu.close()
+        gpu.close()
+
+
+def _every_pixel_mask(tiles, n_bf):
+    """One support-mask row listing every BF pixel (with mask stride 0: for all warps)."""
+    every = np.zeros((tiles, 128), dtype=np.uint64)
+    every.reshape(-1)[:n_bf] = 1
+    row = (every.reshape(tiles, 4, 32) << np.arange(32, dtype=np.uint64)).sum(axis=-1)
+    return cp.asarray(row.astype(np.uint32).ravel())
+
+
 def test_candidate_groups_give_identical_losses(thick):
     """2 or 4 candidates per thread: each candidate's sums run in the same order, so the
     losses are the same bits."""
@@ -124,6 +146,32 @@ def test_losses_and_derivatives_match_cpu(thick, bounds):
     finally:
         cpu.close()
         gpu.close()
+
+
+def test_both_engines_score_one_object_per_trotter_lobe(thick):
+    """The device scores the per-lobe VP loss (issue 15), as the CPU does: below the loss
+    of one object shared by both lobes (computed here from the CPU reference's grids) by
+    far more than the parity tolerance, on the fused θ grid and the split pixel loop too."""
+    from livessb.physics import objective as obj
+    from livessb.physics.overlap import gamma
+
+    ds, truth = thick
+    vec = np.array([[truth.params[p] for p in JOINT]])
+    with _both_prepared(ds) as (cpu, gpu, rot, sc, sg):
+        ref = sc.part.geometry
+        N = D = 0
+        for sl, g in zip(cpu.reference.chunks(sc.n_bf, sc.G.shape[1]), ref.grids, strict=True):
+            gam = gamma(g, truth.params)
+            N = N + (gam.conj() * sc.G[sl]).sum(0)
+            D = D + (gam.real**2 + gam.imag**2).sum(0)
+        one_object = obj.vp_loss(N, D, ref.weights, sc.energy)
+        lobes = cpu.evaluate(sc, vec)[0]
+        assert one_object - lobes > 100 * LOSS_RTOL * lobes
+        assert gpu.evaluate(sg, vec)[0] == pytest.approx(lobes, rel=LOSS_RTOL)
+        assert gpu.derivatives(sg, vec)[0][0] == pytest.approx(lobes, rel=LOSS_RTOL)
+        fused = gpu.evaluate_rotations(sg, np.array([rot.theta]), rot.transpose, vec)
+        assert fused[0] == pytest.approx(lobes, rel=LOSS_RTOL)
+        assert pixel_split(sg.part.M, sg.n_bf)[1] > 1  # this small window splits the pixels
 
 
 def test_opt_in_coefficients_generic_path_matches_cpu(thick):
@@ -301,10 +349,7 @@ def test_rotation_grid_matches_per_rotation_path(thick):
 
     ds, truth = thick
     vec = np.array([[truth.params[p] for p in JOINT]])
-    cpu, gpu = CPUEngine(ds), CUDAEngine(ds)
-    try:
-        rot, sp = _prepared(gpu, ds)
-        _, sp_cpu = _prepared(cpu, ds)
+    with _both_prepared(ds) as (cpu, gpu, rot, sp_cpu, sp):
         grid = rot.theta + np.radians(np.linspace(-3, 3, 7))
         fused = gpu.evaluate_rotations(sp, grid, rot.transpose, vec)
         assert sp.rotation == (rot.theta, rot.transpose)  # left as it was
@@ -313,9 +358,6 @@ def test_rotation_grid_matches_per_rotation_path(thick):
         on_cpu = cpu.evaluate_rotations(sp_cpu, grid, rot.transpose, vec)
         np.testing.assert_allclose(fused, on_cpu, rtol=LOSS_RTOL)
         assert np.ptp(fused) > 0  # θ matters: the grid is not one value repeated
-    finally:
-        cpu.close()
-        gpu.close()
 
 
 def test_rotation_grid_bitwise_on_unsplit_window():
@@ -351,13 +393,25 @@ def test_support_masks_skip_only_pixels_outside_every_trotter(thick):
         rows = words.size // (4 * tiles)
         set_bits = int(np.unpackbits(cp.asnumpy(words).view(np.uint8)).sum())
         assert f == 3 and 0 < set_bits < rows * sp.n_bf  # it does skip pixels
-        every = np.zeros((tiles, 128), dtype=np.uint64)  # one row for all warps: every pixel
-        every.reshape(-1)[:sp.n_bf] = 1
-        row = (every.reshape(tiles, 4, 32) << np.arange(32, dtype=np.uint64)).sum(axis=-1)
-        sp.part.fine_masks = FineMasks(3, cp.asarray(row.astype(np.uint32).ravel()), 0)
+        sp.part.fine_masks = FineMasks(3, _every_pixel_mask(tiles, sp.n_bf), 0)
         np.testing.assert_array_equal(masked, eng.reconstruct(sp, params, 3, "ssb"))
     finally:
         eng.close()
+
+
+def test_lobe_masks_skip_only_pixels_outside_each_lobe(thick):
+    """vp_derivs walks only the pixels its lobe masks list: same bits as every pixel."""
+    ds, _ = thick
+    with _cuda_prepared(ds) as (eng, _, sp):
+        cand = _candidates(3)
+        masked = eng.derivatives(sp, cand)
+        words, tiles = sp.part.lobe_masks
+        rows = words.size // (4 * tiles)  # both lobes' rows
+        set_bits = int(np.unpackbits(cp.asnumpy(words).view(np.uint8)).sum())
+        assert 0 < set_bits < rows * sp.n_bf  # it does skip pixels
+        sp.part.lobe_masks = (_every_pixel_mask(tiles, sp.n_bf), 0)
+        for a, b in zip(masked, eng.derivatives(sp, cand), strict=True):
+            np.testing.assert_array_equal(a, b)
 
 
 def test_mirror_branch_reconstructs_the_conjugate_object_on_device(thick):

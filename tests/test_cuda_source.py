@@ -9,7 +9,7 @@ from livessb.engine import cuda_kernels as ck
 
 def test_kernel_constants_match_their_python_mirrors() -> None:
     src = ck.source()
-    for name, value in (("BT", ck.BT), ("NT", ck.NT), ("NQ", ck.NQ), ("NA", ck.NA),
+    for name, value in (("BT", ck.BT), ("NT", ck.NT), ("NQ", ck.NQ), ("NA", ck.NA), ("NS", ck.NS),
                         ("GT", ck.GATHER_TILE)):
         assert re.search(rf"^#define {name} {value}\b", src, re.MULTILINE), name
 

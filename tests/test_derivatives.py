@@ -47,10 +47,14 @@ def torch_vp_loss(theta, G, k, nu, mask, weights, energy, lam, k_alpha, edge,  #
     S2 = _sinc(b2 * depth / 2)
     P = probe(kr, kc)
     gam = mask * (S1 * probe(kr - nr, kc - nc) * P.conj() - S2 * probe(kr + nr, kc + nc).conj() * P)
-    N = (gam.conj() * G).sum(0)
-    D = (gam.abs() ** 2).sum(0)
+    # One object per trotter lobe: the pairs whose k-ν lies in the disc, and the rest.
+    lobes = [((kr - nr) ** 2 + (kc - nc) ** 2 <= k_alpha**2).to(gam.real.dtype)]
+    lobes.append(1 - lobes[0])
+    N = torch.cat([(lobe * gam.conj() * G).sum(0) for lobe in lobes])
+    D = torch.cat([(lobe * gam.abs() ** 2).sum(0) for lobe in lobes])
+    w = torch.cat([weights, weights])
     ok = D > 1e-12
-    return 1 - (weights[ok] * N[ok].abs() ** 2 / D[ok]).sum() / energy
+    return 1 - (w[ok] * N[ok].abs() ** 2 / D[ok]).sum() / energy
 
 
 def _sinc(x):  # type: ignore[no-untyped-def]

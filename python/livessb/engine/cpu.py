@@ -25,8 +25,8 @@ from .records import (
     DatasetGeometry,
     FinePairs,
     HostPart,
+    LobeGroups,
     PreparedSpectra,
-    ReferenceGeometry,
     TrotterPairs,
 )
 from .reference import (
@@ -113,11 +113,16 @@ class CPUEngine:
         sp.energy = self.reference.rotate(sp.G, sp.n_bf, part.geometry, theta, transpose)
         sp.rotation = (theta, transpose)
         part.fine.clear()  # fine-grid packs belong to the previous rotation
-        part.pairs = part.to_det = None
+        part.pairs = part.groups = part.to_det = None
         if self.kernels:
             g = part.geometry
+            # Scoring packs each trotter lobe as its own "frequency" (same ν, same weight),
+            # so the kernels' per-group sums are the objective's per-lobe sums.
             part.pairs = _pack_trotter_pairs(g.grids, g.k, self.geo.bf.rows, self.geo.bf.cols,
-                                             sp.G, None, None)
+                                             sp.G, None, None, split_lobes=True)
+            part.groups = LobeGroups(np.concatenate([g.nu_r, g.nu_r]),
+                                     np.concatenate([g.nu_c, g.nu_c]),
+                                     obj.lobe_weights(g.weights))
             part.to_det = np.linalg.inv(scan_frame_frequencies(np.eye(2), theta, transpose).T)
 
     # -- scoring -----------------------------------------------------------------------
@@ -127,18 +132,19 @@ class CPUEngine:
     ) -> np.ndarray:
         sp = self._life.live(spectra)
         geometry = sp.part.geometry
-        pairs, to_det = sp.part.pairs, sp.part.to_det
+        pairs, groups, to_det = sp.part.pairs, sp.part.groups, sp.part.to_det
         # The kernels cover the six-parameter VP model; the reference runs the rest.
-        if pairs is None or to_det is None or objective != "vp" or names != JOINT:
+        if (pairs is None or groups is None or to_det is None or objective != "vp"
+                or names != JOINT):
             out = self.reference.evaluate(sp, geometry, candidates, objective, names)
             self.evaluations += len(candidates)
             return out
         vp_sums: Any = _kernels().vp_sums
         cand = np.ascontiguousarray(candidates, dtype=np.float64).reshape(-1, N_JOINT)
-        N, D = vp_sums(*_kernel_args(pairs, geometry, self.geo.wavelength), cand,
+        N, D = vp_sums(*_kernel_args(pairs, groups, self.geo.wavelength), cand,
                        pairs.det_r, pairs.det_c, self._row_off, self._col_off, to_det)
         self.evaluations += len(cand)
-        return np.array([obj.vp_loss(N[k], D[k], geometry.weights, sp.energy)
+        return np.array([obj.vp_loss(N[k], D[k], groups.weights, sp.energy)
                          for k in range(len(cand))])
 
     def evaluate_rotations(
@@ -154,8 +160,8 @@ class CPUEngine:
         self, spectra: Spectra, candidates: np.ndarray, names: tuple[str, ...] = JOINT,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         sp = self._life.live(spectra)
-        geometry, pairs = sp.part.geometry, sp.part.pairs
-        if pairs is None or names != JOINT:
+        geometry, pairs, groups = sp.part.geometry, sp.part.pairs, sp.part.groups
+        if pairs is None or groups is None or names != JOINT:
             out = self.reference.derivatives(sp, geometry, candidates, names)
             self.evaluations += len(candidates)
             return out
@@ -164,11 +170,11 @@ class CPUEngine:
         K = len(cand)
         losses, grads = np.empty(K), np.empty((K, N_JOINT))
         hessians = np.empty((K, N_JOINT, N_JOINT))
-        args = _kernel_args(pairs, geometry, self.geo.wavelength)
+        args = _kernel_args(pairs, groups, self.geo.wavelength)
         for k in range(K):
             N, D, dN, dD, d2N, d2D = vp_derivative_sums(*args, cand[k], _PAIRS)
             losses[k], grads[k], hessians[k] = obj.vp_loss_derivatives(
-                N, D, dN, dD, d2N, d2D, geometry.weights, sp.energy)
+                N, D, dN, dD, d2N, d2D, groups.weights, sp.energy)
         self.evaluations += K
         return losses, grads, hessians
 
@@ -208,7 +214,7 @@ class CPUEngine:
         part = sp.part
         part.geometry.k = None
         part.geometry.grids = []
-        part.pairs = part.to_det = None
+        part.pairs = part.groups = part.to_det = None
         part.fine = {}
 
     def memory_info(self) -> dict[str, Any]:
@@ -217,7 +223,7 @@ class CPUEngine:
             g = s.part.geometry
             arrays += [s.G, g.nu_r, g.nu_c, g.weights]
             for grid in g.grids:
-                arrays += [grid.amp_minus, grid.amp_plus]
+                arrays += [grid.amp_minus, grid.amp_plus, grid.minus_lobe]
         return {"live_bytes": int(sum(getattr(a, "nbytes", 0) for a in arrays))}
 
     def live_spectra(self) -> tuple[Spectra, ...]:
@@ -252,18 +258,24 @@ def _kernels() -> Any:
 
 def _pack_trotter_pairs(
     grids: list[Any], k: np.ndarray, bf_rows: np.ndarray, bf_cols: np.ndarray, G: np.ndarray,
-    alias_index: np.ndarray | None, alias_conj: np.ndarray | None,
+    alias_index: np.ndarray | None, alias_conj: np.ndarray | None, split_lobes: bool = False,
 ) -> TrotterPairs:
     """(b, ν) pairs inside a trotter, grouped by ν (CSR), with their geometry and G.
 
     On an upsampled grid ``alias_index``/``alias_conj`` say which coarse spectrum
-    value (or its conjugate) each fine frequency reads.
+    value (or its conjugate) each fine frequency reads. ``split_lobes``: 2M groups, the
+    k-ν lobe's pairs of every ν first, then the k+ν lobe's (per-lobe objective sums).
     """
     amp_m = np.concatenate([g.amp_minus for g in grids], axis=0).T
     amp_p = np.concatenate([g.amp_plus for g in grids], axis=0).T
     inside = (amp_m != 0) | (amp_p != 0)
+    if split_lobes:
+        minus = np.concatenate([g.minus_lobe for g in grids], axis=0).T
+        inside = np.concatenate([inside & minus, inside & ~minus])
     m_idx, b_idx = np.nonzero(inside)  # ν-major, then b ascending: the summation order
     indptr = np.concatenate([[0], np.cumsum(inside.sum(axis=1))]).astype(np.int64)
+    if split_lobes:
+        m_idx = m_idx % amp_m.shape[0]  # the spectrum column of each pair
     return TrotterPairs(
         indptr=indptr,
         k_r=np.ascontiguousarray(k[b_idx, 0]),
@@ -286,7 +298,7 @@ def _aliased_values(
     return np.ascontiguousarray(np.where(conj[m_idx], vals.conj(), vals))
 
 
-def _kernel_args(pairs: TrotterPairs, geometry: ReferenceGeometry,
+def _kernel_args(pairs: TrotterPairs, groups: LobeGroups,
                  wavelength: float) -> tuple[Any, ...]:
     return (pairs.indptr, pairs.k_r, pairs.k_c, pairs.amp_m, pairs.amp_p, pairs.G,
-            geometry.nu_r, geometry.nu_c, np.pi * wavelength)
+            groups.nu_r, groups.nu_c, np.pi * wavelength)

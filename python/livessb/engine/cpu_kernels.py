@@ -3,7 +3,9 @@
 Same math as ``physics.overlap.gamma_derivatives`` written per (b, ν) pair. The
 pairs are stored per frequency in CSR form (only pixels inside a trotter), and
 each frequency's sums run over its pixels in index order: parallel over ν,
-sequential over b, so results do not depend on the thread count.
+sequential over b, so results do not depend on the thread count. The scoring pack
+has one group per (trotter lobe, ν) (``CPUEngine.set_rotation``), so the kernels' per-group
+sums are the objective's per-lobe sums; the reconstruction packs group by ν.
 """
 
 from __future__ import annotations

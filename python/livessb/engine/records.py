@@ -73,6 +73,16 @@ class TrotterPairs:
 
 
 @dataclass(eq=False)
+class LobeGroups:
+    """Frequency and half-plane weight of each group of the scoring pack: the k-ν lobe's
+    pairs of every ν first, then the k+ν lobe's (2M groups, per-lobe objective sums)."""
+
+    nu_r: np.ndarray
+    nu_c: np.ndarray
+    weights: np.ndarray
+
+
+@dataclass(eq=False)
 class FinePairs:
     """Trotter pairs of the f-times finer reconstruction grid and its frequencies."""
 
@@ -87,7 +97,8 @@ class HostPart:
     belong to the current rotation; set_rotation replaces them)."""
 
     geometry: ReferenceGeometry
-    pairs: TrotterPairs | None = None
+    pairs: TrotterPairs | None = None  # scoring pack, one group per (lobe, ν)
+    groups: LobeGroups | None = None  # its groups' frequencies and weights
     to_det: np.ndarray | None = None  # scan-frame → detector-frame (2, 2)
     fine: dict[int, FinePairs] = field(default_factory=dict)  # by upsampling factor
 

@@ -145,13 +145,13 @@ class Reference:
                  params: Mapping[str, float]) -> float:
         xp = self.xp
         M = spectra.G.shape[1]
-        N = xp.zeros(M, dtype=self.complex_dtype)
-        D = xp.zeros(M, dtype=self.real_dtype)
+        N = xp.zeros(2 * M, dtype=self.complex_dtype)  # per trotter lobe
+        D = xp.zeros(2 * M, dtype=self.real_dtype)
         for sl, g in zip(self.chunks(spectra.n_bf, M), ref.grids, strict=True):
             gam = self.gamma_for(g, params)
-            N += xp.sum(gam.conj() * spectra.G[sl], axis=0)
-            D += xp.sum(gam.real**2 + gam.imag**2, axis=0)
-        return obj.vp_loss(N, D, ref.weights, spectra.energy, xp)
+            N += obj.lobe_sums(gam.conj() * spectra.G[sl], g.minus_lobe, xp)
+            D += obj.lobe_sums(gam.real**2 + gam.imag**2, g.minus_lobe, xp)
+        return obj.vp_loss(N, D, obj.lobe_weights(ref.weights, xp), spectra.energy, xp)
 
     def _coherence_loss(self, spectra: AnySpectra, ref: ReferenceGeometry,
                         params: Mapping[str, float]) -> float:
@@ -167,14 +167,16 @@ class Reference:
         pairs = pairs_of(P)
         losses, grads, hessians = np.empty(K), np.empty((K, P)), np.empty((K, P, P))
         M = spectra.G.shape[1]
+        L = 2 * M  # per-lobe sums
+        weights = obj.lobe_weights(ref.weights, xp)
         for i, v in enumerate(np.asarray(candidates, dtype=np.float64)):
             params = from_vector(v, names)
-            N = xp.zeros(M, dtype=self.complex_dtype)
-            D = xp.zeros(M, dtype=self.real_dtype)
-            dN = xp.zeros((P, M), dtype=self.complex_dtype)
-            dD = xp.zeros((P, M), dtype=self.real_dtype)
-            d2N = xp.zeros((len(pairs), M), dtype=self.complex_dtype)
-            d2D = xp.zeros((len(pairs), M), dtype=self.real_dtype)
+            N = xp.zeros(L, dtype=self.complex_dtype)
+            D = xp.zeros(L, dtype=self.real_dtype)
+            dN = xp.zeros((P, L), dtype=self.complex_dtype)
+            dD = xp.zeros((P, L), dtype=self.real_dtype)
+            d2N = xp.zeros((len(pairs), L), dtype=self.complex_dtype)
+            d2D = xp.zeros((len(pairs), L), dtype=self.real_dtype)
             for sl, g in zip(self.chunks(spectra.n_bf, M), ref.grids, strict=True):
                 G = spectra.G[sl]
                 if names == JOINT:
@@ -182,16 +184,18 @@ class Reference:
                 else:
                     gam, dg, d2g = gamma_general_derivatives(g, params, names, xp)
                 gc = gam.conj()
-                N += xp.sum(gc * G, axis=0)
-                D += xp.sum(gam.real**2 + gam.imag**2, axis=0)
+                lobe = g.minus_lobe
+                N += obj.lobe_sums(gc * G, lobe, xp)
+                D += obj.lobe_sums(gam.real**2 + gam.imag**2, lobe, xp)
                 for p in range(P):
-                    dN[p] += xp.sum(dg[p].conj() * G, axis=0)
-                    dD[p] += xp.sum(2 * (gc * dg[p]).real, axis=0)
+                    dN[p] += obj.lobe_sums(dg[p].conj() * G, lobe, xp)
+                    dD[p] += obj.lobe_sums(2 * (gc * dg[p]).real, lobe, xp)
                 for n, (p, q) in enumerate(pairs):
-                    d2N[n] += xp.sum(d2g[n].conj() * G, axis=0)
-                    d2D[n] += xp.sum(2 * (dg[q].conj() * dg[p] + gc * d2g[n]).real, axis=0)
+                    d2N[n] += obj.lobe_sums(d2g[n].conj() * G, lobe, xp)
+                    d2D[n] += obj.lobe_sums(2 * (dg[q].conj() * dg[p] + gc * d2g[n]).real,
+                                            lobe, xp)
             losses[i], grads[i], hessians[i] = obj.vp_loss_derivatives(
-                N, D, dN, dD, d2N, d2D, ref.weights, spectra.energy, xp)
+                N, D, dN, dD, d2N, d2D, weights, spectra.energy, xp)
         return losses, grads, hessians
 
     # -- reconstruction ------------------------------------------------------------------

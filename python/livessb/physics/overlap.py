@@ -32,7 +32,9 @@ PAIRS: tuple[tuple[int, int], ...] = pairs_of(N_JOINT)  # the six joint paramete
 @dataclass
 class OverlapGrid:
     """Frequencies of one block: ``k_r``/``k_c`` (B, 1), ``nu_r``/``nu_c`` (1, M) in 1/Å,
-    and the masked aperture products ``amp_minus`` = m·A(k-ν)A(k), ``amp_plus`` = m·A(k+ν)A(k).
+    the masked aperture products ``amp_minus`` = m·A(k-ν)A(k), ``amp_plus`` = m·A(k+ν)A(k),
+    and ``minus_lobe`` (B, M): the pair's k-ν lies in the hard disc (the trotter lobe of
+    P(k-ν)P*(k)); inside a trotter every other pair is in the P*(k+ν)P(k) lobe.
     """
 
     k_r: Any
@@ -42,6 +44,7 @@ class OverlapGrid:
     amp_minus: Any
     amp_plus: Any
     wavelength: float
+    minus_lobe: Any = None
 
 
 def overlap_grid(
@@ -56,7 +59,8 @@ def overlap_grid(
     a_k = aperture(k_r, k_c, k_alpha, edge_width, xp)
     amp_minus = mask * aperture(k_r - nr, k_c - nc, k_alpha, edge_width, xp) * a_k
     amp_plus = mask * aperture(k_r + nr, k_c + nc, k_alpha, edge_width, xp) * a_k
-    return OverlapGrid(k_r, k_c, nr, nc, amp_minus, amp_plus, wavelength)
+    minus_lobe = (k_r - nr) ** 2 + (k_c - nc) ** 2 <= k_alpha**2  # trotter_support's test
+    return OverlapGrid(k_r, k_c, nr, nc, amp_minus, amp_plus, wavelength, minus_lobe)
 
 
 def _basis_differences(g: OverlapGrid, sign: int) -> tuple[Any, Any, Any]:

@@ -182,7 +182,7 @@ class CUDAEngine:
     def _rotate(self, sp: DeviceSpectra, theta: float, transpose: bool) -> None:
         part = sp.part
         part.geometry = self._geometry_at(theta, transpose)
-        part.fine_masks = None  # the reconstruction grid's masks belong to the old θ
+        part.fine_masks = part.lobe_masks = None  # masks belong to the old θ
         seen = part.energies
         if (theta, transpose) not in seen:
             seen[theta, transpose] = self._energy(sp, part.geometry)
@@ -242,7 +242,7 @@ class CUDAEngine:
 
     def _loss_launch(self, sp: DeviceSpectra, cand: np.ndarray, kc: int,
                      split: tuple[int, int]) -> np.ndarray:
-        """Σ_ν w |N|²/D for each candidate, kc to a thread (host sums over block partials)."""
+        """Σ_ν Σ_lobe w |N|²/D per candidate, kc to a thread (host sums block partials)."""
         cp = self.cp
         w, g = self._at_rotation(sp)
         K = len(cand)
@@ -252,7 +252,7 @@ class CUDAEngine:
         nblk = freq_blocks(M)
         part = cp.empty((Kp, nblk), dtype=cp.float64)
         per, nsplit = split
-        raw = cp.empty((Kp, nsplit, 3, M) if nsplit > 1 else 1, dtype=cp.float64)
+        raw = cp.empty((Kp, nsplit, ck.NS, M) if nsplit > 1 else 1, dtype=cp.float64)
         launch(ck.module().get_function(ck.eval_kernel_name(kc)), (Kp // kc, nblk, nsplit),
                (ck.NT,), vp_eval_args(w, g.k64, g.px, cp.asarray(table), self._kgeo, part, per,
                                       raw, raw, g.dk))  # (energy output unused here)
@@ -318,26 +318,30 @@ class CUDAEngine:
         w, g = self._at_rotation(sp)
         M = sp.part.M
         nblk = freq_blocks(M)
-        part = cp.empty((K, ck.NQ, nblk), dtype=cp.float64)
+        part = cp.empty((2 * K, ck.NQ, nblk), dtype=cp.float64)  # per (candidate, lobe)
         fn = ck.module().get_function("vp_derivs")
         smem = DERIV_SHARED_BYTES
         fin = ck.module().get_function("vp_derivs_finish")
         for f in (fn, fin):
             if f.max_dynamic_shared_size_bytes < smem:
                 f.max_dynamic_shared_size_bytes = smem
-        # One candidate alone (a Newton start refined last) fills the device only split.
-        per, nsplit = pixel_split(M, sp.n_bf, min_blocks=FILL_BLOCKS_DERIV // K)
+        # Few candidates (a Newton start refined last) fill the device only split.
+        per, nsplit = pixel_split(M, sp.n_bf, min_blocks=FILL_BLOCKS_DERIV // (2 * K))
         table = cp.asarray(candidate_table(cand))
-        raw = cp.empty((K, nsplit, 3 + ck.NA, M) if nsplit > 1 else 1, dtype=cp.float64)
-        launch(fn, (K, nblk, nsplit), (ck.NT,),
-               vp_derivs_args(w, g.k64, g.px, table, self._kgeo, part, per, raw),
+        raw = cp.empty((2 * K, nsplit, 3 + ck.NA, M) if nsplit > 1 else 1, dtype=cp.float64)
+        if sp.part.lobe_masks is None:  # per rotation
+            sp.part.lobe_masks = support_masks(cp, self.memory, sp.n_bf, g, w.nu_r, w.nu_c, M,
+                                               sp.shape[1] // 2 + 1, self._kgeo, lobes=(0, 1))
+        masks, tiles = sp.part.lobe_masks
+        launch(fn, (2 * K, nblk, nsplit), (ck.NT,),
+               vp_derivs_args(w, g.k64, g.px, table, self._kgeo, part, per, raw, masks, tiles),
                shared_mem=smem)
         if nsplit > 1:
-            launch(fin, (K, nblk), (ck.NT,),
+            launch(fin, (2 * K, nblk), (ck.NT,),
                    VpDerivsFinishArgs(raw, np.int32(nsplit), np.int32(M), w.Nc, w.nu_r, w.nu_c,
                                       table, self._kgeo.g_ka2, self._kgeo.pilam, part),
                    shared_mem=smem)
-        s = cp.asnumpy(part).sum(axis=2)  # (K, 28)
+        s = cp.asnumpy(part).reshape(K, 2, ck.NQ, nblk).sum(axis=(1, 3))  # (K, 28): both lobes
         E = sp.energy
         losses = 1.0 - s[:, 0] / E
         grads = -s[:, 1:7] / E

@@ -158,8 +158,9 @@ class _PixelWalkArgs(KernelArgs):
 
 
 @dataclass(frozen=True)
-class VpDerivsArgs(_PixelWalkArgs):
-    KERNEL: ClassVar[str] = "vp_derivs"
+class _ScoringArgs(_PixelWalkArgs):
+    """The parameters vp_eval and vp_derivs share."""
+
     cand: Any
     g_ka2: np.float64
     g_ka: np.float32
@@ -172,7 +173,14 @@ class VpDerivsArgs(_PixelWalkArgs):
 
 
 @dataclass(frozen=True)
-class VpEvalArgs(VpDerivsArgs):  # vp_derivs' parameters, then the energy output and dk
+class VpDerivsArgs(_ScoringArgs):  # the shared parameters, then the lobe masks
+    KERNEL: ClassVar[str] = "vp_derivs"
+    masks: Any
+    mask_stride: np.int32
+
+
+@dataclass(frozen=True)
+class VpEvalArgs(_ScoringArgs):  # the shared parameters, then the energy output and dk
     KERNEL: ClassVar[str] = "vp_eval"
     energy: Any
     dk: Any
@@ -226,6 +234,7 @@ class SupportMaskArgs(KernelArgs):
     px: Any
     ka2: np.float64
     ka: np.float32
+    lobe: np.int32
     masks: Any
 
 
@@ -271,10 +280,10 @@ def vp_eval_args(w: Window, k64: Any, px: Any, cand: Any, geo: KernelGeo, partia
 
 
 def vp_derivs_args(w: Window, k64: Any, px: Any, cand: Any, geo: KernelGeo, partial: Any,
-                   bsplit: int, raw: Any) -> VpDerivsArgs:
+                   bsplit: int, raw: Any, masks: Any, mask_stride: int) -> VpDerivsArgs:
     return VpDerivsArgs(w.G, w.B, w.M, w.Nr, w.Nc, w.nu_r, w.nu_c, k64, px, cand, geo.g_ka2,
                         geo.g_ka, geo.g_inv_w, geo.g_twopilam, geo.pilam, partial,
-                        np.int32(bsplit), raw)
+                        np.int32(bsplit), raw, masks, np.int32(mask_stride))
 
 
 def energy_args(w: Window, k64: Any, px: Any, geo: KernelGeo, partial: Any, pairs: Any,

@@ -99,16 +99,19 @@ def fine_grid(cp: Any, shape: tuple[int, int], step: tuple[float, float], f: int
 
 def support_masks(
     cp: Any, memory: DeviceMemory, n_bf: int, rows: RotationGeometry, nu_r: Any, nu_c: Any,
-    M: int, H: int, geo: KernelGeo,
+    M: int, H: int, geo: KernelGeo, lobes: tuple[int, ...] = (-1,),
 ) -> tuple[Any, int]:
-    """Per-warp masks of the pixels that may be in the trotter of some frequency of
-    the warp, for the (rows, H) grid at the current rotation: (uint32 (rows·tiles·4),
-    tiles per row)."""
+    """Per-warp masks of the pixels that may be in the trotter (lobe -1) or one trotter
+    lobe (0: k-ν, 1: k+ν) of some frequency of the warp, for the (rows, H) grid at the
+    current rotation, one block of rows per entry of ``lobes``: (uint32
+    (len(lobes)·rows·tiles·4), tiles per row)."""
     nblk = freq_blocks(M)
     tiles = -(-n_bf // ck.BT)
-    with memory.guard("building the support masks", nblk * ck.NT // 32 * tiles * 16):
-        masks = cp.empty(nblk * ck.NT // 32 * tiles * 4, dtype=cp.uint32)
-    launch(ck.module().get_function("support_mask"), (nblk,), (ck.NT,),
-           SupportMaskArgs(np.int32(n_bf), np.int32(M), np.int32(H), nu_r, nu_c, rows.px,
-                           geo.g_ka2, geo.g_ka, masks))
+    words = nblk * ck.NT // 32 * tiles * 4
+    with memory.guard("building the support masks", len(lobes) * words * 4):
+        masks = cp.empty(len(lobes) * words, dtype=cp.uint32)
+    for i, lobe in enumerate(lobes):
+        launch(ck.module().get_function("support_mask"), (nblk,), (ck.NT,),
+               SupportMaskArgs(np.int32(n_bf), np.int32(M), np.int32(H), nu_r, nu_c, rows.px,
+                               geo.g_ka2, geo.g_ka, np.int32(lobe), masks[i * words:]))
     return masks, tiles

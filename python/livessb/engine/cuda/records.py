@@ -52,6 +52,9 @@ class CUDAPart:
     pairs: int = 0  # in-trotter (b, ν) pairs at the current rotation
     fine: dict[int, FineGrid] = field(default_factory=dict)  # by upsampling factor
     fine_masks: FineMasks | None = None  # the current rotation's (set_rotation drops it)
+    # vp_derivs' per-lobe masks of this window's grid at the current rotation (likewise):
+    # (uint32 masks of lobe 0 then lobe 1, tiles per row)
+    lobe_masks: tuple[Any, int] | None = None
 
     def arrays(self) -> list[Any]:
         """Every array this part references (device arrays and others; callers count the
@@ -63,4 +66,6 @@ class CUDAPart:
             out += [g.nu_r, g.nu_c, g.alias]
         if self.fine_masks is not None:
             out.append(self.fine_masks.masks)
+        if self.lobe_masks is not None:
+            out.append(self.lobe_masks[0])
         return out

@@ -20,7 +20,7 @@ __global__ void __launch_bounds__(NT) energy_kernel(
     double e = 0.0, cnt = 0.0;
     float fe = 0.f;
     walk_pairs<false, false>(G, M, m, active, BL, BH, k64, px, nullptr, nr, nc, geo, NoPixel(),
-        [&](float, float, float2 g, float, float) {
+        [&](float, float, float2 g, float, float, bool) {
             fe = __fadd_rn(fe, energy_term(g));
             cnt += 1.0;
         },
@@ -40,6 +40,9 @@ __global__ void __launch_bounds__(NT) energy_kernel(
 // rule): either outside both disks |k ∓ ν| ≤ kα for all of them, or inside both. Tested
 // against the bounding box of the warp's frequencies with a margin of 1e-3 kα, far
 // wider than rounding, so the exact per-pair test still decides every set bit.
+// lobe ≥ 0: the mask of one trotter lobe (vp_derivs' threads sum one lobe each): a pixel
+// is skipped when it is outside the disc |k ∓ ν| ≤ kα of its lobe (lobe 0: k-ν, 1: k+ν)
+// for all of them, or inside the other disc for all of them.
 // One warp per mask row; lane j tests pixels j, j + 32, ... of each tile. Per rotation.
 __device__ __forceinline__ float box_near2(float x, float y, float4 bx) {  // (r0, r1, c0, c1)
     const float dx = fmaxf(fmaxf(bx.x - x, x - bx.y), 0.f);
@@ -55,7 +58,7 @@ __device__ __forceinline__ float box_far2(float x, float y, float4 bx) {
 
 __global__ void __launch_bounds__(NT) support_mask(
     int B, int M, int H, const double* __restrict__ nu_r, const double* __restrict__ nu_c,
-    const float4* __restrict__ px, double ka2, float ka, uint4* __restrict__ masks) {
+    const float4* __restrict__ px, double ka2, float ka, int lobe, uint4* __restrict__ masks) {
     const unsigned FULL = 0xffffffffu;
     const int lane = threadIdx.x & 31;
     const size_t m = (size_t)blockIdx.x * NT + threadIdx.x, row = m >> 5;
@@ -81,11 +84,14 @@ __global__ void __launch_bounds__(NT) support_mask(
             bool maybe = false;
             if (any && b < B) {
                 const float4 p = px[b];
-                const bool all_out = box_near2(p.x, p.y, bx) > out2 &&
-                                     box_near2(-p.x, -p.y, bx) > out2;
-                const bool all_in = box_far2(p.x, p.y, bx) < in2 &&
-                                    box_far2(-p.x, -p.y, bx) < in2;
-                maybe = !(all_out || all_in);
+                // out_m: outside |k-ν| ≤ kα for every frequency; in_p: inside |k+ν| ≤ kα ...
+                const bool out_m = box_near2(p.x, p.y, bx) > out2;
+                const bool out_p = box_near2(-p.x, -p.y, bx) > out2;
+                const bool in_m = box_far2(p.x, p.y, bx) < in2;
+                const bool in_p = box_far2(-p.x, -p.y, bx) < in2;
+                if (lobe == 0) maybe = !(out_m || in_p);
+                else if (lobe == 1) maybe = !(out_p || in_m);
+                else maybe = !((out_m && out_p) || (in_m && in_p));
             }
             words[q] = __ballot_sync(FULL, maybe);
         }

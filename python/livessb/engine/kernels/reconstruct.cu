@@ -42,7 +42,7 @@ __global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
     float fr_ = 0.f, fi_ = 0.f, fd_ = 0.f;
     const uint4* wmask = masks + (size_t)(m >> 5) * mask_stride;  // this warp's row
     walk_pairs<true, false>(G, M, src, active, 0, B, k64, px, wmask, nr, nc, geo, NoPixel(),
-        [&](float kr, float kc, float2 g, float am, float ap) {
+        [&](float kr, float kc, float2 g, float am, float ap, bool) {
             if (cj) g.y = -g.y;
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
             if (am != 0.f && ap != 0.f) {  // the soft-edge band: both discs, full form

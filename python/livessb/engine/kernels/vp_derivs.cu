@@ -118,17 +118,23 @@ __device__ void derivs_epilogue(const double* sh, const double* dN, bool active,
 
 
 // A thread of the derivative kernels: frequency m of the half plane (blockIdx.y blocks of
-// NT), candidate ci = blockIdx.x; grid (K, nblk).
+// NT) and trotter lobe of candidate blockIdx.x / 2; grid (2K, nblk). The objective keeps
+// one object per lobe (physics/objective.py), so each lobe has its own N, D and sums
+// (the epilogue's algebra holds per lobe); ci = blockIdx.x indexes the (candidate, lobe)
+// rows of partial and raw, the k-ν lobe (pair_geo's minus) first. The loss terms of the
+// two lobes add up on the host. (Per-lobe sums in one thread would double the NA float
+// accumulators and their float64 shared copies: registers and occupancy.)
 struct DerivThread {
     int Hc, m, ci, nblk;
     const double* cd;  // the candidate's row of the table
     double nr, nc;
     bool active;
+    bool minus;  // this thread's lobe: the pairs whose k-ν lies in the disc, or the others
     __device__ __forceinline__ DerivThread(int M, int Nc, const double* __restrict__ nu_r,
                                            const double* __restrict__ nu_c,
                                            const double* __restrict__ cand, double ka2)
         : Hc(Nc / 2 + 1), m(blockIdx.y * NT + threadIdx.x), ci(blockIdx.x), nblk(gridDim.y),
-          cd(cand + 8 * blockIdx.x) {
+          cd(cand + 8 * (blockIdx.x >> 1)), minus((blockIdx.x & 1) == 0) {
         active = grid_nu(m, M, Hc, nu_r, nu_c, ka2, nr, nc);
     }
 };
@@ -214,14 +220,15 @@ __device__ __forceinline__ void cross_sums(float* A, const Side& m, const Side& 
 }
 #undef FMA2
 
-// Loss, gradient and Hessian terms, one candidate per blockIdx.x.
-// partial: (K, 28, nblk): [loss, grad(6), hess(21 in PAIRS order)] (sums before -1/E).
+// Loss, gradient and Hessian terms, one (candidate, lobe) per blockIdx.x (DerivThread).
+// partial: (2K, 28, nblk): [loss, grad(6), hess(21 in PAIRS order)] (sums before -1/E).
 __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc,
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
     const double* __restrict__ k64, const float4* __restrict__ px,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
-    double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw) {
+    double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw,
+    const uint4* __restrict__ masks, int mask_stride) {
     const Geo geo = make_geo(g_ka2, g_ka, g_inv_w, g_twopilam);
     extern __shared__ double sh[];  // NA * NT float64 accumulators, then the reduction
     const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
@@ -253,8 +260,14 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
 #pragma unroll
     for (int j = 0; j < NA; ++j) { A[j] = 0.f; sh[j * NT + threadIdx.x] = 0.0; }
 
-    walk_pairs<false, false>(G, M, m, th.active, BL, BH, k64, px, nullptr, nr, nc, geo, NoPixel(),
-        [&](float kr, float kc, float2 g, float am, float ap) {
+    // Masked walk: the lobe masks (support_mask, lobe 0 rows then lobe 1 rows, per
+    // rotation) list the pixels that may be in this lobe for some lane of the warp; a
+    // lobe is sparse where |ν| is large, and a dense walk would step every pixel.
+    const size_t rows = (size_t)gridDim.y * (NT / 32);
+    const uint4* wmask = masks + ((th.minus ? 0 : rows) + (m >> 5)) * mask_stride;
+    walk_pairs<true, false>(G, M, m, th.active, BL, BH, k64, px, wmask, nr, nc, geo, NoPixel(),
+        [&](float kr, float kc, float2 g, float am, float ap, bool minus) {
+            if (minus != th.minus) return;  // the other lobe's thread sums this pair
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
             float pr, pi, u, v;
             PairOut po;
@@ -300,7 +313,7 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
 #pragma unroll
             for (int j = 0; j < NA; ++j) { sh[j * NT + threadIdx.x] += (double)A[j]; A[j] = 0.f; }
         });
-    if (gridDim.z > 1) {  // raw (K, nsplit, 3 + NA, M) sums; vp_derivs_finish combines them
+    if (gridDim.z > 1) {  // raw (2K, nsplit, 3 + NA, M) sums; vp_derivs_finish combines them
         if (m < M) {
             const size_t base = ((size_t)th.ci * gridDim.z + blockIdx.z) * (3 + NA);
             for (int q = 0; q < 3; ++q) raw[(base + q) * M + m] = dN[q];
@@ -311,7 +324,7 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
     derivs_write(sh, dN, th, Nc, pilam, partial);
 }
 
-// Combine the b-split raw sums of vp_derivs in split order, then the epilogue; grid (K, nblk).
+// Combine the b-split raw sums of vp_derivs in split order, then the epilogue; grid (2K, nblk).
 __global__ void __launch_bounds__(NT) vp_derivs_finish(
     const double* __restrict__ raw, int nsplit, int M, int Nc, const double* __restrict__ nu_r,
     const double* __restrict__ nu_c, const double* __restrict__ cand, double ka2, double pilam,

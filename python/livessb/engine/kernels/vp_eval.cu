@@ -12,22 +12,26 @@
 // multiplication each; an exact sincos re-anchors them at the pixels flagged in px.w
 // (row starts, every ANCHOR_PIXELS within a row, tile starts) and after pixels the
 // warp skipped, so the drift stays ~1e-6 rad, below the float32 rounding of the
-// arguments themselves. With H = z G, α = S_m a_m, β = S_p a_p:
-//   N = Σ α H - e^{-iΨ} Σ β H,   D = Σ α² + β² - 2 cos Ψ αβ,
-// e^{ix_p} = e^{ix_m} e^{i(X_p - X_m)}; e^{-iΨ} is applied after the sums. Inside a
-// trotter one side's aperture is zero except in the soft-edge band, and the side is
-// nearly uniform over a warp: each side's terms run only where its aperture is nonzero
-// (the cross term αβ only in the band). Constants used at every pixel live in
-// registers, those of the anchors and the band in shared memory.
+// arguments themselves. With H = z G, α = S_m a_m, β = S_p a_p: conj(Γ) G = (α - e^{-iΨ}β) H,
+// |Γ|² = α² + β² - 2 cos Ψ αβ, and e^{ix_p} = e^{ix_m} e^{i(X_p - X_m)}. The objective
+// keeps one object per trotter lobe (physics/objective.py): N and D per lobe, the lobe
+// being the hard disc that holds k (pair_geo's minus). Inside a trotter one side's
+// aperture is zero except in the soft-edge band, and the side is nearly uniform over a
+// warp: each side's terms run only where its aperture is nonzero, α H, α² into the k-ν
+// lobe's N₋, D₋ and β H, β² into the k+ν lobe's N₊' = -e^{iΨ} N₊ (|N₊'| = |N₊|: no
+// rotation after the sums). A band pair adds its other side to the lobe that holds k:
+// -e^{-iΨ} β H (k-ν lobe) or -e^{iΨ} α H (k+ν lobe), with the cross term -2 cos Ψ αβ.
+// Constants used at every pixel live in registers, those of the anchors and the band in
+// shared memory.
 struct Rec {           // per (ν, candidate) constants read at every pixel
     float zr, zi;      // e^{-i dc'} per pixel step
     float er, ei;      // e^{-i dy} per pixel step (dy = hd * dq)
     float hd, Xm, Xp;  // Δ/2, x = X - hd*q
     float cK, sK;      // e^{i(Xp - Xm)}
 };
-#define NS 5    // float sums per candidate: Σ αH (re, im), Σ βH (re, im), D
-#define RARE 4  // shared constants per candidate: vr, vc (c' = kr*vr + kc*vc),
-                // hpm (Ψ/2 reduced to [-π, π]), -2 cos Ψ
+#define NS 6    // sums per candidate: N₋ (re, im), D₋, N₊' (re, im), D₊
+#define RARE 5  // shared constants per candidate: vr, vc (c' = kr*vr + kc*vc),
+                // hpm (Ψ/2 reduced to [-π, π]), -2 cos Ψ, sin Ψ
 
 __device__ __forceinline__ void make_rec(const double* __restrict__ cand, double nr, double nc,
                                          double pilam, double dkr, double dkc, Rec& o,
@@ -46,7 +50,10 @@ __device__ __forceinline__ void make_rec(const double* __restrict__ cand, double
     rare[0] = (float)p.vr;
     rare[NT] = (float)p.vc;
     rare[2 * NT] = (float)remainder(p.half_psi, 2.0 * PI_D);
-    rare[3 * NT] = (float)(-2.0 * cos(2.0 * p.half_psi));
+    double sP, cP;
+    sincos(2.0 * p.half_psi, &sP, &cP);
+    rare[3 * NT] = (float)(-2.0 * cP);
+    rare[4 * NT] = (float)sP;
 }
 
 // z *= w (complex, components as floats).
@@ -72,7 +79,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw,
     double* __restrict__ energy, const double* __restrict__ dk) {
     const Geo geo = make_geo(g_ka2, g_ka, g_inv_w, g_twopilam);
-    // float64 sums (Σ αH, Σ βH as re, im, and D per candidate; then the energy for ROT)
+    // float64 sums (N₋, D₋, N₊', D₊ per candidate, re and im; then the energy for ROT)
     // live in shared memory, not registers (more resident warps); later reused for the
     // block reduction.
     __shared__ double acc[(NS * KC + ROT) * NT];
@@ -137,7 +144,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
                 anchor(p.x, p.y, __fmaf_rn(p.x, qr, __fmul_rn(p.y, qc)));
             }
         },
-        [&](float kr, float kc, float2 g, float am, float ap) {
+        [&](float kr, float kc, float2 g, float am, float ap, bool minus) {
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
             if (!RECUR) anchor(kr, kc, q);
             float hr[KC], hi[KC], al[KC];
@@ -147,30 +154,50 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
                 hi[j] = __fmaf_rn(zr[j], g.y, __fmul_rn(zi[j], g.x));
                 al[j] = 0.f;
             }
-            if (am != 0.f) {
+            if (am != 0.f) {  // α H and α² on the k-ν lobe (a k+ν band pair: below)
 #pragma unroll
                 for (int j = 0; j < KC; ++j) {
                     const float x = __fmaf_rn(-rc[j].hd, q, rc[j].Xm);
                     al[j] = __fmul_rn(sinc_rec(x, ei[j]), am);
-                    fN[j][0] = __fmaf_rn(al[j], hr[j], fN[j][0]);
-                    fN[j][1] = __fmaf_rn(al[j], hi[j], fN[j][1]);
-                    fN[j][4] = __fmaf_rn(al[j], al[j], fN[j][4]);
+                    const float w = minus ? al[j] : 0.f;
+                    fN[j][0] = __fmaf_rn(w, hr[j], fN[j][0]);
+                    fN[j][1] = __fmaf_rn(w, hi[j], fN[j][1]);
+                    fN[j][2] = __fmaf_rn(w, al[j], fN[j][2]);
                 }
             }
-            if (ap != 0.f) {
+            if (ap != 0.f) {  // β H and β² on the k+ν lobe (a k-ν band pair: below)
+                float be[KC];
 #pragma unroll
                 for (int j = 0; j < KC; ++j) {
                     const float x = __fmaf_rn(-rc[j].hd, q, rc[j].Xp);
                     const float s = __fmaf_rn(ei[j], rc[j].cK, __fmul_rn(er[j], rc[j].sK));
-                    const float be = __fmul_rn(sinc_rec(x, s), ap);
-                    fN[j][2] = __fmaf_rn(be, hr[j], fN[j][2]);
-                    fN[j][3] = __fmaf_rn(be, hi[j], fN[j][3]);
-                    fN[j][4] = __fmaf_rn(be, be, fN[j][4]);
-                    al[j] = __fmul_rn(al[j], be);
+                    be[j] = __fmul_rn(sinc_rec(x, s), ap);
+                    const float w = minus ? 0.f : be[j];
+                    fN[j][3] = __fmaf_rn(w, hr[j], fN[j][3]);
+                    fN[j][4] = __fmaf_rn(w, hi[j], fN[j][4]);
+                    fN[j][5] = __fmaf_rn(w, be[j], fN[j][5]);
                 }
                 if (am != 0.f) {  // both apertures nonzero: the soft-edge band
 #pragma unroll
-                    for (int j = 0; j < KC; ++j) fN[j][4] = __fmaf_rn(RARE_(j, 3), al[j], fN[j][4]);
+                    for (int j = 0; j < KC; ++j) {
+                        // The other side u of the lobe that holds k: -e^{∓iΨ} u H on its N
+                        // and u² - 2 cos Ψ αβ on its D (k-ν lobe: u = β, e^{-iΨ}; k+ν: α, e^{iΨ}).
+                        const float u = minus ? be[j] : al[j];
+                        const float cP = __fmul_rn(-0.5f, RARE_(j, 3));
+                        const float sP = minus ? -RARE_(j, 4) : RARE_(j, 4);
+                        const float ur = __fmul_rn(u, hr[j]), ui = __fmul_rn(u, hi[j]);
+                        const float vr = __fmaf_rn(sP, ui, -__fmul_rn(cP, ur));
+                        const float vi = -__fmaf_rn(sP, ur, __fmul_rn(cP, ui));
+                        const float t = __fmaf_rn(u, u, __fmul_rn(RARE_(j, 3),
+                                                                  __fmul_rn(al[j], be[j])));
+                        const float mm = minus ? 1.f : 0.f, mp = minus ? 0.f : 1.f;
+                        fN[j][0] = __fmaf_rn(mm, vr, fN[j][0]);
+                        fN[j][1] = __fmaf_rn(mm, vi, fN[j][1]);
+                        fN[j][2] = __fmaf_rn(mm, t, fN[j][2]);
+                        fN[j][3] = __fmaf_rn(mp, vr, fN[j][3]);
+                        fN[j][4] = __fmaf_rn(mp, vi, fN[j][4]);
+                        fN[j][5] = __fmaf_rn(mp, t, fN[j][5]);
+                    }
                 }
             }
             if (ROT) fE = __fadd_rn(fE, energy_term(g));
@@ -183,29 +210,21 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
             if (ROT) { acc[NS * KC * NT + threadIdx.x] += fE; fE = 0.0f; }
         });
 #undef RARE_
-    // N = Σ αH - e^{-iΨ} Σ βH (float64) in place of the first two sums, D third.
-#pragma unroll
-    for (int j = 0; j < KC; ++j) {
-        double sP, cP;
-        sincos(2.0 * cand_phases(ctab + 8 * j, nr, nc, pilam).half_psi, &sP, &cP);
-        const double bR = ACC_(j, 2), bI = ACC_(j, 3), D = ACC_(j, 4);
-        ACC_(j, 0) -= cP * bR + sP * bI;
-        ACC_(j, 1) -= cP * bI - sP * bR;
-        ACC_(j, 2) = D;
-    }
-    if (gridDim.z > 1) {  // raw (K, nsplit, 3, M) sums; vp_eval_finish combines them
+    if (gridDim.z > 1) {  // raw (K, nsplit, NS, M) sums; vp_eval_finish combines them
         if (m < M) {
 #pragma unroll
             for (int j = 0; j < KC; ++j)
-                for (int q = 0; q < 3; ++q)
-                    raw[(((size_t)(c0 + j) * gridDim.z + blockIdx.z) * 3 + q) * M + m] = ACC_(j, q);
+                for (int q = 0; q < NS; ++q)
+                    raw[(((size_t)(c0 + j) * gridDim.z + blockIdx.z) * NS + q) * M + m] = ACC_(j, q);
         }
         return;
     }
     const double w = active ? half_weight(m % Hc, Nc) : 0.0;
     double lt[KC + ROT];
 #pragma unroll
-    for (int j = 0; j < KC; ++j) lt[j] = active ? loss_term(ACC_(j, 0), ACC_(j, 1), ACC_(j, 2), w) : 0.0;
+    for (int j = 0; j < KC; ++j)
+        lt[j] = active ? loss_term(ACC_(j, 0), ACC_(j, 1), ACC_(j, 2), w)
+                         + loss_term(ACC_(j, 3), ACC_(j, 4), ACC_(j, 5), w) : 0.0;
     if (ROT) lt[KC] = acc[NS * KC * NT + threadIdx.x] * w;
 #pragma unroll
     for (int j = 0; j < KC + ROT; ++j) acc[j * NT + threadIdx.x] = lt[j];
@@ -215,9 +234,8 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     if (ROT && threadIdx.x == 0) energy[(size_t)blockIdx.x * nblk + blockIdx.y] = acc[KC * NT];
 }
 #undef RARE
-#undef NS
 
-// Combine the b-split raw sums of vp_eval in split order; grid (K, nblk).
+// Combine the b-split raw sums of vp_eval in split order, both lobes; grid (K, nblk).
 __global__ void __launch_bounds__(NT) vp_eval_finish(const double* __restrict__ raw, int nsplit,
                                                     int M, int Nc, double* __restrict__ partial) {
     __shared__ double red[NT];
@@ -226,12 +244,14 @@ __global__ void __launch_bounds__(NT) vp_eval_finish(const double* __restrict__ 
     const int c = blockIdx.x;
     double v = 0.0;
     if (m < M) {
-        double d[3] = {0.0, 0.0, 0.0};
+        double d[NS] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
         for (int z = 0; z < nsplit; ++z)
-            for (int q = 0; q < 3; ++q) d[q] += raw[(((size_t)c * nsplit + z) * 3 + q) * M + m];
-        v = loss_term(d[0], d[1], d[2], half_weight(m % Hc, Nc));
+            for (int q = 0; q < NS; ++q) d[q] += raw[(((size_t)c * nsplit + z) * NS + q) * M + m];
+        const double w = half_weight(m % Hc, Nc);
+        v = loss_term(d[0], d[1], d[2], w) + loss_term(d[3], d[4], d[5], w);
     }
     red[threadIdx.x] = v;
     block_reduce(red, 1);
     if (threadIdx.x == 0) partial[(size_t)c * gridDim.y + blockIdx.y] = red[0];
 }
+#undef NS

@@ -33,10 +33,12 @@ __device__ __forceinline__ void block_reduce(double* red, int n) {
     }
 }
 
-// Mask and amplitudes of pair (b, ν). Returns false outside the trotter.
+// Mask, amplitudes and trotter lobe of pair (b, ν). Returns false outside the trotter;
+// minus: the hard disc at +ν holds k (|k-ν|² ≤ kα², the P(k-ν)P*(k) lobe), else the one
+// at -ν (trotter_support's own test, so the lobes are the CPU engine's).
 __device__ __forceinline__ bool pair_geo(float fkr, float fkc, float fnr, float fnc,
                                          const double* kd, double nr, double nc, float akb,
-                                         const Geo& g, float& am, float& ap) {
+                                         const Geo& g, float& am, float& ap, bool& minus) {
     // float first; the float64 NumPy formula decides only within 1e-4 of an edge.
     const float fr = fkr - fnr, fc = fkc - fnc, pr = fkr + fnr, pc = fkc + fnc;
     float dm = fr * fr + fc * fc, dp = pr * pr + pc * pc;
@@ -52,6 +54,7 @@ __device__ __forceinline__ bool pair_geo(float fkr, float fkc, float fnr, float 
         inp = dpd <= g.ka2;
     }
     if (inm == inp) return false;
+    minus = inm;
     // One disc holds k: away from the soft edges its aperture is exactly 1 and the
     // other's exactly 0 (make_geo); near either edge (which includes every pair the
     // float64 test decided) both profiles, with their square roots.
@@ -99,7 +102,7 @@ __device__ __forceinline__ int mask_to_list(uint4 mk, int lane, unsigned base) {
 }
 
 // The pixel walk shared by the ν-parallel kernels: BF pixels [BL, BH) in tiles of BT
-// (BL a multiple of BT); for an active thread, pair(kr, kc, g, am, ap) for every trotter
+// (BL a multiple of BT); for an active thread, pair(kr, kc, g, am, ap, minus) for every trotter
 // pair of its frequency (spectra G[b*M + src]; pixel geometry px[b] = (k_r, k_c, aperture,
 // anchor flag) as float, staged in shared memory per tile), then tile_end() after each
 // tile (where the float partials are flushed to float64). Spectra are prefetched two pixels ahead to
@@ -158,9 +161,10 @@ __device__ __forceinline__ void walk_pairs(
                 if (active && i + 2 < n) g1 = __ldg(gt + ld_shared_u8(s_list, i + 2) * uM);
                 const float4 p = ld_shared(s_px, t);
                 float am, ap;
+                bool minus;
                 if (active && pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc, p.z, geo,
-                                       am, ap))
-                    pair(p.x, p.y, g, am, ap);
+                                       am, ap, minus))
+                    pair(p.x, p.y, g, am, ap, minus);
             }
         } else {
             const float2* gp = G + (size_t)b0 * M + src;
@@ -174,10 +178,11 @@ __device__ __forceinline__ void walk_pairs(
                 if (t + 2 < nb && active) g1 = *gp;
                 const float4 p = ld_shared(s_px, t);
                 float am, ap;
+                bool minus;
                 const bool in = active && pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr,
-                                                   nc, p.z, geo, am, ap);
+                                                   nc, p.z, geo, am, ap, minus);
                 if (WARP) pixel(p, in);
-                if (in) pair(p.x, p.y, g, am, ap);
+                if (in) pair(p.x, p.y, g, am, ap, minus);
             }
         }
         tile_end();
