@@ -1,0 +1,154 @@
+"""Preview frames: the full field at display resolution for a set of parameters.
+
+Not widget specific: ``render_preview`` returns a :class:`Frame` (image, VP loss,
+parameters, sampling) and ``Frame.quantised`` the uint16 bytes and range the
+widget streams (docs/widget-protocol.md). ``bright_field_image`` is the
+uncorrected image shown before any fit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .params import JOINT, to_vector
+
+if TYPE_CHECKING:
+    from .dataset import Dataset4D
+    from .session import Session
+
+__all__ = ["VIEWS", "Frame", "bright_field_image", "display_upsample", "render_preview"]
+
+VIEWS: tuple[str, ...] = ("phase", "amplitude")
+U16_MAX = 65535
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One preview image with what produced it."""
+
+    image: np.ndarray  # float32 (h, w): phase in rad or amplitude
+    params: dict[str, float]
+    rotation_deg: float
+    loss: float  # VP loss of the six joint parameters at ``rotation_deg``
+    view: str
+    upsample: int
+    sampling_A: tuple[float, float]  # Å per image pixel (row, col)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (int(self.image.shape[0]), int(self.image.shape[1]))
+
+    def quantised(self) -> tuple[bytes, tuple[float, float]]:
+        """Little-endian uint16 bytes and (lo, hi): value = lo + (hi - lo)·u/65535.
+
+        The range is that of the finite pixels; non-finite pixels map to lo.
+        """
+        return quantise(self.image)
+
+    def message(self, seq: int) -> tuple[dict[str, Any], list[bytes]]:
+        """The protocol's ``frame`` message and its one buffer."""
+        data, (lo, hi) = self.quantised()
+        content = {"type": "frame", "seq": int(seq), "params": dict(self.params),
+                   "rotation_deg": self.rotation_deg, "loss": self.loss, "view": self.view,
+                   "shape": list(self.shape), "range": [lo, hi],
+                   "sampling_A": list(self.sampling_A)}
+        return content, [data]
+
+
+def quantise(image: np.ndarray) -> tuple[bytes, tuple[float, float]]:
+    a = np.asarray(image, dtype=np.float32)
+    finite = np.isfinite(a)
+    all_finite = bool(finite.all())
+    vals = a if all_finite else a[finite]
+    if vals.size == 0:
+        return np.zeros(a.shape, dtype="<u2").tobytes(), (0.0, 0.0)
+    lo, hi = float(vals.min()), float(vals.max())
+    scale = U16_MAX / (hi - lo) if hi > lo else 0.0
+    # float64 for the mapping: exact to half a step at 16 bits
+    u = (a.astype(np.float64) - lo) * scale
+    if not all_finite:
+        u[~finite] = 0.0
+    return np.rint(u, out=u).astype("<u2").tobytes(), (lo, hi)
+
+
+def dequantise(data: bytes, shape: tuple[int, int], value_range: tuple[float, float]
+               ) -> np.ndarray:
+    """Inverse of :func:`quantise` (float64), as the browser computes it."""
+    lo, hi = value_range
+    u = np.frombuffer(data, dtype="<u2").reshape(shape).astype(np.float64)
+    return lo + (hi - lo) * u / U16_MAX
+
+
+def display_upsample(scan_shape: tuple[int, int], auto_factor: int, max_px: int) -> int:
+    """The largest upsampling ≤ ``auto_factor`` whose output fits ``max_px`` on the longer
+    side, at least 1."""
+    longest = max(int(n) for n in scan_shape)
+    return max(1, min(int(auto_factor), int(max_px) // max(longest, 1)))
+
+
+def render_preview(session: Session, params: Mapping[str, float],
+                   rotation_deg: float | None = None, view: str = "phase",
+                   max_px: int = 1024, loss: float | None = None) -> Frame:
+    """Reconstruct the full field at display resolution with ``params``.
+
+    ``params`` may hold any coefficient up to fifth order; missing joint parameters
+    are 0. ``rotation_deg`` (default: the session's fitted rotation) reconstructs at
+    another scan/detector rotation; the loss is then the loss at that rotation.
+    ``loss`` given (e.g. a fit's own loss for its parameters) is used as is.
+    """
+    if view not in VIEWS:
+        raise ValueError(f"view must be one of {VIEWS}, got {view!r}")
+    clean = {str(k): float(v) for k, v in params.items()}
+    bad = [k for k, v in clean.items() if not math.isfinite(v)]
+    if bad:
+        raise ValueError(f"parameter(s) {bad} are not finite numbers")
+    f = display_upsample(session.dataset.scan_shape, session.upsample_factor, max_px)
+    with at_rotation(session, rotation_deg) as rot:
+        rec = session.reconstruct(clean, upsample=f)
+        if loss is None:
+            vector = to_vector(clean, JOINT, default=0.0)[None]
+            loss = float(session.loss_evaluator()(vector)[0])
+    image = rec.phase if view == "phase" else np.abs(rec.object).astype(np.float32)
+    return Frame(image=image, params=clean, rotation_deg=rot, loss=float(loss), view=view,
+                 upsample=f, sampling_A=(float(rec.sampling_A[0]), float(rec.sampling_A[1])))
+
+
+@contextlib.contextmanager
+def at_rotation(session: Session, rotation_deg: float | None) -> Iterator[float]:
+    """The session's full field at ``rotation_deg`` for the block, its fitted rotation after.
+
+    The session reconstructs and scores at ``radians(session.rotation_deg)``; the
+    fitted value is put back exactly (and the field re-rotated there) on exit.
+    """
+    fitted = session.rotation_deg
+    if rotation_deg is None or fitted is None or float(rotation_deg) % 360.0 == fitted:
+        yield float(fitted) if fitted is not None else float("nan")
+        return
+    session.rotation_deg = float(rotation_deg) % 360.0
+    try:
+        yield session.rotation_deg
+    finally:
+        session.rotation_deg = fitted
+        if not session.closed:
+            session.loss_evaluator()  # back to the fitted rotation's geometry
+
+
+def bright_field_image(dataset: Dataset4D) -> np.ndarray:
+    """Counts integrated over the bright-field disk, per scan position: (rows, cols) float64."""
+    bf_disk = dataset.bright_field
+    cr, cc, rad = bf_disk.center_row, bf_disk.center_col, bf_disk.radius_px
+    kr, kc = dataset.detector_shape
+    yy, xx = np.ogrid[:kr, :kc]
+    mask = ((yy - cr) ** 2 + (xx - cc) ** 2 <= rad**2).ravel()
+    rows, cols = dataset.scan_shape
+    out = np.empty((rows, cols), dtype=np.float64)
+    for r in range(rows):  # row by row: lazily loaded counts never sit in memory whole
+        block = np.asarray(dataset.counts[r]).reshape(cols, -1)
+        out[r] = block[:, mask].sum(-1, dtype=np.float64)
+    return out
