@@ -35,8 +35,8 @@ export function percentiles(frame: Frame, qs: readonly number[], counts = codeCo
 }
 
 /** Auto contrast: the 1st and 99th percentiles (a flat frame gets a unit window). */
-export function autoContrast(frame: Frame): [number, number] {
-  const [lo, hi] = percentiles(frame, [1, 99]);
+export function autoContrast(frame: Frame, counts = codeCounts(frame.codes)): [number, number] {
+  const [lo, hi] = percentiles(frame, [1, 99], counts);
   if (hi > lo) return [lo, hi];
   return [lo - 0.5, lo + 0.5];
 }
