@@ -70,7 +70,7 @@ def checked_regions(value: Any, scan_shape: tuple[int, int]) -> list[dict[str, A
             raise ValueError(f"duplicate region id {rid!r}")
         seen.add(rid)
         try:
-            bounds = check_bounds([item[k] for k in BOUND_KEYS], scan_shape)
+            bounds = check_bounds(tuple(item[k] for k in BOUND_KEYS), scan_shape)
         except ValueError as exc:
             raise ValueError(f"region {rid!r}: {exc}") from None
         out.append(region_dict(rid, bounds))
