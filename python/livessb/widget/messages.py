@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..params import JOINT, to_vector
 from ..pins import export_pins, export_tiff
 from ..preview import render_preview
 from .frames import PreviewRequest
@@ -27,6 +28,7 @@ class Messages:
 
     def __init__(self, widget: SSBWidget) -> None:
         self._w = widget
+        self._loss: tuple[tuple[Any, ...], float] | None = None  # last preview's loss by its key
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "request_crops": self.request_crops, "save": self.save, "preview": self.preview,
             "refine": self.refine, "export_pins": self.export_pins,
@@ -64,8 +66,14 @@ class Messages:
         w._frames.received(req.seq)
 
         def run(_generation: int) -> None:
-            frame = render_preview(w.session, req.params, req.rotation_deg, req.view,
-                                   w.max_frame_px)
+            s = w.session
+            rotation = s.rotation_deg if req.rotation_deg is None else req.rotation_deg % 360.0
+            key = (rotation, tuple(to_vector(req.params, JOINT, default=0.0)))
+            # the same six joint parameters (a view toggle, a higher-order slider): same loss
+            known = self._loss[1] if self._loss is not None and self._loss[0] == key else None
+            frame = render_preview(s, req.params, req.rotation_deg, req.view, w.max_frame_px,
+                                   loss=known)
+            self._loss = (key, frame.loss)
             w._send_frame(frame, req.seq)
 
         w._submit("preview", run)  # latest wins: a queued older request is replaced
