@@ -187,24 +187,23 @@ const render: Render<Traits> = ({ model, el }) => {
     scan.scanSamplingA = perScanPx;
     panels.configure(table, trait ? trait[1] : null);
   };
+  /** FFT of the frame's pixels on screen (recomputed when the frame or the view changes). */
   function updateFFT(): void {
     const f = display.frame;
-    const meta = display.meta;
-    if (!fft.shown || !f || !meta) return;
+    const sampling = display.meta?.sampling_A;
+    const values = display.frameValues();
+    if (!fft.shown || !f || !sampling || !values) return;
     const v = scan.visible();
-    const shape = scan.scanShape;
-    const fr = f.rows / shape.rows;
-    const fc = f.cols / shape.cols;
     const key = `${painted}:${v.r0},${v.r1},${v.c0},${v.c1}`;
     if (key === fftKey) return;
     fftKey = key;
-    const values = display.frameValues();
-    const trait = parseSampling(model.get("sampling_A"));
-    const sampling = meta.sampling_A ?? (trait ? [trait[0] * (shape.rows * (model.get("upsample") || 1)) / f.rows, trait[1] * (shape.cols * (model.get("upsample") || 1)) / f.cols] as [number, number] : [1, 1] as [number, number]);
-    if (!values) return;
+    const fr = f.rows / scan.scanShape.rows; // frame px per scan px
+    const fc = f.cols / scan.scanShape.cols;
     const r0 = Math.floor(v.r0 * fr);
     const c0 = Math.floor(v.c0 * fc);
-    fft.update({ values, cols: f.cols, r0, c0, h: Math.min(f.rows - r0, Math.ceil(v.r1 * fr) - r0), w: Math.min(f.cols - c0, Math.ceil(v.c1 * fc) - c0), samplingA: sampling });
+    const h = Math.min(f.rows, Math.ceil(v.r1 * fr)) - r0;
+    const w = Math.min(f.cols, Math.ceil(v.c1 * fc)) - c0;
+    fft.update({ values, cols: f.cols, r0, c0, h, w, samplingA: sampling });
   }
   scan.onViewChange = () => {
     root.dataset.zoom = String(Number(scan.zoom.toFixed(4)));
