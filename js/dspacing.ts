@@ -53,6 +53,20 @@ export function refinePeak(s: Spectrum, row: number, col: number, radius = 3): P
   return sw > 0 ? { row: sr / sw, col: sc / sw } : { row: br, col: bc };
 }
 
+/** The strongest bin at least `minRadius` bins from zero frequency (null if none). */
+export function strongestBin(s: Spectrum, minRadius: number): Peak | null {
+  let best = -Infinity;
+  let at: Peak | null = null;
+  for (let r = 0; r < s.rows; r++) {
+    for (let c = 0; c < s.cols; c++) {
+      if (Math.hypot(r - s.rows / 2, c - s.cols / 2) < minRadius) continue;
+      const v = s.power[r * s.cols + c];
+      if (v > best) [best, at] = [v, { row: r, col: c }];
+    }
+  }
+  return at;
+}
+
 export interface Measurement {
   freqRow: number; // cycles per Å
   freqCol: number;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { dSpacing, dSpacingText, refinePeak } from "./dspacing";
+import { dSpacing, dSpacingText, refinePeak, strongestBin } from "./dspacing";
 import { fft1d, fft2d, logDisplay, nextPow2, powerSpectrum } from "./fft";
 
 // direct DFT, independently of the FFT
@@ -106,6 +106,11 @@ describe("d-spacing from a simulated square lattice", () => {
     const col = s.cols / 2 + fc * s.cols * sampling[1];
     const m = dSpacing(refinePeak(s, row, col), s.rows, s.cols, sampling);
     expect(Math.abs(m.dA - a / Math.SQRT2) / (a / Math.SQRT2)).toBeLessThan(0.01);
+  });
+  it("strongestBin skips the low-frequency core and finds a first-order peak", () => {
+    const at = strongestBin(s, 4)!;
+    const m = dSpacing(refinePeak(s, at.row, at.col, 1), s.rows, s.cols, sampling);
+    expect(Math.abs(m.dA - a) / a).toBeLessThan(0.002);
   });
   it("anisotropic sampling and the zero bin", () => {
     const m = dSpacing({ row: 64 + 10, col: 64 }, 128, 128, [0.5, 0.25]);

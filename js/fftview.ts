@@ -2,7 +2,7 @@
 // refines to the nearest peak and shows its d-spacing in Å ("d-spacing").
 import { lut } from "./colormaps";
 import { element } from "./dom";
-import { dSpacing, dSpacingText, refinePeak, type Peak } from "./dspacing";
+import { dSpacing, dSpacingText, refinePeak, strongestBin, type Peak } from "./dspacing";
 import { logDisplay, powerSpectrum, type Spectrum } from "./fft";
 
 const FFT_PX = 256; // CSS px of the FFT canvas
@@ -30,7 +30,7 @@ export class FFTView {
     this.el = element("div", "livessb-fft");
     this.canvas = element("canvas", "", "FFT image");
     this.canvas.tabIndex = 0;
-    this.canvas.title = "click a peak to measure its d-spacing";
+    this.canvas.title = "click a peak to measure its d-spacing (Enter: the strongest peak)";
     this.canvas.style.width = `${FFT_PX}px`;
     this.canvas.style.height = `${FFT_PX}px`;
     this.readout = element("output", "livessb-dspacing", "d-spacing");
@@ -39,6 +39,11 @@ export class FFTView {
     this.el.append(this.canvas, this.readout);
     this.el.hidden = true;
     this.canvas.addEventListener("click", (e) => this.click(e));
+    this.canvas.addEventListener("keydown", (e) => {
+      if (e.key !== "Enter") return;
+      e.preventDefault();
+      this.measureStrongest();
+    });
   }
 
   get shown(): boolean {
@@ -94,7 +99,21 @@ export class FFTView {
     const rect = this.canvas.getBoundingClientRect();
     const col = ((e.clientX - rect.left) / rect.width) * s.cols - 0.5;
     const row = ((e.clientY - rect.top) / rect.height) * s.rows - 0.5;
-    this.peak = refinePeak(s, row, col, Math.max(2, Math.round(s.rows / 64)));
+    this.measure(row, col, Math.max(2, Math.round(s.rows / 64)));
+  }
+
+  /** Keyboard: the strongest bin away from the low-frequency core. */
+  private measureStrongest(): void {
+    const s = this.spectrum;
+    if (!s) return;
+    const at = strongestBin(s, Math.max(4, s.rows / 32));
+    if (at) this.measure(at.row, at.col, 1);
+  }
+
+  private measure(row: number, col: number, radius: number): void {
+    const s = this.spectrum;
+    if (!s) return;
+    this.peak = refinePeak(s, row, col, radius);
     const m = dSpacing(this.peak, s.rows, s.cols, this.sampling);
     this.readout.textContent = dSpacingText(m);
     this.readout.dataset.dA = String(m.dA);

@@ -54,6 +54,7 @@ STATIC = Path(__file__).resolve().parents[2] / "python" / "livessb" / "static" /
 require(STATIC.is_file(), "front end not built (npm run build)")
 
 LATTICE_A = 3.905  # the demo's SrTiO3-like square lattice (simulate.demo_dataset)
+PROGRESS: dict[str, str | None] = {}  # the progress bar as seen while the fit ran
 TRUE_SPACINGS = sorted({LATTICE_A / math.hypot(h, k) for h in range(4) for k in range(4) if h or k})
 
 
@@ -62,7 +63,6 @@ def ui(tmp_path_factory):
     """JupyterLab + Chromium with the demo notebook run and its full-field fit done."""
     root_dir = tmp_path_factory.mktemp("widget-controls") / "lab"
     console: list[str] = []
-    progress: dict[str, str | None] = {}
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(root_dir) as lab, chromium() as browser:
         page = browser.new_page(viewport={"width": 1600, "height": 1200})
@@ -75,13 +75,12 @@ def ui(tmp_path_factory):
             root.get_by_label("scan image", exact=True).wait_for(timeout=120_000)
             bar = root.get_by_role("progressbar", name="fit progress", exact=True)
             bar.wait_for(state="visible", timeout=300_000)  # while the full-field fit runs
-            progress["valuemax"] = bar.get_attribute("aria-valuemax")
-            progress["text"] = bar.inner_text()
+            PROGRESS["valuemax"] = bar.get_attribute("aria-valuemax")
+            PROGRESS["text"] = bar.inner_text()
             root.screenshot(path=str(ARTIFACTS / "09-fit-progress-widget.png"))
             wait_status(root, "done", timeout_ms=600_000)
             bar.wait_for(state="hidden", timeout=60_000)
             wait_preview(root, 1, timeout_ms=120_000)  # the fit's frame
-            page.progress = progress
             yield page, lab, root
         finally:
             ARTIFACTS.mkdir(exist_ok=True)
@@ -101,9 +100,9 @@ def shot(page, root, name):
 
 
 def test_fit_progress_then_timings(ui):
-    page, _lab, root = ui
-    assert int(page.progress["valuemax"] or 0) > 0, page.progress
-    assert " s" in (page.progress["text"] or ""), page.progress
+    _page, _lab, root = ui
+    assert int(PROGRESS["valuemax"] or 0) > 0, PROGRESS
+    assert " s" in (PROGRESS["text"] or ""), PROGRESS
     assert "timings" in label(root, "stage timings").inner_text()
 
 
@@ -289,6 +288,69 @@ def test_small_region_is_refused_with_a_message(ui):
     assert len(run_json(page, "w.regions")) == n_before
     show_canvas(root)
     shot(page, root, "17-small-region-refused")
+    # a large enough one is kept; Delete (key) removes it, Esc deselects
+    side = minimum + 4
+    drag_scan(page, root, (40.2, 40.2), (40.2 + side, 40.2 + side), shape)
+    notice.wait_for(state="hidden")
+    page.wait_for_function("(el) => el.querySelectorAll('[data-region-id]').length > 0",
+                           arg=root.element_handle())
+    assert len(run_json(page, "w.regions")) == n_before + 1
+    label(root, "scan image").focus()
+    page.keyboard.press("Delete")
+    page.wait_for_function("(el) => el.querySelectorAll('[data-region-id]').length === 0",
+                           arg=root.element_handle())
+    assert len(run_json(page, "w.regions")) == n_before
+
+
+def test_live_regions_checkbox_syncs(ui):
+    page, _lab, root = ui
+    box = label(root, "live regions")
+    start = run_json(page, "w.live_regions")
+    assert box.is_checked() == start
+    box.click()
+    assert run_json(page, "w.live_regions") == (not start)
+    box.click()
+    assert run_json(page, "w.live_regions") == start
+
+
+def test_fft_by_keyboard(ui):
+    page, _lab, root = ui
+    label(root, "FFT view").focus()
+    page.keyboard.press("Enter")  # the button toggles the FFT
+    fft = label(root, "FFT image")
+    fft.wait_for(state="visible")
+    fft.focus()
+    label(root, "d-spacing").evaluate("el => { delete el.dataset.dA; }")
+    page.keyboard.press("Enter")  # measures the strongest peak
+    d = float(label(root, "d-spacing").get_attribute("data-d-a"))
+    nearest = min(TRUE_SPACINGS, key=lambda s: abs(s - d))
+    assert abs(d - nearest) / nearest < 0.02, (d, nearest)
+    label(root, "FFT view").click()
+
+
+def test_refine_from_here_holds_locked_parameters(ui):
+    page, _lab, root = ui
+    fit = run_json(page, "w.full_fit['params']")
+    state = preview_state(root)
+    label(root, "C10 value").fill(str(round(fit["C10"] + 6.0, 1)))
+    label(root, "depth value").fill("20")
+    state = wait_preview(root, state["frame"] + 1, params={"depth": 20.0})
+    start_loss = state["loss"]
+    label(root, "depth lock").check()
+    label(root, "refine from here").click()
+    page.wait_for_function(
+        "([el, c10]) => { const p = JSON.parse(el.dataset.previewParams || '{}');"
+        " return el.dataset.status === 'done' && Math.abs(p.depth - 20) < 1e-9 &&"
+        " Math.abs(p.C10 - c10) > 1e-6; }",
+        arg=[root.element_handle(), state["params"]["C10"]], timeout=300_000)
+    refined = run_json(page, "w.full_fit")
+    assert refined["params"]["depth"] == pytest.approx(20.0, abs=1e-9)  # held fixed
+    assert refined["loss"] <= start_loss + 1e-12
+    shown = preview_state(root)
+    assert shown["params"]["C10"] == pytest.approx(refined["params"]["C10"], abs=1e-9)
+    assert label(root, "C10 value").input_value() != str(state["params"]["C10"])
+    label(root, "depth lock").uncheck()
+    shot(page, root, "18-refined")
 
 
 def test_frames_per_second_of_a_slider_drag(ui):
