@@ -238,7 +238,8 @@ def test_pins_and_exports_write_files_that_open(ui):
             assert im.size[0] > 50 and im.size[1] > 50
     assert manifest["pins"][0]["params"]["C10"] == pytest.approx(state["params"]["C10"])
     label(root, "export TIFF").click()
-    result.locator("xpath=self::*[contains(., '.tif')]").wait_for(timeout=300_000)
+    result.locator("xpath=self::*[contains(., 'exported') and contains(., '.tif')]").wait_for(
+        timeout=300_000)
     import tifffile
 
     with tifffile.TiffFile(out / "reconstruction.tif") as tif:
