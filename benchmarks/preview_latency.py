@@ -60,10 +60,10 @@ def _summary(values_s: list[float]) -> dict[str, Any]:
 
 def _gpu_session(seed: int) -> tuple[Any, str]:
     """The SPEC §4 512² workload on the device, geometry from a short fit."""
-    try:  # the benchmark helpers may live in a subpackage
-        from livessb.benchmark import full_field_session
+    try:  # the benchmark helpers live in livessb.bench (earlier: livessb.benchmark)
+        from livessb.bench.timing import full_field_session
     except ImportError:
-        from livessb.bench.benchmark import full_field_session  # type: ignore[no-redef]
+        from livessb.benchmark import full_field_session  # type: ignore[no-redef]
     import cupy as cp
 
     session, _fit = full_field_session(512, seed=seed)

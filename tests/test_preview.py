@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from helpers import importable, require
+from widget_messages import Sent, region
 
 require(importable("anywidget"), "pip install anywidget")
 
@@ -28,27 +29,6 @@ TRUTH = {"C10": -40.0, "C12": 10.0, "phi12": 0.3, "tilt_row_mrad": 0.0, "tilt_co
          "depth": 0.0}
 
 require((_STATIC / "widget.js").is_file(), "front end not built (scripts/build-frontend.sh)")
-
-
-def region(rid: str, r0: int, r1: int, c0: int, c1: int) -> dict[str, Any]:
-    return {"id": rid, "row_start": r0, "row_stop": r1, "col_start": c0, "col_stop": c1}
-
-
-class Sent:
-    """The widget's custom messages, captured by replacing the instance's send."""
-
-    def __init__(self, w: Any) -> None:
-        self.messages: list[tuple[dict[str, Any], list[bytes]]] = []
-        self._lock = threading.Lock()
-        w.send = self._send
-
-    def _send(self, content: dict[str, Any], buffers: list[bytes] | None = None) -> None:
-        with self._lock:
-            self.messages.append((content, [bytes(b) for b in (buffers or [])]))
-
-    def of(self, kind: str) -> list[tuple[dict[str, Any], list[bytes]]]:
-        with self._lock:
-            return [(c, b) for c, b in self.messages if c.get("type") == kind]
 
 
 @pytest.fixture(scope="module")
@@ -222,6 +202,9 @@ def test_bad_preview_request_shows_error(widget):
     w._on_custom_msg(w, {"type": "preview", "seq": 2, "params": {"C99": 1.0}}, [])
     w.wait(TIMEOUT)
     assert w.status == "error" and "C99" in w.message
+    w._on_custom_msg(w, preview_msg(3), [])  # the next good frame clears the error
+    w.wait(TIMEOUT)
+    assert w.status == "done" and w.message == ""
 
 
 # ------------------------------------------------------------------------- traits
@@ -324,3 +307,63 @@ def test_edits_after_close_are_refused_clearly(session):
         w.status, w.message = "done", ""
         w._on_custom_msg(w, msg, [])  # from the browser: never raises into the comm
         assert w.status == "error" and "closed" in w.message, msg
+
+
+# ------------------------------------------------------------ refine and progress
+
+def _record_progress(w: Any) -> list[dict[str, Any]]:
+    seen: list[dict[str, Any]] = []
+    w.observe(lambda change: seen.append(dict(change["new"])), names="progress")
+    return seen
+
+
+def test_full_fit_reports_progress(sim):
+    w = livessb.SSBWidget(sim[0], trials=TRIALS, device="cpu")
+    seen = _record_progress(w)
+    try:
+        w.wait(TIMEOUT)
+        assert w.status == "done", w.message
+    finally:
+        w.close()
+    stages = [p["stage"] for p in seen]
+    assert {"search", "newton", "reconstruct"} <= set(stages)
+    assert stages.index("search") < stages.index("newton") < stages.index("reconstruct")
+    assert stages[-1] == "" and seen[-1]["done"] == 0  # idle once published
+    running = [p for p in seen if p["stage"]]
+    assert all(0 <= p["done"] <= p["total"] for p in running)
+    elapsed = [p["elapsed_s"] for p in running]
+    assert elapsed == sorted(elapsed)
+    assert any(p["stage"] == "search" and p["done"] == p["total"] > 0 for p in running)
+
+
+def test_refine_from_here_with_locks(widget, session, sim):
+    w, sent = widget
+    before = session.full_fit
+    truth = sim[1].params
+    try:
+        start = {**w.full_fit["params"], "C10": w.full_fit["params"]["C10"] + 15.0}
+        held = start["depth"]
+        seen = _record_progress(w)
+        w._on_custom_msg(w, {"type": "refine", "params": start, "locked": ["depth"]}, [])
+        assert w.status == "fitting"
+        w.wait(TIMEOUT)
+        assert w.status == "done", w.message
+        got = w.full_fit["params"]
+        assert got["depth"] == held  # the lock holds it
+        assert abs(got["C10"] - truth["C10"]) < 10.0  # Newton walks back to the truth
+        assert session.full_fit is not before and session.full_fit.params == got
+        assert w.full_fit["loss"] == pytest.approx(session.full_fit.loss)
+        assert w.trials_full  # the search's trials stay listed
+        final = sent.of("frame")[-1][0]
+        assert final["params"] == got and final["loss"] == w.full_fit["loss"]
+        assert {"newton", "reconstruct"} <= {p["stage"] for p in seen}
+        assert w.progress["stage"] == ""
+        # a start outside the default box is refused visibly
+        w._on_custom_msg(w, {"type": "refine", "params": {**got, "C10": 1e4},
+                             "locked": []}, [])
+        w.wait(TIMEOUT)
+        assert w.status == "error" and "box" in w.message
+        w._on_custom_msg(w, {"type": "refine", "params": got, "locked": ["C99"]}, [])
+        assert w.status == "error" and "locked" in w.message
+    finally:
+        session.full_fit = before

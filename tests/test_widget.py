@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from helpers import importable, require
+from widget_messages import Sent, region
 
 require(importable("anywidget"), "pip install anywidget")
 
@@ -24,28 +25,6 @@ TIMEOUT = 300
 
 require((widget_mod.bundle._STATIC / "widget.js").is_file(),
         "front end not built (scripts/build-frontend.sh)")
-
-
-def region(rid: str, r0: int, r1: int, c0: int, c1: int) -> dict[str, Any]:
-    return {"id": rid, "row_start": r0, "row_stop": r1, "col_start": c0, "col_stop": c1}
-
-
-class Sent:
-    """Captures the widget's custom messages (crops) by replacing the instance's send."""
-
-    def __init__(self, w: Any) -> None:
-        self.messages: list[tuple[dict[str, Any], list[bytes]]] = []
-        self._lock = threading.Lock()
-        w.send = self._send
-
-    def _send(self, content: dict[str, Any], buffers: list[bytes] | None = None) -> None:
-        with self._lock:
-            self.messages.append((content, [bytes(b) for b in (buffers or [])]))
-
-    def crops(self, rid: str | None = None) -> list[tuple[dict[str, Any], bytes]]:
-        with self._lock:
-            return [(c, b[0]) for c, b in self.messages
-                    if c.get("type") == "crop" and (rid is None or c["id"] == rid)]
 
 
 @pytest.fixture(scope="module")

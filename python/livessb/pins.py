@@ -17,7 +17,7 @@ from . import __version__
 from .atomic import atomic_write_text
 from .export import ExportError
 from .params import JOINT, to_vector
-from .preview import VIEWS
+from .preview import VIEWS, numeric_params
 from .render import COLORMAPS
 
 if TYPE_CHECKING:
@@ -29,12 +29,10 @@ MANIFEST = "pins.json"
 
 
 def _params(value: Any, what: str) -> dict[str, float]:
-    if not isinstance(value, Mapping) or not value:
-        raise ExportError(f"{what}: params must be a non-empty mapping of name -> value")
     try:
-        return {str(k): float(v) for k, v in value.items()}
-    except (TypeError, ValueError):
-        raise ExportError(f"{what}: every parameter value must be a number") from None
+        return numeric_params(value, what)
+    except ValueError as exc:
+        raise ExportError(str(exc)) from None
 
 
 def _view(value: Any, what: str) -> str:

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from .dataset import Dataset4D
     from .session import Session
 
-__all__ = ["VIEWS", "Frame", "bright_field_image", "display_upsample", "render_preview"]
+__all__ = ["VIEWS", "Frame", "bright_field_image", "display_upsample", "numeric_params",
+           "render_preview"]
 
 VIEWS: tuple[str, ...] = ("phase", "amplitude")
 U16_MAX = 65535
@@ -83,6 +84,17 @@ def dequantise(data: bytes, shape: tuple[int, int], value_range: tuple[float, fl
     lo, hi = value_range
     u = np.frombuffer(data, dtype="<u2").reshape(shape).astype(np.float64)
     return lo + (hi - lo) * u / U16_MAX
+
+
+def numeric_params(raw: Any, what: str) -> dict[str, float]:
+    """``{name: float}`` of a parameter mapping from outside (a message, a pin); a
+    ValueError names ``what`` and the problem."""
+    if not isinstance(raw, Mapping) or not raw:
+        raise ValueError(f"{what} needs params: a non-empty mapping of name -> value")
+    try:
+        return {str(k): float(v) for k, v in raw.items()}
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: every parameter value must be a number, got {raw!r}") from None
 
 
 def display_upsample(scan_shape: tuple[int, int], auto_factor: int, max_px: int) -> int:

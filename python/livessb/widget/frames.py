@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..preview import VIEWS, Frame
+from ..preview import VIEWS, Frame, numeric_params
 
 __all__ = ["FrameStream", "PreviewRequest"]
 
@@ -33,13 +33,7 @@ class PreviewRequest:
             seq = int(content.get("seq", 0))
         except (TypeError, ValueError):
             raise ValueError(f"seq must be an integer, got {content.get('seq')!r}") from None
-        raw = content.get("params")
-        if not isinstance(raw, dict) or not raw:
-            raise ValueError("a preview request needs params: {name: value}")
-        try:
-            params = {str(k): float(v) for k, v in raw.items()}
-        except (TypeError, ValueError):
-            raise ValueError(f"every preview parameter must be a number: {raw!r}") from None
+        params = numeric_params(content.get("params"), "a preview request")
         rotation = content.get("rotation_deg")
         rotation_deg = None if rotation is None else float(rotation)
         if rotation_deg is not None and not math.isfinite(rotation_deg):

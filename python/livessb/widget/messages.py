@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from ..params import JOINT, to_vector
 from ..pins import export_pins, export_tiff
-from ..preview import render_preview
+from ..preview import numeric_params, render_preview
 from .frames import PreviewRequest
+from .records import refine_start
 from .scheduler import WidgetClosedError
 
 if TYPE_CHECKING:
@@ -79,7 +80,12 @@ class Messages:
         w._submit("preview", run)  # latest wins: a queued older request is replaced
 
     def refine(self, content: dict[str, Any]) -> None:
-        raise NotImplementedError("refine is not wired yet")
+        params = numeric_params(content.get("params"), "refine")
+        locked = content.get("locked") or []
+        if not isinstance(locked, list) or any(n not in params for n in locked):
+            raise ValueError(f"locked must list names present in params, got {locked!r}")
+        start = refine_start(params)
+        self._w._start_refine(start, {n: start[n] for n in locked if n in start})
 
     def export_pins(self, content: dict[str, Any]) -> None:
         w = self._w

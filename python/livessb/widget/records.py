@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..params import JOINT, OPTIONAL
 from ..regions import check_bounds
 
 if TYPE_CHECKING:
@@ -74,4 +75,15 @@ def checked_regions(value: Any, scan_shape: tuple[int, int]) -> list[dict[str, A
         except ValueError as exc:
             raise ValueError(f"region {rid!r}: {exc}") from None
         out.append(region_dict(rid, bounds))
+    return out
+
+
+def refine_start(params: dict[str, float]) -> dict[str, float]:
+    """The fit parameters among steered ``params``: the six joint ones (missing: 0) and
+    each opt-in group (C21/phi21, C23/phi23, C30) with a nonzero member; reconstruction-only
+    coefficients steer the preview but are not fitted."""
+    out = {n: float(params.get(n, 0.0)) for n in JOINT}
+    for names in OPTIONAL.values():
+        if any(float(params.get(n, 0.0)) != 0.0 for n in names):
+            out.update({n: float(params.get(n, 0.0)) for n in names})
     return out

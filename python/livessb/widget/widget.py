@@ -29,6 +29,7 @@ from ..render import phase_to_png
 from . import bundle
 from .frames import FrameStream
 from .messages import Messages
+from .progress import IDLE, ProgressReporter
 from .records import (
     best_trials,
     bounds_of,
@@ -50,7 +51,6 @@ __all__ = ["SSBWidget", "WidgetClosedError"]
 
 STATUSES = ("idle", "fitting", "done", "error")
 SCAN_PNG_MAX_PX = 1024  # display-only images (canvas ~512 CSS px, HiDPI x2)
-NO_PROGRESS = {"stage": "", "done": 0, "total": 0, "elapsed_s": 0.0}
 
 
 def _closed_text(what: str) -> str:
@@ -94,7 +94,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
     min_region_px = traitlets.Int(MIN_REGION_PX).tag(sync=True)
     full_fit = traitlets.Dict().tag(sync=True)  # {params, loss, errors?, rotation_deg, ...}
     trials_full = traitlets.List(traitlets.Dict()).tag(sync=True)  # [{n, params, loss}]
-    progress = traitlets.Dict(dict(NO_PROGRESS)).tag(sync=True)
+    progress = traitlets.Dict(dict(IDLE)).tag(sync=True)  # {stage, done, total, elapsed_s}
     # id -> {status, params, loss, generation, error, bounds, elapsed_s, trials}
     region_results = traitlets.Dict().tag(sync=True)
     # --- JS <-> Python ------------------------------------------------------
@@ -309,13 +309,34 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
             elif key in ("save", "preview", "export"):
                 self._set_error(f"{key} failed: {text}")
             else:
-                self.progress = dict(NO_PROGRESS)
+                self.progress = dict(IDLE)
                 self._set_error(text)
 
     def _run_full_fit(self) -> None:
-        fit = self._session.fit(trials=self.trials, seed=self.seed, progress=False)
+        report = ProgressReporter(self._set_progress)
+        fit = self._session.fit(trials=self.trials, seed=self.seed, progress=report)
+        report("reconstruct", 0, 1)
         self._show_full(fit)
         self._retry_failed_regions()
+
+    def _start_refine(self, start: dict[str, float], fixed: dict[str, float]) -> None:
+        """Newton from ``start`` with ``fixed`` held, in the background (the ``refine``
+        message); the result replaces the full-field fit, a frame of it follows."""
+        with self._lock:
+            self._busy.add("full")
+            self._update_status()
+        self._submit("full", lambda _g: self._run_refine(start, fixed))
+
+    def _run_refine(self, start: dict[str, float], fixed: dict[str, float]) -> None:
+        report = ProgressReporter(self._set_progress)
+        fit = self._session.refine(start, fixed=fixed or None, progress=report)
+        self._session.full_fit = fit  # recorded like any fit: the calibration saves it
+        report("reconstruct", 0, 1)
+        self._show_full(fit)
+
+    def _set_progress(self, value: dict[str, Any]) -> None:
+        if not self._closed:
+            self.progress = value
 
     def _show_full(self, fit: FitResult, _generation: int = 0) -> None:
         """Publish a full-field fit and send a frame of its parameters."""
@@ -325,8 +346,9 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
             return
         with self._lock, self.hold_sync():
             self.full_fit = full_fit_record(fit)
-            self.trials_full = best_trials(fit)
-            self.progress = dict(NO_PROGRESS)
+            if fit.trials:  # a refine has no search: the last search's trials stay listed
+                self.trials_full = best_trials(fit)
+            self.progress = dict(IDLE)
             self._busy.discard("full")
             self._update_status()
         self._send_frame(frame, None)
@@ -437,8 +459,11 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     # ------------------------------------------------------------- frames
     def _send_frame(self, frame: Frame, seq: int | None) -> None:
-        if not self._closed:
-            self._frames.send(frame, seq)
+        if self._closed or not self._frames.send(frame, seq):
+            return
+        with self._lock:
+            if self._error.startswith("preview failed"):  # resolved by this frame
+                self._set_error("")
 
     def _send_custom(self, content: dict[str, Any], buffers: list[bytes]) -> None:
         self.send(content, buffers=buffers)
