@@ -63,19 +63,22 @@ class Frame:
 
 
 def quantise(image: np.ndarray) -> tuple[bytes, tuple[float, float]]:
-    a = np.asarray(image, dtype=np.float32)
-    finite = np.isfinite(a)
-    all_finite = bool(finite.all())
-    vals = a if all_finite else a[finite]
-    if vals.size == 0:
-        return np.zeros(a.shape, dtype="<u2").tobytes(), (0.0, 0.0)
-    lo, hi = float(vals.min()), float(vals.max())
+    """Little-endian uint16 bytes of ``image`` and its finite range (lo, hi)."""
+    from .quantise_u16 import quantise_into
+
+    flat = np.ascontiguousarray(image).ravel()
+    if flat.dtype not in (np.float32, np.float64):
+        flat = flat.astype(np.float64)
+    lo, hi = float(flat.min()), float(flat.max())  # NaN if any pixel is not finite
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        finite = flat[np.isfinite(flat)]
+        if finite.size == 0:
+            return np.zeros(flat.size, dtype="<u2").tobytes(), (0.0, 0.0)
+        lo, hi = float(finite.min()), float(finite.max())
     scale = U16_MAX / (hi - lo) if hi > lo else 0.0
-    # float64 for the mapping: exact to half a step at 16 bits
-    u = (a.astype(np.float64) - lo) * scale
-    if not all_finite:
-        u[~finite] = 0.0
-    return np.rint(u, out=u).astype("<u2").tobytes(), (lo, hi)
+    out = np.empty(flat.size, dtype="<u2")
+    quantise_into(flat, lo, scale, out)
+    return out.tobytes(), (lo, hi)
 
 
 def dequantise(data: bytes, shape: tuple[int, int], value_range: tuple[float, float]
