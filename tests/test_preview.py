@@ -143,6 +143,9 @@ def test_frame_at_another_rotation(session, sim):
         assert frame.loss == s2.loss_evaluator()(vec)[0]
         f = frame.upsample
         np.testing.assert_array_equal(frame.image, s2.reconstruct(TRUTH, upsample=f).phase)
+    # a slider's -10° is the fit's 350°: the fitted geometry, not a re-rotation
+    near = render_preview(session, TRUTH, rotation_deg=fitted - 360.0 + 1e-9)
+    assert near.rotation_deg == fitted and near.loss == session.loss_evaluator()(vec)[0]
     # the session is back at its fitted rotation
     assert session.rotation_deg == fitted
     assert render_preview(session, TRUTH).loss == session.loss_evaluator()(vec)[0]

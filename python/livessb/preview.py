@@ -27,6 +27,7 @@ __all__ = ["VIEWS", "Frame", "bright_field_image", "display_upsample", "numeric_
 
 VIEWS: tuple[str, ...] = ("phase", "amplitude")
 U16_MAX = 65535
+ROTATION_TOL_DEG = 1e-6  # closer to the fitted rotation than this: the fitted geometry
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ def at_rotation(session: Session, rotation_deg: float | None) -> Iterator[float]
     fitted value is put back exactly (and the field re-rotated there) on exit.
     """
     fitted = session.rotation_deg
-    if rotation_deg is None or fitted is None or float(rotation_deg) % 360.0 == fitted:
+    if rotation_deg is None or fitted is None or same_rotation(rotation_deg, fitted):
         yield float(fitted) if fitted is not None else float("nan")
         return
     session.rotation_deg = float(rotation_deg) % 360.0
@@ -152,6 +153,11 @@ def at_rotation(session: Session, rotation_deg: float | None) -> Iterator[float]
         session.rotation_deg = fitted
         if not session.closed:
             session.loss_evaluator()  # back to the fitted rotation's geometry
+
+
+def same_rotation(a_deg: float, b_deg: float) -> bool:
+    """Equal up to ``ROTATION_TOL_DEG`` modulo 360° (a slider's -10° is the fit's 350°)."""
+    return abs((float(a_deg) - float(b_deg) + 180.0) % 360.0 - 180.0) < ROTATION_TOL_DEG
 
 
 def bright_field_image(dataset: Dataset4D) -> np.ndarray:

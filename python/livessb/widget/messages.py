@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..params import JOINT, to_vector
 from ..pins import export_pins, export_tiff
-from ..preview import numeric_params, render_preview
+from ..preview import numeric_params, render_preview, same_rotation
 from .frames import PreviewRequest
 from .records import refine_start
 from .scheduler import WidgetClosedError
@@ -68,7 +68,9 @@ class Messages:
 
         def run(_generation: int) -> None:
             s = w.session
-            rotation = s.rotation_deg if req.rotation_deg is None else req.rotation_deg % 360.0
+            rotation = (s.rotation_deg if req.rotation_deg is None
+                        or s.rotation_deg is None or same_rotation(req.rotation_deg, s.rotation_deg)
+                        else req.rotation_deg % 360.0)
             key = (rotation, tuple(to_vector(req.params, JOINT, default=0.0)))
             # the same six joint parameters (a view toggle, a higher-order slider): same loss
             known = self._loss[1] if self._loss is not None and self._loss[0] == key else None
