@@ -61,8 +61,7 @@ export class InspectPanel {
       input.addEventListener("change", () => this.typed());
     }
     this.hist = element("canvas", "livessb-histogram", "histogram");
-    this.hist.tabIndex = 0;
-    this.hist.title = "drag across the histogram to set the contrast limits";
+    this.hist.title = "drag across the histogram to set the contrast limits (keyboard: the min/max fields)";
     this.hist.width = HIST_W;
     this.hist.height = HIST_H;
     this.hist.addEventListener("pointerdown", (e) => this.histDown(e));

@@ -6,6 +6,11 @@ import type { Progress } from "./model";
 
 const STAGE_TEXT: Record<string, string> = { search: "trials", newton: "Newton", reconstruct: "reconstruction" };
 
+/** "branch0_search_s" -> "branch0 search" (the unit is shown with the value). */
+function stageName(key: string): string {
+  return key.replace(/_s$/, "").replace(/_/g, " ");
+}
+
 export class ProgressView {
   readonly el: HTMLElement;
   private bar: HTMLElement;
@@ -45,7 +50,7 @@ export class ProgressView {
   setTimings(timings: Record<string, number> | undefined): void {
     const entries = Object.entries(timings ?? {}).filter(([, v]) => typeof v === "number");
     this.timings.textContent = entries.length
-      ? "timings: " + entries.map(([k, v]) => `${k} ${v < 1 ? `${(1000 * v).toFixed(0)} ms` : `${v.toFixed(2)} s`}`).join(", ")
+      ? "timings: " + entries.map(([k, v]) => `${stageName(k)} ${v < 1 ? `${(1000 * v).toFixed(0)} ms` : `${v.toFixed(2)} s`}`).join(", ")
       : "";
   }
 }

@@ -121,12 +121,16 @@ export class SteeringPanel {
     const start = Math.min(Math.max(0, range.min), range.max);
     slider.value = String(start);
     value.value = String(start);
-    slider.addEventListener("input", () => {
+    const fromSlider = () => {
+      const v = Number(slider.value);
+      if (v === c.exact) return; // the change event after the input events
       value.value = slider.value;
-      c.exact = Number(slider.value);
+      c.exact = v;
       if (row === ROTATION) this.rotationKnown = true;
       this.cb.onChange();
-    });
+    };
+    slider.addEventListener("input", fromSlider);
+    slider.addEventListener("change", fromSlider);
     const fromValue = () => {
       const v = Number(value.value);
       if (value.value === "" || !Number.isFinite(v) || v === c.exact) return;
