@@ -92,18 +92,24 @@ export function asStatus(x: unknown): Status {
 
 const isInt = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v);
 
-/** Keep well-formed regions only (the wire is untyped). */
-export function parseRegions(x: unknown): Region[] {
+/** The items of a wire list that `parse` accepts (the wire is untyped: objects only). */
+export function parseList<T>(x: unknown, parse: (o: Record<string, unknown>) => T | null): T[] {
   if (!Array.isArray(x)) return [];
-  const out: Region[] = [];
+  const out: T[] = [];
   for (const item of x) {
-    if (typeof item !== "object" || item === null) continue;
-    const o = item as Record<string, unknown>;
-    if (typeof o.id !== "string") continue;
-    if (!isInt(o.row_start) || !isInt(o.row_stop) || !isInt(o.col_start) || !isInt(o.col_stop)) continue;
-    out.push({ id: o.id, row_start: o.row_start, row_stop: o.row_stop, col_start: o.col_start, col_stop: o.col_stop });
+    const parsed = typeof item === "object" && item !== null ? parse(item as Record<string, unknown>) : null;
+    if (parsed !== null) out.push(parsed);
   }
   return out;
+}
+
+/** Keep well-formed regions only. */
+export function parseRegions(x: unknown): Region[] {
+  return parseList(x, (o) => {
+    if (typeof o.id !== "string") return null;
+    if (!isInt(o.row_start) || !isInt(o.row_stop) || !isInt(o.col_start) || !isInt(o.col_stop)) return null;
+    return { id: o.id, row_start: o.row_start, row_stop: o.row_stop, col_start: o.col_start, col_stop: o.col_stop };
+  });
 }
 
 export function parseShape(x: unknown): { rows: number; cols: number } | null {
@@ -124,7 +130,8 @@ function numPair(x: unknown): [number, number] | null {
   return Array.isArray(x) && x.length >= 2 && isNum(x[0]) && isNum(x[1]) ? [x[0], x[1]] : null;
 }
 
-function numbersOf(x: unknown): Params {
+/** The finite numbers of an object (parameter dicts). */
+export function numbersOf(x: unknown): Params {
   const out: Params = {};
   if (typeof x !== "object" || x === null) return out;
   for (const [k, v] of Object.entries(x as Record<string, unknown>)) if (isNum(v)) out[k] = v;

@@ -1,7 +1,7 @@
 // The `param_table` trait (python/livessb/params.py, table_for_frontend): the
 // one source of parameter names, units, labels, boxes and digits in the front
 // end. Sliders, readouts and crop panels all read it; nothing here copies it.
-import type { Params } from "./model";
+import { parseList, type Params } from "./model";
 
 export interface ParamRow {
   name: string;
@@ -16,16 +16,12 @@ export interface ParamRow {
 
 const isNum = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
 
-/** Keep well-formed rows (the wire is untyped). */
+/** Keep well-formed rows. */
 export function parseParamTable(x: unknown): ParamRow[] {
-  if (!Array.isArray(x)) return [];
-  const out: ParamRow[] = [];
-  for (const item of x) {
-    if (typeof item !== "object" || item === null) continue;
-    const o = item as Record<string, unknown>;
+  return parseList(x, (o) => {
     const box = o.box;
-    if (typeof o.name !== "string" || !Array.isArray(box) || !isNum(box[0]) || !isNum(box[1])) continue;
-    out.push({
+    if (typeof o.name !== "string" || !Array.isArray(box) || !isNum(box[0]) || !isNum(box[1])) return null;
+    return {
       name: o.name,
       unit: typeof o.unit === "string" ? o.unit : "",
       label: typeof o.label === "string" ? o.label : o.name,
@@ -34,9 +30,8 @@ export function parseParamTable(x: unknown): ParamRow[] {
       period: isNum(o.period) ? o.period : null,
       non_negative: o.non_negative === true,
       opt_in: typeof o.opt_in === "string" ? o.opt_in : null,
-    });
-  }
-  return out;
+    };
+  });
 }
 
 /** The jointly fitted parameters (the six of SPEC §3), in table order. */

@@ -26,8 +26,18 @@ REPO = Path(__file__).resolve().parents[2]
 DEMO_NOTEBOOK = REPO / "notebooks" / "demo.ipynb"
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = os.environ.get("LIVESSB_CHROMIUM", "/usr/bin/chromium")
+STATIC = REPO / "python" / "livessb" / "static" / "widget.js"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def stack_problem() -> str:
+    """Why the browser tests cannot run here ("" when they can)."""
+    if not Path(CHROMIUM).exists():
+        return f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
+    if not STATIC.is_file():
+        return "front end not built (npm run build, or scripts/build-frontend.sh)"
+    return ""
 
 
 def free_port() -> int:

@@ -27,7 +27,6 @@ require(importable("playwright") and importable("jupyterlab"),
         "pip install playwright jupyterlab (the dev extra)")
 
 from lab import (  # noqa: E402
-    CHROMIUM,
     DEMO_NOTEBOOK,
     canvas_box,
     chromium,
@@ -42,15 +41,13 @@ from lab import (  # noqa: E402
     run_json,
     screenshot,
     show_canvas,
+    stack_problem,
     wait_crop,
     wait_status,
     widget_root,
 )
 
-require(Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
-
-STATIC = Path(__file__).resolve().parents[2] / "python" / "livessb" / "static" / "widget.js"
-require(STATIC.is_file(), "front end not built (scripts/build-frontend.sh)")
+require(not stack_problem(), stack_problem())
 
 FIT_PARAMETERS = ("C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")
 C10_TOLERANCE_A = 5.0  # demo gradient is 0.8 Å per scan column

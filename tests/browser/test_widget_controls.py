@@ -31,7 +31,6 @@ require(importable("playwright") and importable("jupyterlab"),
 
 from lab import (  # noqa: E402
     ARTIFACTS,
-    CHROMIUM,
     DEMO_NOTEBOOK,
     canvas_pixels_digest,
     chromium,
@@ -44,14 +43,13 @@ from lab import (  # noqa: E402
     run_json,
     screenshot,
     show_canvas,
+    stack_problem,
     wait_preview,
     wait_status,
     widget_root,
 )
 
-require(Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
-STATIC = Path(__file__).resolve().parents[2] / "python" / "livessb" / "static" / "widget.js"
-require(STATIC.is_file(), "front end not built (npm run build)")
+require(not stack_problem(), stack_problem())
 
 LATTICE_A = 3.905  # the demo's SrTiO3-like square lattice (simulate.demo_dataset)
 PROGRESS: dict[str, str | None] = {}  # the progress bar as seen while the fit ran
