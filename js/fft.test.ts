@@ -65,7 +65,7 @@ describe("FFT", () => {
     const bc = best % n;
     expect(br).toBe(32);
     expect(Math.abs(bc - 32)).toBe(8);
-    expect(s.power[32 * n + 32]).toBeLessThan(1e-6 * s.power[best]); // the mean is removed
+    expect(s.power[32 * n + 32]).toBeLessThan(1e-20 * s.power[best]); // the (tapered) mean is removed
     const shown = logDisplay(s);
     expect(Math.max(...shown)).toBe(1);
   });

@@ -73,13 +73,21 @@ export function powerSpectrum(
   const cols = nextPow2(w);
   const re = new Float64Array(rows * cols);
   const im = new Float64Array(rows * cols);
-  let mean = 0;
-  for (let r = 0; r < h; r++) for (let c = 0; c < w; c++) mean += values[(r0 + r) * width + c0 + c];
-  mean /= h * w;
   const hann = (k: number, n: number) => (n > 1 ? 0.5 - 0.5 * Math.cos((2 * Math.PI * (k + 0.5)) / n) : 1);
+  const wr = Float64Array.from({ length: h }, (_, k) => hann(k, h));
+  const wc = Float64Array.from({ length: w }, (_, k) => hann(k, w));
+  // the taper-weighted mean: removing it leaves exactly zero at zero frequency
+  let sum = 0;
+  let weight = 0;
   for (let r = 0; r < h; r++) {
-    const wr = hann(r, h);
-    for (let c = 0; c < w; c++) re[r * cols + c] = (values[(r0 + r) * width + c0 + c] - mean) * wr * hann(c, w);
+    for (let c = 0; c < w; c++) {
+      sum += values[(r0 + r) * width + c0 + c] * wr[r] * wc[c];
+      weight += wr[r] * wc[c];
+    }
+  }
+  const mean = sum / weight;
+  for (let r = 0; r < h; r++) {
+    for (let c = 0; c < w; c++) re[r * cols + c] = (values[(r0 + r) * width + c0 + c] - mean) * wr[r] * wc[c];
   }
   fft2d(re, im, rows, cols);
   const power = new Float64Array(rows * cols);

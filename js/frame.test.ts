@@ -8,6 +8,15 @@ describe("frame decoding", () => {
     const codes = decodeCodes(buf.subarray(1), 2, 2);
     expect(Array.from(codes)).toEqual([0x1234, 65535, 0, 1]);
   });
+  it("aligned and unaligned buffers decode alike", () => {
+    const buf = new Uint8Array(2 + 2 * 6);
+    for (let i = 0; i < buf.length; i++) buf[i] = (37 * i + 11) % 256;
+    const aligned = decodeCodes(buf.subarray(2), 2, 3);
+    const copy = new Uint8Array(1 + 12);
+    copy.set(buf.subarray(2), 1);
+    expect(Array.from(decodeCodes(copy.subarray(1), 3, 2))).toEqual(Array.from(aligned));
+    expect(aligned[0]).toBe(buf[2] + 256 * buf[3]);
+  });
   it("refuses a buffer of the wrong size, naming both sizes", () => {
     expect(() => decodeCodes(new Uint8Array(6), 2, 2)).toThrow(/6 bytes, expected 8/);
     expect(() => decodeCodes(new Uint8Array(0), 0, 2)).toThrow(/empty/);

@@ -4,6 +4,7 @@
 import { LUT_SIZE } from "./colormaps";
 
 export const CODE_MAX = 65535;
+const LITTLE_ENDIAN_HOST = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
 
 export interface Frame {
   codes: Uint16Array;
@@ -19,6 +20,9 @@ export function decodeCodes(bytes: Uint8Array, rows: number, cols: number): Uint
   if (!Number.isInteger(n) || n <= 0) throw new Error(`frame shape ${rows}×${cols} is empty`);
   if (bytes.byteLength !== 2 * n) {
     throw new Error(`frame buffer has ${bytes.byteLength} bytes, expected ${2 * n} for ${rows}×${cols} uint16`);
+  }
+  if (LITTLE_ENDIAN_HOST && bytes.byteOffset % 2 === 0) {
+    return new Uint16Array(bytes.buffer, bytes.byteOffset, n).slice(); // a copy: the buffer is the comm's
   }
   const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const codes = new Uint16Array(n);

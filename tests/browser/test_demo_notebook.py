@@ -105,6 +105,12 @@ def _scenario(page, lab, shape, t) -> None:
     first = panel_state(root, "r1")
     second = panel_state(root, "r2")
     assert first["visible"] and second["visible"], (first, second)
+    for rid in ("r1", "r2"):  # every crop carries a scale bar: a round length and its unit
+        bar = root.locator(f'[data-region-id="{rid}"]').get_by_label("scale bar", exact=True)
+        number, unit = bar.inner_text().split()
+        assert float(number) > 0 and unit in ("Å", "nm"), bar.inner_text()
+    root.get_by_label("region crops", exact=True).screenshot(
+        path=str(Path("test-artifacts") / "02-crops-with-scale-bars.png"))
     assert first["status"] == "done" and second["status"] == "done"
     regions = run_json(page, "w.regions")
     bounds = {r["id"]: (r["row_start"], r["row_stop"], r["col_start"], r["col_stop"])
