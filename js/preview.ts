@@ -71,6 +71,7 @@ export class PreviewController {
       this.root.dataset.previewFrame = String(this.painted);
       this.root.dataset.previewSeq = String(meta.seq);
       this.root.dataset.previewShape = `${meta.shape[0]}x${meta.shape[1]}`;
+      this.root.dataset.previewView = meta.view;
       this.scan.setLoss(meta.loss);
       this.updateFFT();
     } catch (err) {

@@ -156,6 +156,53 @@ def test_colormap_repaints(ui):
     label(root, "colormap").select_option("gray")
 
 
+def test_manual_contrast_over_the_histogram(ui):
+    _page, _lab, root = ui
+    auto = canvas_pixels_digest(root, "scan image")
+    assert label(root, "histogram").is_visible()
+    hist = canvas_pixels_digest(root, "histogram")
+    lo = float(label(root, "contrast min").input_value())
+    hi = float(label(root, "contrast max").input_value())
+    label(root, "contrast max").fill(str(lo + 0.5 * (hi - lo)))
+    label(root, "contrast max").press("Tab")  # change event
+    assert canvas_pixels_digest(root, "scan image") != auto
+    assert canvas_pixels_digest(root, "histogram") != hist  # the limit markers moved
+    label(root, "auto contrast").click()
+    assert canvas_pixels_digest(root, "scan image") == auto
+
+
+def test_amplitude_view_and_back(ui):
+    _page, _lab, root = ui
+    state = preview_state(root)
+    label(root, "view").select_option("amplitude")
+    root.locator("xpath=self::*[@data-preview-view='amplitude']").wait_for(timeout=120_000)
+    assert preview_state(root)["frame"] > state["frame"]
+    label(root, "view").select_option("phase")
+    root.locator("xpath=self::*[@data-preview-view='phase']").wait_for(timeout=120_000)
+
+
+def test_controls_come_from_the_parameter_table(ui):
+    page, _lab, root = ui
+    table = run_json(page, "w.param_table")
+    for row in table:
+        assert label(root, f"{row['name']} slider").count() == 1, row["name"]
+        assert label(root, f"{row['name']} value").count() == 1, row["name"]
+        slider = label(root, f"{row['name']} slider")
+        assert float(slider.get_attribute("min")) <= row["box"][0]
+        assert float(slider.get_attribute("max")) >= row["box"][1]
+    higher = [r for r in table if r["opt_in"] is not None]
+    if higher:  # a higher order, steered from the collapsible panel
+        root.get_by_label("higher orders", exact=True).click()
+        name = higher[-1]["name"]
+        value = round(0.25 * (higher[-1]["box"][0] + higher[-1]["box"][1]) + 1.0, 0)
+        state = preview_state(root)
+        label(root, f"{name} value").fill(str(value))
+        wait_preview(root, state["frame"] + 1, params={name: value})
+        label(root, f"{name} value").fill("0")
+        root.get_by_label("higher orders", exact=True).click()
+        label(root, "reset to fit").click()
+
+
 def test_wheel_zoom_and_reset_view(ui):
     page, _lab, root = ui
     show_canvas(root)
