@@ -63,6 +63,7 @@ export class PreviewController {
     const bytes = buffers?.length ? toBytes(buffers[0]) : null;
     if (!bytes || isStale(meta.seq, this.lastPainted)) return true;
     try {
+      const t0 = performance.now();
       const codes = decodeCodes(bytes, meta.shape[0], meta.shape[1]);
       this.lastPainted = meta.seq;
       this.display.show({ codes, rows: meta.shape[0], cols: meta.shape[1], lo: meta.range[0], hi: meta.range[1] }, meta);
@@ -74,6 +75,7 @@ export class PreviewController {
       this.root.dataset.previewView = meta.view;
       this.scan.setLoss(meta.loss);
       this.updateFFT();
+      this.root.dataset.paintMs = (performance.now() - t0).toFixed(2); // browser cost of the last frame
     } catch (err) {
       this.notice(`cannot show frame: ${String(err)}`);
     }

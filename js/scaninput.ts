@@ -43,7 +43,10 @@ export class ScanInput {
     on("pointerup", (e) => this.up(e));
     on("pointercancel", () => this.cancel());
     on("wheel", (e) => this.wheel(e), { passive: false });
-    on("auxclick", (e) => e.preventDefault());
+    on("auxclick", (e) => e.preventDefault()); // no middle-click paste
+    on("mousedown", (e) => {
+      if (e.button === 1) e.preventDefault(); // no autoscroll: the middle button pans
+    });
     on("keydown", (e) => {
       if (e.key === " ") {
         this.space = true;

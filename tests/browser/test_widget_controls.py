@@ -434,6 +434,7 @@ def test_frames_per_second_of_a_slider_drag(ui):
               "frame_shape": root.get_attribute("data-preview-shape"),
               "frames_painted": painted, "drag_s": round(elapsed, 3),
               "frames_per_s": round(fps, 2), "pointer_moves": i,
+              "browser_ms_last_frame": float(root.get_attribute("data-paint-ms") or "nan"),
               "load_average_1min": round(os.getloadavg()[0], 2),
               "commit": commit, "date": datetime.date.today().isoformat()}
     (ARTIFACTS / "widget-fps.json").write_text(json.dumps(record, indent=2))
