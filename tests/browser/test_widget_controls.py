@@ -212,6 +212,25 @@ def test_wheel_zoom_and_reset_view(ui):
     page.wait_for_function("(el) => Number(el.dataset.zoom) > 1", arg=root.element_handle())
     assert float(root.get_attribute("data-zoom")) > 1
     shot(page, root, "13-zoomed")
+    # pan: middle button, then space + left button; neither draws a region
+    regions = run_json(page, "w.regions")
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    before = canvas_pixels_digest(root, "scan image")
+    page.mouse.move(cx, cy)
+    page.mouse.down(button="middle")
+    page.mouse.move(cx + 60, cy + 40, steps=5)
+    page.mouse.up(button="middle")
+    panned = canvas_pixels_digest(root, "scan image")
+    assert panned != before
+    label(root, "scan image").focus()
+    page.keyboard.down(" ")
+    page.mouse.move(cx, cy)
+    page.mouse.down()
+    page.mouse.move(cx - 80, cy - 30, steps=5)
+    page.mouse.up()
+    page.keyboard.up(" ")
+    assert canvas_pixels_digest(root, "scan image") != panned
+    assert run_json(page, "w.regions") == regions
     label(root, "reset view").click()
     page.wait_for_function("(el) => Number(el.dataset.zoom) === 1", arg=root.element_handle())
     page.mouse.move(box["x"] + box["width"] * 0.5, box["y"] + box["height"] * 0.5)
