@@ -90,6 +90,11 @@ def label(root, name):
     return root.get_by_label(name, exact=True)
 
 
+def next_frame(page):
+    """After the next animation frame (the scan view repaints in one)."""
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)))")
+
+
 def shot(page, root, name):
     """The widget itself (scrolled into view) and the whole window."""
     ARTIFACTS.mkdir(exist_ok=True)
@@ -220,6 +225,7 @@ def test_wheel_zoom_and_reset_view(ui):
     page.mouse.down(button="middle")
     page.mouse.move(cx + 60, cy + 40, steps=5)
     page.mouse.up(button="middle")
+    next_frame(page)
     panned = canvas_pixels_digest(root, "scan image")
     assert panned != before
     label(root, "scan image").focus()
@@ -229,6 +235,7 @@ def test_wheel_zoom_and_reset_view(ui):
     page.mouse.move(cx - 80, cy - 30, steps=5)
     page.mouse.up()
     page.keyboard.up(" ")
+    next_frame(page)
     assert canvas_pixels_digest(root, "scan image") != panned
     assert run_json(page, "w.regions") == regions
     label(root, "reset view").click()
