@@ -427,9 +427,9 @@ def test_launch_demo_notebook_copies_and_starts_jupyterlab(monkeypatch, tmp_path
     cmd = calls[0]
     assert "jupyterlab" in cmd and "--port=8899" in cmd and "--no-browser" in cmd
     assert cmd[-2] == "demo.ipynb" and cmd[-1] == f"cwd={tmp_path / 'd'}"
-    # the packaged copy matches the repository notebook
+    # the copy is the packaged notebook, stored once: notebooks/demo.ipynb links to it
+    assert nb.read_text() == demo_launch.demo_notebook_path().read_text()
     repo_nb = Path(__file__).resolve().parents[1] / "notebooks" / "demo.ipynb"
-    assert (demo_launch._PACKAGED.read_text() == repo_nb.read_text())
-    # outputs stripped
-    for cell in json.loads(repo_nb.read_text())["cells"]:
+    assert repo_nb.is_symlink() and repo_nb.resolve() == demo_launch._PACKAGED.resolve()
+    for cell in json.loads(demo_launch.demo_notebook_path().read_text())["cells"]:
         assert not cell.get("outputs") and cell.get("execution_count") is None

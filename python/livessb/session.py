@@ -17,7 +17,9 @@ from .calibration import (
     save_calibration,
 )
 from .dataset import Dataset4D
+from .diagnostics import SessionDiagnostics
 from .engine import make_engine
+from .engine.protocol import Engine
 from .fit.joint import BranchFit, joint_fit, refine_rotation
 from .fit.model import ThickSampleModel
 from .fit.search import Box, box_is_mirror_symmetric, fit_names, mirror_in_box, mirror_params
@@ -54,7 +56,8 @@ class Session:
                 "counts with livessb.Dataset4D(counts, voltage_kV=..., semiangle_mrad=..., "
                 "scan_step_A=...) or use livessb.load(path)")
         self.dataset = dataset
-        self._engine: Any = make_engine(dataset, device, staging_budget_MiB=staging_budget_MiB)
+        self._engine: Engine | None = make_engine(
+            dataset, device, staging_budget_MiB=staging_budget_MiB)
         self.device: str = self._engine.name
         self.upsample_factor = auto_upsample(dataset.scan_step_A, dataset.k_alpha)
         self._full: ThickSampleModel | None = None
@@ -77,7 +80,7 @@ class Session:
         """Candidate evaluations (losses or derivatives) this session has run."""
         return self._evaluations_at_close if self._engine is None else self._engine.evaluations
 
-    def _check_open(self) -> Any:
+    def _check_open(self) -> Engine:
         if self._engine is None:
             raise SessionClosedError(
                 "this session is closed; results already returned stay valid — open a new "
@@ -364,6 +367,11 @@ class Session:
             b = self.check_bounds(fit.bounds)
             crop = self.reconstruct(fit.params).crop(b)
             self.regions[rid] = RegionResult(id=rid, bounds=b, fit=fit, crop=crop)
+
+    @property
+    def diagnostics(self) -> SessionDiagnostics:
+        """Engine internals for benchmarks and tests (``livessb.diagnostics``); open only."""
+        return SessionDiagnostics(self._check_open(), self._full)
 
     def _provenance(
         self, trials: int, seed: int, box: Box, objective: str, **extra: Any,
