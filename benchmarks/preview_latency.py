@@ -11,7 +11,7 @@ frame's parts (reconstruction, loss, quantisation) directly over the same sweep.
 * CPU (default): the demo dataset (``livessb.simulate.demo_dataset``), geometry
   from a full-field fit of ``--trials`` trials.
 * ``--device cuda``: the SPEC §4 workload, 512² scan × 192² detector uint16
-  generated on the device, geometry from a short fit (as the CUDA benchmark does).
+  generated on the device (``livessb.bench``), geometry from a short fit.
 
     python benchmarks/preview_latency.py [--device cpu|cuda] [--steps 100] [--json OUT]
 """
@@ -60,11 +60,9 @@ def _summary(values_s: list[float]) -> dict[str, Any]:
 
 def _gpu_session(seed: int) -> tuple[Any, str]:
     """The SPEC §4 512² workload on the device, geometry from a short fit."""
-    try:  # the benchmark helpers live in livessb.bench (earlier: livessb.benchmark)
-        from livessb.bench.timing import full_field_session
-    except ImportError:
-        from livessb.benchmark import full_field_session  # type: ignore[no-redef]
     import cupy as cp
+
+    from livessb.bench.timing import full_field_session
 
     session, _fit = full_field_session(512, seed=seed)
     name = cp.cuda.runtime.getDeviceProperties(0)["name"].decode()
