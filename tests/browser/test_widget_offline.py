@@ -122,9 +122,9 @@ def test_live_region_edits_are_throttled_and_latest_wins(page):
     assert 1 <= len(sets) < 30  # throttled during the drag, never one per move
     final = sets[-1][0]  # the last edit is the drag's end: pixels from floor(start) to ceil(end)
     scale = box["width"] / 96  # CSS px per scan px
-    first, cols_end, rows_end = math.floor(20 / scale), math.ceil(170 / scale), math.ceil(140 / scale)
-    assert (final["col_start"], final["col_stop"]) == (first, cols_end)
-    assert (final["row_start"], final["row_stop"]) == (first, rows_end)
+    first = math.floor(20 / scale)
+    assert (final["col_start"], final["col_stop"]) == (first, math.ceil(170 / scale))
+    assert (final["row_start"], final["row_stop"]) == (first, math.ceil(140 / scale))
 
 
 def test_live_regions_off_sends_only_on_release(page):
