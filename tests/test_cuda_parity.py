@@ -127,7 +127,7 @@ def test_losses_and_derivatives_match_cpu(thick, bounds):
 
 
 def test_opt_in_coefficients_generic_path_matches_cpu(thick):
-    from livessb.fit.search import fit_names
+    from livessb.params import fit_names
 
     ds, _ = thick
     names = fit_names(("C21", "C23", "C30"))

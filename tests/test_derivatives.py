@@ -13,8 +13,7 @@ import torch
 
 from helpers import disk_dataset
 from livessb.engine.cpu import CPUEngine
-from livessb.fit.search import fit_names
-from livessb.params import JOINT
+from livessb.params import JOINT, fit_names
 
 torch.set_default_dtype(torch.float64)
 

@@ -126,7 +126,7 @@ def test_reconstruction_phase_matches_true_object(small, fitted) -> None:  # typ
 def test_comparison_objectives_prefer_the_truth(small, fitted) -> None:  # type: ignore[no-untyped-def]
     _, truth = small
     model = fitted.diagnostics.full_model
-    good = np.array([[truth.params[k] for k in livessb.results.FIT_PARAMETERS]])
+    good = np.array([[truth.params[k] for k in livessb.params.JOINT]])
     bad = good + np.array([[120.0, 0, 0, 0, 0, 0]])
     for objective in ("vp", "coherence", "phase_variance"):
         lg, lb = model.evaluate(np.vstack([good, bad]), objective)
@@ -198,7 +198,7 @@ def test_diagnostic_plots_from_a_fit(fitted) -> None:  # type: ignore[no-untyped
     figs = fitted.plot_diagnostics()
     assert len(figs) == 3 and all(len(f.axes) >= 1 for f in figs)
     loss = fitted.loss_evaluator()(np.array([[fitted.full_fit.params[k]
-                                              for k in livessb.results.FIT_PARAMETERS]]))
+                                              for k in livessb.params.JOINT]]))
     assert loss[0] == pytest.approx(fitted.full_fit.loss, rel=1e-9)
 
 

@@ -114,7 +114,7 @@ def test_full_fit_on_creation(ds):
         assert set(w.full_fit) >= {"params", "loss", "rotation_deg", "transpose", "timings"}
         assert set(w.full_fit) <= {"params", "loss", "errors", "rotation_deg", "transpose",
                                    "timings"}
-        assert set(w.full_fit["params"]) >= set(livessb.results.FIT_PARAMETERS)
+        assert set(w.full_fit["params"]) >= set(livessb.params.JOINT)
         assert w.full_fit["timings"]["total_s"] > 0
         f = w.upsample
         assert f == w.session.upsample_factor
@@ -177,7 +177,7 @@ def test_pipeline_fills_results_and_sends_png_crop(fitted):
     assert res["status"] == "done", res
     assert res["generation"] == w._scheduler.generation("r1")
     assert res["trials"] and res["trials"][0]["loss"] == min(t["loss"] for t in res["trials"])
-    assert set(res["params"]) >= set(livessb.results.FIT_PARAMETERS)
+    assert set(res["params"]) >= set(livessb.params.JOINT)
     assert np.isfinite(res["loss"])
     assert res["bounds"] == [2, 14, 4, 16]
     crops = sent.crops("r1")

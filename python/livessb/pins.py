@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
+from ._version import __version__
 from .atomic import atomic_write_text
 from .export import ExportError
 from .params import JOINT, to_vector

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..engine.protocol import Engine
-from ..physics.overlap import PARAMS
+from ..params import JOINT
 from ..results import Bounds
 
 
@@ -42,19 +42,19 @@ class ThickSampleModel:
         self._live().set_rotation(self.spectra, theta, transpose)
 
     def evaluate(
-        self, candidates: np.ndarray, objective: str = "vp", names: tuple[str, ...] = PARAMS
+        self, candidates: np.ndarray, objective: str = "vp", names: tuple[str, ...] = JOINT
     ) -> np.ndarray:
         return self._live().evaluate(self.spectra, candidates, objective, names)
 
     def evaluate_rotations(
         self, thetas: np.ndarray, transpose: bool, candidate: np.ndarray,
-        names: tuple[str, ...] = PARAMS,
+        names: tuple[str, ...] = JOINT,
     ) -> np.ndarray:
         return self._live().evaluate_rotations(self.spectra, thetas, transpose,
                                                candidate, names)
 
     def derivatives(
-        self, candidates: np.ndarray, names: tuple[str, ...] = PARAMS
+        self, candidates: np.ndarray, names: tuple[str, ...] = JOINT
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self._live().derivatives(self.spectra, candidates, names)
 
