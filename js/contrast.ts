@@ -16,21 +16,21 @@ export function codeCounts(codes: Uint16Array): Uint32Array {
 export function percentiles(frame: Frame, qs: readonly number[], counts = codeCounts(frame.codes)): number[] {
   const n = frame.codes.length;
   if (n === 0) return qs.map(() => NaN);
-  // value of the k-th order statistic (0-based), by walking the cumulative counts
-  const orderStat = (k: number): number => {
-    let seen = 0;
-    for (let code = 0; code <= CODE_MAX; code++) {
-      seen += counts[code];
-      if (seen > k) return codeToValue(frame, code);
-    }
-    return codeToValue(frame, CODE_MAX);
-  };
-  return qs.map((q) => {
-    const pos = (Math.min(Math.max(q, 0), 100) / 100) * (n - 1);
+  const positions = qs.map((q) => (Math.min(Math.max(q, 0), 100) / 100) * (n - 1));
+  // the order statistics needed (k and k+1 of each position), found in one cumulative walk
+  const wanted = [...new Set(positions.flatMap((pos) => [Math.floor(pos), Math.min(Math.floor(pos) + 1, n - 1)]))].sort((a, b) => a - b);
+  const stat = new Map<number, number>();
+  let seen = 0;
+  let next = 0;
+  for (let code = 0; code <= CODE_MAX && next < wanted.length; code++) {
+    seen += counts[code];
+    while (next < wanted.length && seen > wanted[next]) stat.set(wanted[next++], codeToValue(frame, code));
+  }
+  return positions.map((pos) => {
     const k = Math.floor(pos);
-    const a = orderStat(k);
+    const a = stat.get(k)!;
     if (k + 1 >= n || pos === k) return a;
-    return a + (pos - k) * (orderStat(k + 1) - a);
+    return a + (pos - k) * (stat.get(k + 1)! - a);
   });
 }
 
@@ -50,9 +50,9 @@ export interface Histogram {
 /** `bins` equal bins over the frame's value range [lo, hi]. */
 export function histogram(frame: Frame, bins: number, counts = codeCounts(frame.codes)): Histogram {
   const out = new Uint32Array(bins);
+  const perCode = bins / (CODE_MAX + 1);
   for (let code = 0; code <= CODE_MAX; code++) {
-    if (counts[code] === 0) continue;
-    out[Math.min(bins - 1, Math.floor((code / (CODE_MAX + 1)) * bins))] += counts[code];
+    if (counts[code] !== 0) out[Math.min(bins - 1, Math.floor(code * perCode))] += counts[code];
   }
   return { counts: out, lo: frame.lo, hi: frame.hi };
 }

@@ -47,6 +47,14 @@ describe("painting through a LUT", () => {
     expect(px[8]).toBe(255); // value ≈ 1.0 = cmax
     expect(px[12]).toBe(128); // value ≈ 0.5
   });
+  it("the painted index of every code is lutIndex of its value", () => {
+    const codes = new Uint16Array(65536).map((_, i) => i);
+    const f: Frame = { codes, rows: 256, cols: 256, lo: -1.3, hi: 2.9 };
+    const px = paintFrame(f, lut("gray"), -0.7, 1.1);
+    for (let code = 0; code < 65536; code += 7) {
+      expect(px[4 * code]).toBe(lutIndex(codeToValue(f, code), -0.7, 1.1));
+    }
+  });
   it("a different colormap changes the pixels", () => {
     const f: Frame = { codes: new Uint16Array([1000, 30000, 60000]), rows: 1, cols: 3, lo: 0, hi: 1 };
     const a = paintFrame(f, lut("gray"), 0, 1);

@@ -59,7 +59,17 @@ export function paintFrame(
   const n = frame.codes.length;
   const rgba = out && out.length === 4 * n ? out : new Uint8ClampedArray(4 * n);
   const index = new Uint8Array(CODE_MAX + 1);
-  for (let code = 0; code <= CODE_MAX; code++) index[code] = lutIndex(codeToValue(frame, code), cmin, cmax);
+  if (cmax > cmin) {
+    // lutIndex(codeToValue(code)) inlined: the same arithmetic, without 65536 calls
+    const span = frame.hi - frame.lo;
+    const width = cmax - cmin;
+    for (let code = 0; code <= CODE_MAX; code++) {
+      const t = Math.floor(((frame.lo + (span * code) / CODE_MAX - cmin) / width) * LUT_SIZE);
+      index[code] = t < 0 ? 0 : t > LUT_SIZE - 1 ? LUT_SIZE - 1 : t;
+    }
+  } else {
+    for (let code = 0; code <= CODE_MAX; code++) index[code] = lutIndex(codeToValue(frame, code), cmin, cmax);
+  }
   for (let i = 0; i < n; i++) {
     const k = 4 * index[frame.codes[i]];
     const o = 4 * i;
