@@ -11,7 +11,8 @@ export interface ParamRow {
   digits: number;
   period: number | null;
   non_negative: boolean;
-  opt_in: string | null; // null: one of the jointly fitted parameters
+  opt_in: string | null; // null (and fittable): one of the jointly fitted parameters
+  fittable: boolean; // false: reconstruction only (higher orders steered by hand)
 }
 
 const isNum = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
@@ -30,18 +31,21 @@ export function parseParamTable(x: unknown): ParamRow[] {
       period: isNum(o.period) ? o.period : null,
       non_negative: o.non_negative === true,
       opt_in: typeof o.opt_in === "string" ? o.opt_in : null,
+      fittable: o.fittable !== false,
     };
   });
 }
 
+const isJoint = (r: ParamRow): boolean => r.fittable && r.opt_in === null;
+
 /** The jointly fitted parameters (the six of SPEC §3), in table order. */
 export function jointRows(table: readonly ParamRow[]): ParamRow[] {
-  return table.filter((r) => r.opt_in === null);
+  return table.filter(isJoint);
 }
 
-/** Higher orders and other opt-in coefficients. */
+/** Higher orders: opt-in coefficients and the reconstruction-only ones. */
 export function higherRows(table: readonly ParamRow[]): ParamRow[] {
-  return table.filter((r) => r.opt_in !== null);
+  return table.filter((r) => !isJoint(r));
 }
 
 export interface SliderRange {

@@ -21,7 +21,8 @@ interface Control {
 }
 
 const ROTATION: ParamRow = {
-  name: "rotation", unit: "°", label: "rotation", box: [-180, 180], digits: 2, period: 360, non_negative: false, opt_in: "rotation",
+  name: "rotation", unit: "°", label: "rotation", box: [-180, 180], digits: 2, period: 360, non_negative: false,
+  opt_in: "rotation", fittable: false,
 };
 
 export class SteeringPanel {

@@ -195,11 +195,20 @@ def test_controls_come_from_the_parameter_table(ui):
         slider = label(root, f"{row['name']} slider")
         assert float(slider.get_attribute("min")) <= row["box"][0]
         assert float(slider.get_attribute("max")) >= row["box"][1]
-    higher = [r for r in table if r["opt_in"] is not None]
+    joint = [r for r in table if r.get("fittable", True) and r["opt_in"] is None]
+    assert [r["name"] for r in joint] == ["C10", "C12", "phi12", "tilt_row_mrad",
+                                          "tilt_col_mrad", "depth"]
+    for row in joint:  # in front, each with a lock
+        assert label(root, f"{row['name']} slider").is_visible()
+        assert label(root, f"{row['name']} lock").count() == 1
+    higher = [r for r in table if r not in joint]
+    for row in higher:  # folded away until the panel opens
+        assert not label(root, f"{row['name']} slider").is_visible(), row["name"]
     if higher:  # a higher order, steered from the collapsible panel
         root.get_by_label("higher orders", exact=True).click()
-        name = higher[-1]["name"]
-        value = round(0.25 * (higher[-1]["box"][0] + higher[-1]["box"][1]) + 1.0, 0)
+        row = next((r for r in reversed(higher) if r["unit"] == "Å"), higher[-1])
+        name = row["name"]
+        value = round(0.25 * (row["box"][0] + row["box"][1]) + 1.0, 0)
         state = preview_state(root)
         label(root, f"{name} value").fill(str(value))
         wait_preview(root, state["frame"] + 1, params={name: value})

@@ -165,3 +165,18 @@ def test_refine_sends_the_locked_parameters(page):
     assert sorted(refine[0]["locked"]) == ["C12", "depth"]
     assert refine[0]["params"]["depth"] == 25
     assert refine[0]["params"]["C10"] == -40  # the fit's values elsewhere
+
+
+def test_six_fitted_parameters_in_front_higher_orders_in_their_panel(page):
+    front = page.locator(".livessb-steering > .livessb-sliders > [data-param]")
+    assert [n for n in front.evaluate_all("els => els.map(e => e.dataset.param)")] == [
+        "C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth", "rotation"]
+    higher = page.locator(".livessb-higher [data-param]")
+    assert higher.evaluate_all("els => els.map(e => e.dataset.param)") == ["C30", "C32"]
+    assert not label(page, "C32 slider").is_visible()
+    page.get_by_label("higher orders", exact=True).click()
+    assert label(page, "C32 slider").is_visible()
+    assert label(page, "C32 lock").count() == 0  # never fitted: nothing to lock
+    readout = page.locator(".livessb-readout [data-param]")
+    shown = readout.evaluate_all("els => els.map(e => e.dataset.param)")
+    assert "C32" not in shown and "C10" in shown
