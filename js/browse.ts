@@ -49,6 +49,12 @@ export class Browse {
     this.preview.request();
   }
 
+  /** Nothing browsed any more (the controls went back to the fit). */
+  clearActive(): void {
+    this.index = -1;
+    this.trialsList.setActive(-1);
+  }
+
   /** ←/→ */
   step(delta: number): void {
     const i = stepIndex(this.index, delta, this.trials.length);

@@ -127,6 +127,7 @@ const render: Render<Traits> = ({ model, el }) => {
     const fit = fullFit();
     if (!fit.params) return;
     steering.setValues(completeParams(browse.table, fit.params), fit.rotation_deg ?? null);
+    browse.clearActive();
     preview.request();
   }
 

@@ -474,6 +474,10 @@ def test_frames_per_second_of_a_slider_drag(ui):
               "commit": commit, "date": datetime.date.today().isoformat()}
     (ARTIFACTS / "widget-fps.json").write_text(json.dumps(record, indent=2))
     target = os.environ.get("LIVESSB_FPS_JSON")
-    if target:
-        Path(target).write_text(json.dumps(record, indent=2))
+    if target:  # runs accumulate: the shared 2-core host's load varies from run to run
+        path = Path(target)
+        doc = json.loads(path.read_text()) if path.is_file() else {}
+        runs = doc.get("runs", [doc] if doc else [])
+        path.write_text(json.dumps({"benchmark": record["benchmark"], "runs": [*runs, record]},
+                                   indent=2) + "\n")
     print(f"frames per second during a 3 s slider drag: {fps:.1f}")
