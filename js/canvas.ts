@@ -1,6 +1,6 @@
 // Painting the scan image, region overlays, labels and handles on a canvas.
 import type { Region } from "./model";
-import { HANDLES, handlePoint, rectToCanvas, scanToCanvas, type Viewport } from "./regions";
+import { HANDLES, handlePoint, rectToCanvas, scanToCanvas, type Shape, type Viewport } from "./regions";
 
 const PALETTE = ["#ff595e", "#1982c4", "#8ac926", "#ffca3a", "#6a4c93", "#ff924c", "#36c5b0", "#f15bb5"];
 
@@ -16,9 +16,11 @@ export function regionColor(id: string): string {
 export const HANDLE_PX = 8;
 
 export interface Scene {
-  image: CanvasImageSource | null;
+  image: CanvasImageSource | null; // covers the whole scan
+  shape: Shape; // scan px
   regions: readonly Region[];
   selected: string | null;
+  refused: string | null; // a region drawn too small: painted red, not committed
   viewport: Viewport;
   width: number; // canvas CSS px
   height: number;
@@ -45,14 +47,15 @@ export function paint(ctx: CanvasRenderingContext2D, scene: Scene): void {
   ctx.fillRect(0, 0, scene.width, scene.height);
   if (scene.image) {
     ctx.imageSmoothingEnabled = false;
-    ctx.drawImage(scene.image, vp.offsetX, vp.offsetY, scene.width - 2 * vp.offsetX, scene.height - 2 * vp.offsetY);
+    ctx.drawImage(scene.image, vp.offsetX, vp.offsetY, scene.shape.cols * vp.scale, scene.shape.rows * vp.scale);
   }
-  for (const region of scene.regions) paintRegion(ctx, region, region.id === scene.selected, vp);
+  for (const region of scene.regions) {
+    paintRegion(ctx, region, region.id === scene.selected, vp, region.id === scene.refused ? "#ff0000" : regionColor(region.id));
+  }
   ctx.restore();
 }
 
-function paintRegion(ctx: CanvasRenderingContext2D, region: Region, selected: boolean, vp: Viewport): void {
-  const color = regionColor(region.id);
+function paintRegion(ctx: CanvasRenderingContext2D, region: Region, selected: boolean, vp: Viewport, color: string): void {
   const box = rectToCanvas(region, vp);
   ctx.lineWidth = selected ? 2.5 : 1.5;
   ctx.strokeStyle = color;

@@ -3,15 +3,11 @@
 import { regionColor } from "./canvas";
 import { element } from "./dom";
 import { fmt, type Region, type RegionResult, type Status } from "./model";
+import { formatParam, jointRows, type ParamRow } from "./paramtable";
+import { ScaleBarView } from "./scalebarview";
 
-const PARAM_ROWS: [key: string, label: string, unit: string, digits: number][] = [
-  ["C10", "C10", "Å", 1],
-  ["C12", "C12", "Å", 1],
-  ["phi12", "φ12", "rad", 3],
-  ["tilt_row_mrad", "tilt r", "mrad", 2],
-  ["tilt_col_mrad", "tilt c", "mrad", 2],
-  ["depth", "depth", "Å", 1],
-];
+const CROP_W = 176; // CSS box of the crop image (widget.css)
+const CROP_H = 220;
 
 interface Panel {
   root: HTMLElement;
@@ -19,6 +15,7 @@ interface Panel {
   img: HTMLImageElement;
   params: HTMLElement;
   statusEl: HTMLElement;
+  scaleBar: ScaleBarView;
   url: string | null;
   generation: number; // generation of the crop currently shown (-1: none)
 }
@@ -27,6 +24,8 @@ export class CropPanels {
   readonly el: HTMLElement;
   private panels = new Map<string, Panel>();
   private onSelect: (id: string) => void;
+  private table: readonly ParamRow[] = [];
+  private samplingA: number | null = null; // Å per crop pixel
 
   constructor(onSelect: (id: string) => void) {
     this.el = element("div", "livessb-crops", "region crops");
@@ -34,6 +33,13 @@ export class CropPanels {
   }
 
   /** Create/remove panels to match the regions; refresh texts from the results. */
+  /** The parameter table (rows shown per crop) and Å per crop pixel (scale bars). */
+  configure(table: readonly ParamRow[], samplingA: number | null): void {
+    this.table = table;
+    this.samplingA = samplingA;
+    for (const panel of this.panels.values()) this.updateScaleBar(panel);
+  }
+
   sync(regions: readonly Region[], results: Record<string, RegionResult>, selected: string | null): void {
     const ids = new Set(regions.map((r) => r.id));
     for (const [id, panel] of this.panels) {
@@ -61,6 +67,7 @@ export class CropPanels {
       panel.img.dataset.generation = String(generation);
       panel.img.dataset.paintedAt = String(performance.now());
       panel.img.hidden = false;
+      this.updateScaleBar(panel);
       if (old) URL.revokeObjectURL(old);
     };
     panel.img.src = url;
@@ -88,14 +95,26 @@ export class CropPanels {
     const img = element("img", "", `region crop ${id}`);
     img.alt = `phase crop of region ${id}`;
     img.hidden = true;
+    const stage = element("div", "livessb-crop-stage");
+    const scaleBar = new ScaleBarView();
+    stage.append(img, scaleBar.el);
     const params = element("div", "livessb-params");
     const statusEl = element("div", "livessb-panel-status");
     statusEl.setAttribute("role", "status");
-    root.append(title, img, params, statusEl);
+    root.append(title, stage, params, statusEl);
     this.el.append(root);
-    const panel: Panel = { root, title, img, params, statusEl, url: null, generation: -1 };
+    const panel: Panel = { root, title, img, params, statusEl, scaleBar, url: null, generation: -1 };
     this.panels.set(id, panel);
     return panel;
+  }
+
+  /** The crop is shown `object-fit: contain` in a CROP_W × CROP_H box. */
+  private updateScaleBar(panel: Panel): void {
+    const w = panel.img.naturalWidth;
+    const h = panel.img.naturalHeight;
+    if (!this.samplingA || w === 0 || h === 0) return;
+    const shownPxPerCropPx = Math.min(CROP_W / w, CROP_H / h);
+    panel.scaleBar.update(shownPxPerCropPx / this.samplingA, 0.4 * w * shownPxPerCropPx);
   }
 
   private update(panel: Panel, region: Region, result: RegionResult | undefined, selected: boolean): void {
@@ -117,7 +136,7 @@ export class CropPanels {
       v.textContent = text;
       panel.params.append(k, v);
     };
-    for (const [key, label, unit, digits] of PARAM_ROWS) row(key, label, params[key], `${fmt(params[key], digits)} ${unit}`);
+    for (const p of jointRows(this.table)) row(p.name, p.label, params[p.name], formatParam(p, params[p.name]));
     row("loss", "loss", result?.loss, fmt(result?.loss, 4));
     panel.statusEl.textContent = status === "error" ? `error: ${result?.error ?? ""}` : status;
   }

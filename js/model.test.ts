@@ -45,3 +45,29 @@ describe("model typing helpers", () => {
     expect(fmt(Number.NaN)).toBe("–");
   });
 });
+
+describe("frame, exported and progress messages", () => {
+  it("parseFrameMessage keeps typed fields and refuses malformed frames", async () => {
+    const { parseFrameMessage } = await import("./model");
+    const ok = parseFrameMessage({
+      type: "frame", seq: 7, params: { C10: -3, x: "no" }, rotation_deg: 12, loss: 0.25, view: "amplitude",
+      shape: [4, 6], range: [-1, 2], sampling_A: [0.3, 0.3],
+    });
+    expect(ok).toEqual({
+      type: "frame", seq: 7, params: { C10: -3 }, rotation_deg: 12, loss: 0.25, view: "amplitude",
+      shape: [4, 6], range: [-1, 2], sampling_A: [0.3, 0.3],
+    });
+    expect(parseFrameMessage({ type: "frame", seq: 1, shape: [0, 3], range: [0, 1] })).toBeNull();
+    expect(parseFrameMessage({ type: "frame", seq: 1, shape: [2, 3] })).toBeNull();
+    expect(parseFrameMessage({ type: "crop", seq: 1, shape: [2, 3], range: [0, 1] })).toBeNull();
+  });
+  it("parseExportedMessage and parseProgress", async () => {
+    const { parseExportedMessage, parseProgress, parseSampling } = await import("./model");
+    expect(parseExportedMessage({ type: "exported", files: ["a.png", 3] })).toEqual({ type: "exported", files: ["a.png"], error: "" });
+    expect(parseExportedMessage({ type: "frame" })).toBeNull();
+    expect(parseProgress({ stage: "newton", done: 3, total: 9, elapsed_s: 1.5 })).toEqual({ stage: "newton", done: 3, total: 9, elapsed_s: 1.5 });
+    expect(parseProgress({ stage: "bogus" }).stage).toBe("");
+    expect(parseSampling([0.3, 0.25])).toEqual([0.3, 0.25]);
+    expect(parseSampling([0, 1])).toBeNull();
+  });
+});

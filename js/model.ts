@@ -19,6 +19,8 @@ export interface RegionResult {
   loss: number | null;
   generation: number;
   error: string;
+  elapsed_s?: number;
+  trials?: unknown[]; // [{n, params, loss}] (trials.ts parses)
 }
 
 export interface FullFit {
@@ -26,6 +28,16 @@ export interface FullFit {
   loss: number;
   rotation_deg: number;
   transpose: boolean;
+  timings?: Record<string, number>;
+}
+
+export type Stage = "search" | "newton" | "reconstruct" | "";
+
+export interface Progress {
+  stage: Stage;
+  done: number;
+  total: number;
+  elapsed_s: number;
 }
 
 export interface Traits {
@@ -37,6 +49,12 @@ export interface Traits {
   full_fit: Partial<FullFit>; // Python -> JS ({} until fitted)
   region_results: Record<string, RegionResult>; // Python -> JS
   regions: Region[]; // JS <-> Python
+  sampling_A: number[]; // Python -> JS: [row, col] Å per output pixel
+  param_table: unknown[]; // Python -> JS: params.table_for_frontend() (paramtable.ts parses)
+  min_region_px: number; // Python -> JS: smallest region side the session accepts
+  trials_full: unknown[]; // Python -> JS: best trials of the full-field fit
+  progress: Partial<Progress>; // Python -> JS
+  live_regions: boolean; // JS <-> Python
 }
 
 export type Model = AnyModel<Traits>;
@@ -49,8 +67,24 @@ export interface CropMessage {
   shape?: number[];
 }
 
-/** JS -> Python messages. */
-export type OutgoingMessage = { type: "request_crops" } | { type: "save"; path: string };
+/** Python -> JS: a preview frame (its uint16 codes travel in buffers[0]). */
+export interface FrameMessage {
+  type: "frame";
+  seq: number;
+  params: Params;
+  rotation_deg: number | null;
+  loss: number | null;
+  view: "phase" | "amplitude";
+  shape: [number, number];
+  range: [number, number];
+  sampling_A: [number, number] | null;
+}
+
+export interface ExportedMessage {
+  type: "exported";
+  files: string[];
+  error: string;
+}
 
 export function asStatus(x: unknown): Status {
   return typeof x === "string" && (STATUSES as readonly string[]).includes(x) ? (x as Status) : "idle";
@@ -58,18 +92,24 @@ export function asStatus(x: unknown): Status {
 
 const isInt = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v);
 
-/** Keep well-formed regions only (the wire is untyped). */
-export function parseRegions(x: unknown): Region[] {
+/** The items of a wire list that `parse` accepts (the wire is untyped: objects only). */
+export function parseList<T>(x: unknown, parse: (o: Record<string, unknown>) => T | null): T[] {
   if (!Array.isArray(x)) return [];
-  const out: Region[] = [];
+  const out: T[] = [];
   for (const item of x) {
-    if (typeof item !== "object" || item === null) continue;
-    const o = item as Record<string, unknown>;
-    if (typeof o.id !== "string") continue;
-    if (!isInt(o.row_start) || !isInt(o.row_stop) || !isInt(o.col_start) || !isInt(o.col_stop)) continue;
-    out.push({ id: o.id, row_start: o.row_start, row_stop: o.row_stop, col_start: o.col_start, col_stop: o.col_stop });
+    const parsed = typeof item === "object" && item !== null ? parse(item as Record<string, unknown>) : null;
+    if (parsed !== null) out.push(parsed);
   }
   return out;
+}
+
+/** Keep well-formed regions only. */
+export function parseRegions(x: unknown): Region[] {
+  return parseList(x, (o) => {
+    if (typeof o.id !== "string") return null;
+    if (!isInt(o.row_start) || !isInt(o.row_stop) || !isInt(o.col_start) || !isInt(o.col_stop)) return null;
+    return { id: o.id, row_start: o.row_start, row_stop: o.row_stop, col_start: o.col_start, col_stop: o.col_stop };
+  });
 }
 
 export function parseShape(x: unknown): { rows: number; cols: number } | null {
@@ -82,6 +122,64 @@ export function parseCropMessage(msg: unknown): CropMessage | null {
   const o = msg as Record<string, unknown>;
   if (o.type !== "crop" || typeof o.id !== "string" || !isInt(o.generation)) return null;
   return { type: "crop", id: o.id, generation: o.generation, shape: Array.isArray(o.shape) ? (o.shape as number[]) : undefined };
+}
+
+const isNum = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
+
+function numPair(x: unknown): [number, number] | null {
+  return Array.isArray(x) && x.length >= 2 && isNum(x[0]) && isNum(x[1]) ? [x[0], x[1]] : null;
+}
+
+/** The finite numbers of an object (parameter dicts). */
+export function numbersOf(x: unknown): Params {
+  const out: Params = {};
+  if (typeof x !== "object" || x === null) return out;
+  for (const [k, v] of Object.entries(x as Record<string, unknown>)) if (isNum(v)) out[k] = v;
+  return out;
+}
+
+export function parseFrameMessage(msg: unknown): FrameMessage | null {
+  if (typeof msg !== "object" || msg === null) return null;
+  const o = msg as Record<string, unknown>;
+  const shape = numPair(o.shape);
+  const range = numPair(o.range);
+  if (o.type !== "frame" || !isNum(o.seq) || !shape || !range) return null;
+  if (!isInt(shape[0]) || !isInt(shape[1]) || shape[0] < 1 || shape[1] < 1) return null;
+  return {
+    type: "frame",
+    seq: o.seq,
+    params: numbersOf(o.params),
+    rotation_deg: isNum(o.rotation_deg) ? o.rotation_deg : null,
+    loss: isNum(o.loss) ? o.loss : null,
+    view: o.view === "amplitude" ? "amplitude" : "phase",
+    shape,
+    range,
+    sampling_A: numPair(o.sampling_A),
+  };
+}
+
+export function parseExportedMessage(msg: unknown): ExportedMessage | null {
+  if (typeof msg !== "object" || msg === null) return null;
+  const o = msg as Record<string, unknown>;
+  if (o.type !== "exported") return null;
+  const files = Array.isArray(o.files) ? o.files.filter((f): f is string => typeof f === "string") : [];
+  return { type: "exported", files, error: typeof o.error === "string" ? o.error : "" };
+}
+
+export function parseProgress(x: unknown): Progress {
+  const o = (typeof x === "object" && x !== null ? x : {}) as Record<string, unknown>;
+  const stage = o.stage === "search" || o.stage === "newton" || o.stage === "reconstruct" ? o.stage : "";
+  return {
+    stage,
+    done: isNum(o.done) ? o.done : 0,
+    total: isNum(o.total) ? o.total : 0,
+    elapsed_s: isNum(o.elapsed_s) ? o.elapsed_s : 0,
+  };
+}
+
+export function parseSampling(x: unknown): [number, number] | null {
+  const p = numPair(x);
+  return p && p[0] > 0 && p[1] > 0 ? p : null;
 }
 
 /** "r1", "r2", ...: the smallest free number. */

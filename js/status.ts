@@ -1,12 +1,14 @@
 // Widget status, message line and the full-field readout (rotation + params).
 import { button, element } from "./dom";
 import { fmt, type FullFit, type Status } from "./model";
+import { formatParam, jointRows, type ParamRow } from "./paramtable";
 
 export class StatusBar {
   readonly el: HTMLElement;
   private statusEl: HTMLElement;
   private messageEl: HTMLElement;
   private readoutEl: HTMLElement;
+  private noticeEl: HTMLElement;
 
   constructor() {
     this.el = element("div", "livessb-status");
@@ -14,7 +16,15 @@ export class StatusBar {
     this.messageEl = element("div", "livessb-message", "message");
     this.messageEl.setAttribute("role", "status");
     this.readoutEl = element("div", "livessb-readout", "full-field fit");
-    this.el.append(this.statusEl, this.readoutEl, this.messageEl);
+    this.noticeEl = element("div", "livessb-notice", "notice");
+    this.noticeEl.setAttribute("role", "alert");
+    this.el.append(this.statusEl, this.readoutEl, this.messageEl, this.noticeEl);
+  }
+
+  /** A browser-side notice (e.g. a refused region), cleared with "". */
+  setNotice(text: string): void {
+    this.noticeEl.textContent = text;
+    this.noticeEl.hidden = text === "";
   }
 
   setStatus(status: Status): void {
@@ -27,7 +37,7 @@ export class StatusBar {
     this.messageEl.classList.toggle("error", status === "error");
   }
 
-  setFullFit(fit: Partial<FullFit>): void {
+  setFullFit(fit: Partial<FullFit>, table: readonly ParamRow[]): void {
     this.readoutEl.replaceChildren();
     if (fit.params === undefined) {
       this.readoutEl.textContent = "full field: not fitted";
@@ -43,20 +53,16 @@ export class StatusBar {
     const p = fit.params;
     add("rotation_deg", `rotation ${fmt(fit.rotation_deg, 2)}°${fit.transpose ? " (T)" : ""}`, fit.rotation_deg);
     add("transpose", "", fit.transpose);
-    add("C10", `C10 ${fmt(p.C10)} Å`, p.C10);
-    add("C12", `C12 ${fmt(p.C12)} Å`, p.C12);
-    add("phi12", `φ12 ${fmt(p.phi12, 3)}`, p.phi12);
-    add("tilt_row_mrad", `tilt (${fmt(p.tilt_row_mrad, 2)}, `, p.tilt_row_mrad);
-    add("tilt_col_mrad", `${fmt(p.tilt_col_mrad, 2)}) mrad`, p.tilt_col_mrad);
-    add("depth", `depth ${fmt(p.depth)} Å`, p.depth);
+    for (const row of jointRows(table)) add(row.name, `${row.label} ${formatParam(row, p[row.name])}`, p[row.name]);
     add("loss", `loss ${fmt(fit.loss, 4)}`, fit.loss);
   }
 }
 
-/** Toolbar: delete selected region, calibration path + save. */
+/** Toolbar: delete selected region, live regions, calibration path + save. */
 export class Toolbar {
   readonly el: HTMLElement;
   readonly deleteButton: HTMLButtonElement;
+  readonly liveRegions: HTMLInputElement;
   readonly pathInput: HTMLInputElement;
   readonly saveButton: HTMLButtonElement;
 
@@ -68,6 +74,11 @@ export class Toolbar {
     this.pathInput.type = "text";
     this.pathInput.value = "calibration.json";
     this.saveButton = button("Save", "save calibration");
-    this.el.append(this.deleteButton, this.pathInput, this.saveButton);
+    this.liveRegions = element("input", "", "live regions");
+    this.liveRegions.type = "checkbox";
+    this.liveRegions.title = "refit regions continuously while dragging them";
+    const live = element("span", "livessb-lock");
+    live.textContent = "live";
+    this.el.append(this.deleteButton, this.liveRegions, live, this.pathInput, this.saveButton);
   }
 }

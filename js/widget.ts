@@ -1,74 +1,135 @@
-// anywidget entry: builds the DOM and wires model <-> views <-> pointer input.
-// Geometry lives in regions.ts/interaction.ts, painting in canvas.ts, crop
-// panels in crops.ts, readouts in status.ts.
+// anywidget entry: builds the views and wires model <-> views <-> input.
+// Logic lives elsewhere: geometry (regions, interaction, view), painting
+// (canvas, display, colormaps, contrast), steering frames (preview), trials
+// and pins (browse), FFT (fft, dspacing, fftview).
 import type { Render } from "@anywidget/types";
-import { decodePng, HANDLE_PX, paint, setupCanvas } from "./canvas";
+import { Browse } from "./browse";
+import { decodePng } from "./canvas";
 import { CropPanels } from "./crops";
+import { FrameDisplay } from "./display";
 import { element } from "./dom";
-import { applyGesture, beginGesture, regionsDiffer, removeRegion, type Gesture } from "./interaction";
+import { FFTView } from "./fftview";
+import { InspectPanel } from "./inspect";
+import { removeRegion } from "./interaction";
+import { Throttle } from "./latest";
+import { PinsPanel, TrialsList } from "./lists";
 import {
-  asStatus, parseCropMessage, parseRegions, parseShape, regionsForWire, toBytes,
+  asStatus, parseCropMessage, parseProgress, parseRegions, parseSampling, parseShape, regionsForWire, toBytes,
   type Region, type Traits,
 } from "./model";
-import { canvasToScan, cursorFor, fitViewport, hitTest, type ScanPoint, type Shape, type Viewport } from "./regions";
+import { completeParams, parseParamTable } from "./paramtable";
+import { PreviewController } from "./preview";
+import { ProgressView } from "./progress";
+import { ScanInput } from "./scaninput";
+import { ScanView } from "./scanview";
 import { StatusBar, Toolbar } from "./status";
+import { SteeringPanel } from "./steering";
 import "./widget.css";
 
-const MAX_CANVAS_PX = 512;
+const LIVE_REGION_MS = 100; // live region edits: at most one every 100 ms (latest wins)
 
 const render: Render<Traits> = ({ model, el }) => {
   const root = element("div", "livessb");
-  const canvas = element("canvas", "", "scan image");
-  canvas.tabIndex = 0;
-  const left = element("div", "livessb-left");
+  root.dataset.lmSuppressShortcuts = "true"; // keys typed here are the widget's, not the notebook's
+  root.dataset.zoom = "1";
+  const scan = new ScanView();
   const statusBar = new StatusBar();
   const toolbar = new Toolbar();
+  const progress = new ProgressView();
   const panels = new CropPanels((id) => select(id));
-  left.append(canvas, toolbar.el, statusBar.el);
-  root.append(left, panels.el);
+  const fft = new FFTView();
+  const steering = new SteeringPanel({
+    onChange: () => preview.request(),
+    onReset: () => resetToFit(),
+    onRefine: () => model.send({ type: "refine", params: steering.values(), locked: steering.locked() }),
+  });
+  const inspect = new InspectPanel({
+    onColormap: (name) => display.setColormap(name),
+    onView: (v) => {
+      preview.view = v;
+      display.autoLimits = true;
+      preview.request();
+    },
+    onAutoContrast: () => display.auto(),
+    onLimits: (lo, hi) => display.setLimits(lo, hi),
+    onResetView: () => scan.resetView(),
+    onFFT: (shown) => preview.showFFT(shown),
+  });
+  const display = new FrameDisplay(scan, inspect);
+  const preview = new PreviewController(model, root, scan, steering, display, fft, (t) => statusBar.setNotice(t));
+  const trialsList = new TrialsList((i) => browse.showTrial(i));
+  const pinsPanel = new PinsPanel({
+    onPin: () => browse.pin(),
+    onShow: (p) => browse.showPin(p),
+    onRemove: (name) => browse.removePin(name),
+    onExportPins: (dir) => browse.exportPins(dir),
+    onExportTiff: (path) => browse.exportTiff(path),
+  });
+  const browse = new Browse(model, steering, preview, display, inspect, trialsList, pinsPanel);
+  const left = element("div", "livessb-left");
+  left.append(scan.el, inspect.el, fft.el, toolbar.el, progress.el, statusBar.el);
+  const middle = element("div", "livessb-middle");
+  middle.append(steering.el, trialsList.el, pinsPanel.el);
+  root.append(left, middle, panels.el);
   el.append(root);
 
-  // --- UI-only state (never synced) ---
+  // --- regions (UI-only state: the committed list and the selection) ---
   let committed: Region[] = parseRegions(model.get("regions"));
-  let draft: Region[] | null = null;
-  let gesture: Gesture | null = null;
   let selected: string | null = null;
-  let image: ImageBitmap | null = null;
-  let shape: Shape = parseShape(model.get("scan_shape")) ?? { rows: 1, cols: 1 };
-  let vp: Viewport = fitViewport(shape, MAX_CANVAS_PX);
-  let size = { w: 1, h: 1 };
-  let ctx: CanvasRenderingContext2D | null = null;
-  let frame = 0;
   let alive = true;
-
-  const layout = () => {
-    vp = fitViewport(shape, MAX_CANVAS_PX);
-    size = { w: Math.round(shape.cols * vp.scale), h: Math.round(shape.rows * vp.scale) };
-    ctx = setupCanvas(canvas, size.w, size.h);
-  };
-  const repaint = () => {
-    frame = 0;
-    if (ctx) paint(ctx, { image, regions: draft ?? committed, selected, viewport: vp, width: size.w, height: size.h });
-  };
-  const schedule = () => {
-    if (frame === 0 && alive) frame = requestAnimationFrame(repaint);
-  };
+  const liveRegions = new Throttle<Region[]>((next) => {
+    model.set("regions", regionsForWire(next));
+    model.save_changes();
+  }, LIVE_REGION_MS);
   const refreshPanels = () => {
     panels.sync(committed, model.get("region_results") ?? {}, selected);
     toolbar.deleteButton.disabled = selected === null;
   };
   function select(id: string | null): void {
     selected = id;
+    scan.selected = id;
     refreshPanels();
-    schedule();
+    browse.refreshTrials(selected);
+    scan.schedule();
   }
   const commit = (next: Region[]) => {
+    liveRegions.cancel();
     root.dataset.lastRelease = String(performance.now()); // latency benchmark: release -> crop painted
     committed = next;
+    scan.regions = next;
+    statusBar.setNotice("");
     model.set("regions", regionsForWire(next));
     model.save_changes();
     refreshPanels();
   };
+  const input = new ScanInput(scan, {
+    committed: () => committed,
+    minRegionPx: () => Math.max(1, model.get("min_region_px") ?? 1),
+    onSelect: (id) => select(id),
+    onDraft: (draft) => {
+      if (model.get("live_regions")) liveRegions.call(regionsForWire(draft));
+    },
+    onCommit: commit,
+    onRefused: (text) => statusBar.setNotice(text),
+  });
+  const deleteSelected = () => {
+    if (selected === null) return;
+    const id = selected;
+    select(null);
+    commit(removeRegion(committed, id));
+  };
+  scan.onViewChange = () => {
+    root.dataset.zoom = String(Number(scan.zoom.toFixed(4)));
+    preview.updateFFT();
+  };
+  const fullFit = () => model.get("full_fit") ?? {};
+  function resetToFit(): void {
+    const fit = fullFit();
+    if (!fit.params) return;
+    steering.setValues(completeParams(browse.table, fit.params), fit.rotation_deg ?? null);
+    browse.clearActive();
+    preview.request();
+  }
 
   // --- model -> view ---
   const onScan = async () => {
@@ -77,17 +138,24 @@ const render: Render<Traits> = ({ model, el }) => {
     try {
       const bmp = await decodePng(bytes);
       if (!alive) return bmp.close();
-      image?.close();
-      image = bmp;
-      schedule();
+      scan.setPng(bmp);
     } catch (err) {
       statusBar.setMessage(`cannot decode scan image: ${String(err)}`, "error");
     }
   };
+  /** Å per scan px for the scan's scale bar (the frame's, else the traits'), Å per crop px. */
+  const onSampling = () => {
+    const trait = parseSampling(model.get("sampling_A"));
+    const meta = display.meta;
+    scan.scanSamplingA = meta?.sampling_A
+      ? (meta.sampling_A[1] * meta.shape[1]) / scan.scanShape.cols
+      : trait ? trait[1] * (model.get("upsample") || 1) : null;
+    panels.configure(browse.table, trait ? trait[1] : null);
+  };
   const onShape = () => {
-    shape = parseShape(model.get("scan_shape")) ?? shape;
-    layout();
-    schedule();
+    const shape = parseShape(model.get("scan_shape"));
+    if (shape) scan.setShape(shape);
+    onSampling();
   };
   const onStatus = () => {
     const status = asStatus(model.get("status"));
@@ -95,14 +163,32 @@ const render: Render<Traits> = ({ model, el }) => {
     statusBar.setStatus(status);
     statusBar.setMessage(model.get("message") ?? "", status);
   };
-  const onFullFit = () => statusBar.setFullFit(model.get("full_fit") ?? {});
-  const onRegions = () => {
-    committed = parseRegions(model.get("regions"));
-    if (selected !== null && !committed.some((r) => r.id === selected)) selected = null;
-    refreshPanels();
-    schedule();
+  const onFullFit = () => {
+    const fit = fullFit();
+    statusBar.setFullFit(fit, browse.table);
+    progress.setTimings(fit.timings);
+    if (fit.params && !steering.editing()) steering.setValues(completeParams(browse.table, fit.params), fit.rotation_deg ?? null);
   };
+  const onTable = () => {
+    browse.table = parseParamTable(model.get("param_table"));
+    steering.setTable(browse.table);
+    onSampling();
+    refreshPanels();
+    onFullFit();
+  };
+  const onRegions = () => {
+    if (input.dragging) return; // our own live edits echoing back
+    committed = parseRegions(model.get("regions"));
+    scan.regions = committed;
+    if (selected !== null && !committed.some((r) => r.id === selected)) select(null);
+    refreshPanels();
+    scan.schedule();
+  };
+  const onLive = () => (toolbar.liveRegions.checked = !!model.get("live_regions"));
+  const onProgress = () => progress.setProgress(parseProgress(model.get("progress")));
   const onMsg = (msg: unknown, buffers: DataView[]) => {
+    if (preview.receive(msg, buffers)) return onSampling();
+    if (browse.receive(msg)) return;
     const crop = parseCropMessage(msg);
     const bytes = buffers?.length ? toBytes(buffers[0]) : null;
     if (crop && bytes) panels.setCrop(crop.id, crop.generation, bytes);
@@ -110,89 +196,64 @@ const render: Render<Traits> = ({ model, el }) => {
   const listeners: [string, (...a: never[]) => void][] = [
     ["change:scan_png", onScan], ["change:scan_shape", onShape], ["change:status", onStatus],
     ["change:message", onStatus], ["change:full_fit", onFullFit], ["change:regions", onRegions],
-    ["change:region_results", refreshPanels], ["msg:custom", onMsg],
+    ["change:region_results", () => select(selected)], ["msg:custom", onMsg],
+    ["change:param_table", onTable], ["change:sampling_A", onSampling], ["change:upsample", onSampling],
+    ["change:trials_full", () => browse.refreshTrials(selected)], ["change:progress", onProgress],
+    ["change:live_regions", onLive],
   ];
   for (const [name, cb] of listeners) model.on(name, cb as () => void);
 
-  // --- pointer input: local drafts at frame rate, sync on release ---
-  const scanPoint = (e: PointerEvent): ScanPoint => {
-    const rect = canvas.getBoundingClientRect();
-    const sx = rect.width > 0 ? size.w / rect.width : 1;
-    const sy = rect.height > 0 ? size.h / rect.height : 1;
-    return canvasToScan({ x: (e.clientX - rect.left) * sx, y: (e.clientY - rect.top) * sy }, vp);
-  };
-  const tolerance = () => (HANDLE_PX * 0.75) / vp.scale;
-  const minDraw = () => 3 / vp.scale;
-  const onDown = (e: PointerEvent) => {
-    if (e.button !== 0) return;
-    canvas.focus();
-    canvas.setPointerCapture(e.pointerId);
-    gesture = beginGesture(committed, scanPoint(e), tolerance());
-    if (gesture.kind !== "draw") select(gesture.id);
-    e.preventDefault();
-  };
-  const onMove = (e: PointerEvent) => {
-    const p = scanPoint(e);
-    if (gesture === null) {
-      canvas.style.cursor = cursorFor(hitTest(committed, p, tolerance()));
+  // --- keys: anywhere in the widget except while typing in a field ---
+  const typing = (t: EventTarget | null) =>
+    (t instanceof HTMLInputElement && t.type !== "checkbox" && t.type !== "button") ||
+    t instanceof HTMLSelectElement || t instanceof HTMLTextAreaElement;
+  const onKey = (e: KeyboardEvent) => {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    if (e.key === "Escape") {
+      input.cancel();
+      statusBar.setNotice("");
+      select(null);
+    } else if (typing(e.target)) {
+      return;
+    } else if (e.key === "r" || e.key === "R") {
+      scan.resetView();
+    } else if (e.key === "p" || e.key === "P") {
+      browse.pin();
+    } else if (e.key === "ArrowLeft" || e.key === "ArrowRight") {
+      browse.step(e.key === "ArrowLeft" ? -1 : 1);
+    } else if ((e.key === "Delete" || e.key === "Backspace") && selected !== null) {
+      deleteSelected();
+    } else {
       return;
     }
-    draft = applyGesture(committed, gesture, p, shape, minDraw());
-    schedule();
+    e.preventDefault();
+    e.stopPropagation();
   };
-  const onUp = (e: PointerEvent) => {
-    if (gesture === null) return;
-    const next = applyGesture(committed, gesture, scanPoint(e), shape, minDraw());
-    const g = gesture;
-    gesture = null;
-    draft = null;
-    if (canvas.hasPointerCapture(e.pointerId)) canvas.releasePointerCapture(e.pointerId);
-    if (regionsDiffer(next, committed)) commit(next);
-    select(next.some((r) => r.id === g.id) ? g.id : null);
-  };
-  const onCancel = () => {
-    gesture = null;
-    draft = null;
-    schedule();
-  };
-  const deleteSelected = () => {
-    if (selected === null) return;
-    const id = selected;
-    selected = null;
-    commit(removeRegion(committed, id));
-    schedule();
-  };
-  const onKey = (e: KeyboardEvent) => {
-    if ((e.key === "Delete" || e.key === "Backspace") && selected !== null) {
-      e.preventDefault();
-      deleteSelected();
-    } else if (e.key === "Escape") {
-      onCancel();
-      select(null);
-    }
-  };
-  const onSave = () => model.send({ type: "save", path: toolbar.pathInput.value.trim() || "calibration.json" });
-  canvas.addEventListener("pointerdown", onDown);
-  canvas.addEventListener("pointermove", onMove);
-  canvas.addEventListener("pointerup", onUp);
-  canvas.addEventListener("pointercancel", onCancel);
-  canvas.addEventListener("keydown", onKey);
+  root.addEventListener("keydown", onKey);
   toolbar.deleteButton.addEventListener("click", deleteSelected);
-  toolbar.saveButton.addEventListener("click", onSave);
+  toolbar.saveButton.addEventListener("click", () =>
+    model.send({ type: "save", path: toolbar.pathInput.value.trim() || "calibration.json" }));
+  toolbar.liveRegions.addEventListener("change", () => {
+    model.set("live_regions", toolbar.liveRegions.checked);
+    model.save_changes();
+  });
 
-  layout();
+  onShape();
+  onTable();
   onStatus();
-  onFullFit();
-  refreshPanels();
+  onLive();
+  onProgress();
+  scan.regions = committed;
+  select(null);
   void onScan();
-  schedule();
-  model.send({ type: "request_crops" }); // crops are not in the widget state
+  model.send({ type: "request_crops" }); // crops and the last frame are not in the widget state
 
   return () => {
     alive = false;
-    if (frame) cancelAnimationFrame(frame);
+    liveRegions.cancel();
     for (const [name, cb] of listeners) model.off(name as never, cb as () => void);
-    image?.close();
+    input.dispose();
+    scan.dispose();
     panels.dispose();
     root.remove();
   };

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from helpers import importable, require
+from widget_messages import Sent, region
 
 require(importable("anywidget"), "pip install anywidget")
 
@@ -22,30 +23,8 @@ from livessb.simulate import simulate_4dstem  # noqa: E402
 TRIALS = 24
 TIMEOUT = 300
 
-require((widget_mod._STATIC / "widget.js").is_file(),
+require((widget_mod.bundle._STATIC / "widget.js").is_file(),
         "front end not built (scripts/build-frontend.sh)")
-
-
-def region(rid: str, r0: int, r1: int, c0: int, c1: int) -> dict[str, Any]:
-    return {"id": rid, "row_start": r0, "row_stop": r1, "col_start": c0, "col_stop": c1}
-
-
-class Sent:
-    """Captures the widget's custom messages (crops) by replacing the instance's send."""
-
-    def __init__(self, w: Any) -> None:
-        self.messages: list[tuple[dict[str, Any], list[bytes]]] = []
-        self._lock = threading.Lock()
-        w.send = self._send
-
-    def _send(self, content: dict[str, Any], buffers: list[bytes] | None = None) -> None:
-        with self._lock:
-            self.messages.append((content, [bytes(b) for b in (buffers or [])]))
-
-    def crops(self, rid: str | None = None) -> list[tuple[dict[str, Any], bytes]]:
-        with self._lock:
-            return [(c, b[0]) for c, b in self.messages
-                    if c.get("type") == "crop" and (rid is None or c["id"] == rid)]
 
 
 @pytest.fixture(scope="module")
@@ -95,7 +74,7 @@ def png_shape(png: bytes) -> tuple[int, int]:
 # --------------------------------------------------------------------------- basics
 
 def test_missing_bundle_raises_clear_error(monkeypatch, tmp_path, ds):
-    monkeypatch.setattr(widget_mod, "_STATIC", tmp_path)
+    monkeypatch.setattr(widget_mod.bundle, "_STATIC", tmp_path)
     with pytest.raises(widget_mod.FrontendBuildError, match="build-frontend"):
         livessb.SSBWidget(ds, fit=False)
 
@@ -132,11 +111,19 @@ def test_full_fit_on_creation(ds):
         assert w.status == "fitting"
         w.wait(TIMEOUT)
         assert w.status == "done", w.message
-        assert set(w.full_fit) == {"params", "loss", "rotation_deg", "transpose"}
+        assert set(w.full_fit) >= {"params", "loss", "rotation_deg", "transpose", "timings"}
+        assert set(w.full_fit) <= {"params", "loss", "errors", "rotation_deg", "transpose",
+                                   "timings"}
         assert set(w.full_fit["params"]) >= set(livessb.params.JOINT)
+        assert w.full_fit["timings"]["total_s"] > 0
         f = w.upsample
         assert f == w.session.upsample_factor
-        assert png_shape(w.scan_png) == (24 * f, 24 * f)
+        assert w.sampling_A == pytest.approx([s / f for s in ds.scan_step_A])
+        frame = w._frames.last  # a frame of the fitted parameters went to the browser
+        assert frame is not None and frame["params"] == w.full_fit["params"]
+        trials = w.trials_full
+        assert 0 < len(trials) <= 50
+        assert [t["loss"] for t in trials] == sorted(t["loss"] for t in trials)
         assert w.session.evaluations > 0
     finally:
         w.close()
@@ -149,6 +136,7 @@ def test_full_fit_on_creation(ds):
     ([region("r1", -1, 5, 0, 10)], "outside"),
     ([region("r1", 5, 5, 0, 10)], "empty"),
     ([region("r1", 6, 5, 0, 10)], "empty"),
+    ([region("r1", 0, 3, 0, 3)], "too small"),
     ([region("r1", 0, 8, 0, 8), region("r1", 8, 16, 8, 16)], "duplicate"),
     ([{"id": "r1", "row_start": 0}], "keys"),
     ([{**region("r1", 0, 8, 0, 8), "id": ""}], "id"),
@@ -187,7 +175,8 @@ def test_pipeline_fills_results_and_sends_png_crop(fitted):
     w.wait(TIMEOUT)
     res = w.region_results["r1"]
     assert res["status"] == "done", res
-    assert res["generation"] == w._generation["r1"]
+    assert res["generation"] == w._scheduler.generation("r1")
+    assert res["trials"] and res["trials"][0]["loss"] == min(t["loss"] for t in res["trials"])
     assert set(res["params"]) >= set(livessb.params.JOINT)
     assert np.isfinite(res["loss"])
     assert res["bounds"] == [2, 14, 4, 16]
@@ -248,7 +237,7 @@ def test_stale_results_discarded_latest_wins(fitted):
 def test_quick_edits_skip_superseded_jobs(fitted):
     w, sent = fitted
     gate = threading.Event()
-    w._submit("block", lambda: gate.wait(TIMEOUT))  # keep the worker busy
+    w._submit("block", lambda _g: gate.wait(TIMEOUT))  # keep the worker busy
     w.regions = [region("r1", 0, 12, 0, 12)]
     w.regions = [region("r1", 1, 13, 1, 13)]
     w.regions = [region("r1", 2, 14, 2, 14)]
@@ -293,13 +282,21 @@ def test_editing_one_region_leaves_others_and_full_fit(fitted):
 
 def test_worker_errors_show_in_widget(fitted):
     w, _ = fitted
-    w.regions = [region("r1", 0, 3, 0, 3)]  # valid for the widget, too small to fit
+    w.regions = [region("r1", 0, 12, 0, 12)]
+    real_fit_region = w.session.fit_region
+
+    def failing_fit_region(bounds, **kw):
+        raise RuntimeError("device lost")
+
+    w.session.fit_region = failing_fit_region
+    w.regions = [region("r1", 0, 12, 0, 13)]
     w.wait(TIMEOUT)
     res = w.region_results["r1"]
     assert res["status"] == "error"
-    assert "RegionError" in res["error"]
+    assert "device lost" in res["error"]
     assert w.status == "error"
     assert "r1" in w.message
+    w.session.fit_region = real_fit_region
     # the next good edit clears the error
     w.regions = [region("r1", 0, 12, 0, 12)]
     w.wait(TIMEOUT)
@@ -329,7 +326,8 @@ def test_save_and_restore_without_fitting(fitted, ds, tmp_path):
             assert w2.region_results[rid]["status"] == "done"
             assert w2.crop_png(rid) is not None
         assert sorted(c["id"] for c, _ in sent2.crops()) == ["r1", "r2"]
-        assert w2.scan_png  # full-field phase shown
+        frame = w2._frames.last  # the restored full field went out as a frame
+        assert frame is not None and frame["params"] == w2.full_fit["params"]
     finally:
         w2.close()
 
@@ -385,7 +383,7 @@ def test_close_releases_session_results_stay_valid(fitted):
     phase = reg.phase.copy()
     w.close()
     assert s.closed
-    assert w._executor._shutdown
+    assert w._scheduler.closed
     np.testing.assert_array_equal(reg.phase, phase)  # returned results stay valid
     with pytest.raises(RuntimeError):
         w.save_calibration("x.json")

@@ -15,12 +15,14 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from .atomic import atomic_write
+from .render import colorize, draw_scale_bar, to_uint8
 
 if TYPE_CHECKING:
     from .results import Reconstruction
 
 SUFFIXES: tuple[str, ...] = (".npy", ".tif", ".tiff", ".png")
 WHAT: tuple[str, ...] = ("phase", "object", "amplitude")
+PNG_OPTIONS: tuple[str, ...] = ("limits", "colormap", "scale_bar")
 
 
 class ExportError(ValueError):
@@ -60,8 +62,10 @@ def save_reconstruction(rec: Reconstruction, path: str | Path, what: str = "phas
       calibration (pixel size Å, parameters, upsampling...) is stored as JSON in
       the image description and the resolution tags hold the pixel size (cm).
     * ``.png``: 8-bit greyscale phase (or amplitude) via Pillow; contrast from
-      percentiles ``opts["percentiles"]`` (default ``(0.5, 99.5)``); calibration JSON
-      goes into a ``livessb`` text chunk.
+      percentiles ``opts["percentiles"]`` (default ``(0.5, 99.5)``) or fixed
+      ``opts["limits"]=(lo, hi)``; ``opts["colormap"]`` (a name in
+      ``render.COLORMAPS``) writes RGB, ``opts["scale_bar"]=True`` burns in a scale
+      bar of a round length; calibration JSON goes into a ``livessb`` text chunk.
 
     Returns the path written. Raises ``ExportError`` (a ``ValueError``) for an
     unknown suffix or ``what``; a failed write leaves an existing file untouched.
@@ -83,11 +87,11 @@ def save_reconstruction(rec: Reconstruction, path: str | Path, what: str = "phas
         raise ExportError(
             "PNG holds 8-bit grey levels only: export what='phase' or 'amplitude' to PNG, "
             "or the complex object to .npy/.tif")
-    unknown = set(opts) - {"percentiles", "compression"}
+    unknown = set(opts) - {"percentiles", "compression", *PNG_OPTIONS}
     if unknown:
         raise ExportError(
-            f"unknown export option(s) {sorted(unknown)}: use percentiles=(lo, hi) for PNG, "
-            "compression=... for TIFF")
+            f"unknown export option(s) {sorted(unknown)}: use percentiles=(lo, hi), "
+            "limits=(lo, hi), colormap=..., scale_bar=True for PNG, compression=... for TIFF")
     with atomic_write(target) as fh:
         writers[suffix](fh, data, meta, **opts)
     return target
@@ -123,10 +127,29 @@ def png_levels(data: np.ndarray, percentiles: tuple[float, float] = (0.5, 99.5))
 
 
 def _write_png(fh: IO[bytes], data: np.ndarray, meta: dict[str, Any],
-               percentiles: tuple[float, float] = (0.5, 99.5), **_: Any) -> None:
+               percentiles: tuple[float, float] = (0.5, 99.5),
+               limits: tuple[float, float] | None = None, colormap: str | None = None,
+               scale_bar: bool = False, **_: Any) -> None:
     from PIL import Image, PngImagePlugin
 
+    if limits is None:
+        levels = png_levels(data, percentiles)
+        display: dict[str, Any] = {"percentiles": list(percentiles)}
+    else:
+        lo, hi = (float(x) for x in limits)
+        if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
+            raise ExportError(f"contrast limits must be finite with lo < hi, got {limits!r}")
+        levels, display = to_uint8(data, (lo, hi)), {"limits": [lo, hi]}
+    pixels = levels
+    if colormap is not None or scale_bar:
+        display["colormap"] = colormap or "gray"
+        try:  # the levels through the colormap's 256 entries
+            pixels = colorize(levels, display["colormap"], (0.0, 255.0))
+        except ValueError as exc:
+            raise ExportError(str(exc)) from None
+        if scale_bar:
+            pixels, display["scale_bar"] = draw_scale_bar(pixels, meta["pixel_size_A"][1])
     info = PngImagePlugin.PngInfo()
-    info.add_text("livessb", json.dumps({**meta, "percentiles": list(percentiles)}))
+    info.add_text("livessb", json.dumps({**meta, **display}))
     # No pHYs chunk: Å-scale pixels overflow its pixels-per-metre field; the JSON has them.
-    Image.fromarray(png_levels(data, percentiles)).save(fh, format="PNG", pnginfo=info)
+    Image.fromarray(pixels).save(fh, format="PNG", pnginfo=info)

@@ -7,6 +7,7 @@ No browser downloads: Chromium comes from `apt-get install chromium`.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import secrets
@@ -26,8 +27,20 @@ REPO = Path(__file__).resolve().parents[2]
 DEMO_NOTEBOOK = REPO / "notebooks" / "demo.ipynb"
 ARTIFACTS = REPO / "test-artifacts"
 CHROMIUM = os.environ.get("LIVESSB_CHROMIUM", "/usr/bin/chromium")
+_LIVESSB = importlib.util.find_spec("livessb")  # the installed wheel under scripts/test.sh
+assert _LIVESSB is not None and _LIVESSB.origin is not None, "livessb is not importable"
+STATIC = Path(_LIVESSB.origin).parent / "static" / "widget.js"  # the bundle the kernel serves
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def stack_problem() -> str:
+    """Why the browser tests cannot run here ("" when they can)."""
+    if not Path(CHROMIUM).exists():
+        return f"Chromium not found at {CHROMIUM} (apt-get install chromium)"
+    if not STATIC.is_file():
+        return "front end not built (npm run build, or scripts/build-frontend.sh)"
+    return ""
 
 
 def free_port() -> int:
@@ -282,3 +295,69 @@ def screenshot(page: Any, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+# ------------------------------------------------------------ preview frames
+
+def preview_state(root: Any) -> dict[str, Any]:
+    """Frames painted, params/seq of the frame on screen and the loss shown beside it."""
+    return root.evaluate(
+        """(root) => {
+            const loss = root.querySelector('[aria-label="preview loss"]');
+            return {frame: Number(root.dataset.previewFrame || 0),
+                    seq: Number(root.dataset.previewSeq || -1),
+                    params: JSON.parse(root.dataset.previewParams || '{}'),
+                    loss: loss && loss.dataset.value ? Number(loss.dataset.value) : null};
+        }""")
+
+
+def wait_preview(root: Any, min_frame: int, params: dict[str, float] | None = None,
+                 timeout_ms: float = 120_000) -> dict[str, Any]:
+    """Wait until at least ``min_frame`` frames are painted and the frame on screen has
+    ``params`` (those keys, within 1e-9); returns preview_state."""
+    root.evaluate(
+        """(root, [minFrame, want, timeout]) => new Promise((resolve, reject) => {
+            const t0 = performance.now();
+            const check = () => {
+                const n = Number(root.dataset.previewFrame || 0);
+                const p = JSON.parse(root.dataset.previewParams || '{}');
+                const ok = n >= minFrame && Object.entries(want).every(
+                    ([k, v]) => typeof p[k] === 'number' && Math.abs(p[k] - v) <= 1e-9);
+                if (ok) return resolve(true);
+                if (performance.now() - t0 > timeout)
+                    return reject(new Error(`frame ${minFrame} with ${JSON.stringify(want)} not ` +
+                                            `painted (have ${n}: ${root.dataset.previewParams})`));
+                setTimeout(check, 20);
+            };
+            check();
+        })""", [min_frame, params or {}, timeout_ms])
+    return preview_state(root)
+
+
+def canvas_pixels_digest(root: Any, name: str) -> str:
+    """SHA-256 of a canvas's pixels (to tell a repaint)."""
+    return root.evaluate(
+        """async (root, name) => {
+            const c = root.querySelector(`canvas[aria-label="${name}"]`);
+            const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            const h = new Uint8Array(await crypto.subtle.digest('SHA-256', d));
+            return Array.from(h, b => b.toString(16).padStart(2, '0')).join('');
+        }""", name)
+
+
+def fft_brightest(fft: Any, exclude_radius: float) -> tuple[int, int, int, int]:
+    """(row, col, height, width) of the FFT canvas's brightest pixel outside a disc of
+    ``exclude_radius`` pixels around zero frequency (what a user clicks as the peak)."""
+    r, c, h, w = fft.evaluate(
+        """(c, rad) => {
+            const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+            let best = -1, at = 0;
+            for (let i = 0; i < c.width * c.height; i++) {
+                const r = Math.floor(i / c.width), k = i % c.width;
+                if (Math.hypot(r - c.height / 2, k - c.width / 2) < rad) continue;
+                const v = d[4 * i] + d[4 * i + 1] + d[4 * i + 2];
+                if (v > best) { best = v; at = i; }
+            }
+            return [Math.floor(at / c.width), at % c.width, c.height, c.width];
+        }""", exclude_radius)
+    return int(r), int(c), int(h), int(w)

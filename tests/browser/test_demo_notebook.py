@@ -8,7 +8,6 @@ Screenshots go to test-artifacts/.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import sys
@@ -28,7 +27,6 @@ require(importable("playwright") and importable("jupyterlab"),
         "pip install playwright jupyterlab (the dev extra)")
 
 from lab import (  # noqa: E402
-    CHROMIUM,
     DEMO_NOTEBOOK,
     canvas_box,
     chromium,
@@ -43,17 +41,13 @@ from lab import (  # noqa: E402
     run_json,
     screenshot,
     show_canvas,
+    stack_problem,
     wait_crop,
     wait_status,
     widget_root,
 )
 
-require(Path(CHROMIUM).exists(), f"Chromium not found at {CHROMIUM} (apt-get install chromium)")
-
-_SPEC = importlib.util.find_spec("livessb")  # the installed package under scripts/test.sh
-assert _SPEC is not None and _SPEC.origin is not None
-STATIC = Path(_SPEC.origin).parent / "static" / "widget.js"
-require(STATIC.is_file(), "front end not built (scripts/build-frontend.sh)")
+require(not stack_problem(), stack_problem())
 
 FIT_PARAMETERS = ("C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")
 C10_TOLERANCE_A = 5.0  # demo gradient is 0.8 Å per scan column
@@ -112,6 +106,12 @@ def _scenario(page, lab, shape, t) -> None:
     first = panel_state(root, "r1")
     second = panel_state(root, "r2")
     assert first["visible"] and second["visible"], (first, second)
+    for rid in ("r1", "r2"):  # every crop carries a scale bar: a round length and its unit
+        bar = root.locator(f'[data-region-id="{rid}"]').get_by_label("scale bar", exact=True)
+        number, unit = bar.inner_text().split()
+        assert float(number) > 0 and unit in ("Å", "nm"), bar.inner_text()
+    root.get_by_label("region crops", exact=True).screenshot(
+        path=str(Path("test-artifacts") / "02-crops-with-scale-bars.png"))
     assert first["status"] == "done" and second["status"] == "done"
     regions = run_json(page, "w.regions")
     bounds = {r["id"]: (r["row_start"], r["row_stop"], r["col_start"], r["col_stop"])

@@ -1,16 +1,15 @@
-"""SSBWidget: the notebook front end of a resident SSB session.
+"""SSBWidget: the notebook front end of a resident SSB session (traits and handlers).
 
-Thin: synced traits <-> Session calls. All session work (fits, reconstructions,
-saving) runs in order on ONE background worker thread, never on the comm
-thread. Each region carries a generation counter; a result whose generation is
-no longer the latest for its region is discarded (latest wins). Crops travel as
-PNG bytes in custom messages with binary buffers, never in the widget state, so
-notebooks stay small.
+Thin: synced traits <-> Session calls. All session work (fits, previews,
+reconstructions, saving, exports) runs on ONE worker thread (``Scheduler``),
+latest wins per key: a region's queued fit is replaced by a newer edit, a
+result overtaken while it ran is dropped, a preview superseded before it starts
+never runs. Crops (PNG) and frames (uint16) travel as custom messages with
+binary buffers, never in the widget state. docs/widget-protocol.md is the wire.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import functools
 import threading
 import time
@@ -21,54 +20,47 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anywidget
-import numpy as np
 import traitlets
 
-from .render import phase_to_png
+from ..params import table_for_frontend
+from ..preview import Frame, bright_field_image, render_preview
+from ..regions import MIN_REGION_PX
+from ..render import phase_to_png
+from . import bundle
+from .frames import FrameStream
+from .messages import Messages
+from .progress import IDLE, ProgressReporter
+from .records import (
+    best_trials,
+    bounds_of,
+    checked_regions,
+    full_fit_record,
+    region_dict,
+    region_record,
+)
+from .scheduler import Scheduler, WidgetClosedError
 
 if TYPE_CHECKING:
-    from .dataset import Dataset4D
-    from .results import FitResult, RegionResult
-    from .session import Session
+    from concurrent.futures import Future
 
-__all__ = ["FrontendBuildError", "SSBWidget", "bundle_paths"]
+    from ..dataset import Dataset4D
+    from ..results import FitResult, RegionResult
+    from ..session import Session
 
-_STATIC = Path(__file__).parent / "static"
-_BOUND_KEYS = ("row_start", "row_stop", "col_start", "col_stop")
-_REGION_KEYS = ("id", *_BOUND_KEYS)
+__all__ = ["SSBWidget", "WidgetClosedError"]
+
 STATUSES = ("idle", "fitting", "done", "error")
-SCAN_PNG_MAX_PX = 1024  # the full-field image is display-only (canvas ~512 CSS px, HiDPI x2)
+SCAN_PNG_MAX_PX = 1024  # display-only images (canvas ~512 CSS px, HiDPI x2)
 
 
-class FrontendBuildError(RuntimeError):
-    """The built front end (static/widget.js) is missing."""
+def _closed_text(what: str) -> str:
+    return (f"{what} refused: this widget is closed — create a new livessb.SSBWidget "
+            "(optionally with calibration=...) to keep working")
 
 
-def bundle_paths() -> tuple[Path, Path]:
-    """Paths of the built ES module and its CSS; raises if the build is missing."""
-    js, css = _STATIC / "widget.js", _STATIC / "widget.css"
-    if not js.is_file():
-        raise FrontendBuildError(
-            f"livessb widget front end not built: {js} is missing. Build it from the "
-            "repository root with `scripts/build-frontend.sh` (npm ci && npm run build).")
-    return js, css
-
-
-def _bounds(region: dict[str, Any]) -> tuple[int, int, int, int]:
-    return tuple(int(region[k]) for k in _BOUND_KEYS)  # type: ignore[return-value]
-
-
-def _region_dict(region_id: str, bounds: tuple[int, int, int, int]) -> dict[str, Any]:
-    return {"id": region_id, **{k: int(b) for k, b in zip(_BOUND_KEYS, bounds, strict=True)}}
-
-
-def _float_params(params: dict[str, Any]) -> dict[str, float]:
-    return {k: float(v) for k, v in params.items()}
-
-
-def _shutdown(executor: concurrent.futures.ThreadPoolExecutor, session: Any, owns: bool) -> None:
+def _shutdown(scheduler: Scheduler, session: Any, owns: bool) -> None:
     """Finalizer (no reference to the widget): stop the worker, close the session."""
-    executor.shutdown(wait=False, cancel_futures=True)
+    scheduler.shutdown(wait=False)
     if owns and session is not None and not getattr(session, "closed", True):
         try:
             session.close()
@@ -77,38 +69,49 @@ def _shutdown(executor: concurrent.futures.ThreadPoolExecutor, session: Any, own
 
 
 class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
-    """Interactive SSB widget: full-field phase, regions drawn on the scan, crops per region.
+    """Interactive SSB widget: full-field phase, live steering, regions with crops.
 
-    ``SSBWidget(data_or_session, calibration=None, fit=True, trials=200, seed=42, device="auto")``
+    ``SSBWidget(data_or_session, calibration=None, fit=True, trials=200, seed=42,
+    device="auto", live_regions=None)``
 
     * ``calibration``: restore the full-field fit and every region from a
       calibration file, running no fit (crops are reconstructed, not refitted).
     * ``fit``: without calibration, run the full-field fit in the background.
+    * ``live_regions``: refit regions while they are dragged (default: on for
+      CUDA, off for the CPU).
     * A :class:`~livessb.Session` passed in is used as is and left open by
       :meth:`close`; a session the widget creates is closed by :meth:`close`.
     """
 
     # --- Python -> JS -------------------------------------------------------
-    scan_png = traitlets.Bytes(b"").tag(sync=True)  # full-field phase PNG (display, <= 1024 px)
-    scan_shape = traitlets.List(traitlets.Int(), default_value=[1, 1]).tag(sync=True)  # scan px
+    scan_png = traitlets.Bytes(b"").tag(sync=True)  # bright-field image before any fit
+    scan_shape = traitlets.List(traitlets.Int(), default_value=[1, 1]).tag(sync=True)
     upsample = traitlets.Int(1).tag(sync=True)  # output px per scan px (reconstruction, crops)
+    sampling_A = traitlets.List(traitlets.Float(), default_value=[1.0, 1.0]).tag(sync=True)
     status = traitlets.Enum(STATUSES, default_value="idle").tag(sync=True)
     message = traitlets.Unicode("").tag(sync=True)  # errors and notices shown in the widget
-    full_fit = traitlets.Dict().tag(sync=True)  # {params, loss, rotation_deg, transpose}
-    # id -> {status, params, loss, generation, error, bounds, elapsed_s}
+    param_table = traitlets.List(traitlets.Dict()).tag(sync=True)
+    min_region_px = traitlets.Int(MIN_REGION_PX).tag(sync=True)
+    full_fit = traitlets.Dict().tag(sync=True)  # {params, loss, errors?, rotation_deg, ...}
+    trials_full = traitlets.List(traitlets.Dict()).tag(sync=True)  # [{n, params, loss}]
+    progress = traitlets.Dict(dict(IDLE)).tag(sync=True)  # {stage, done, total, elapsed_s}
+    # id -> {status, params, loss, generation, error, bounds, elapsed_s, trials}
     region_results = traitlets.Dict().tag(sync=True)
     # --- JS <-> Python ------------------------------------------------------
+    live_regions = traitlets.Bool(False).tag(sync=True)
     # [{id, row_start, row_stop, col_start, col_stop}], scan px, stops exclusive
     regions = traitlets.List(traitlets.Dict()).tag(sync=True)
 
+    max_frame_px = SCAN_PNG_MAX_PX  # preview frames: longer side at most this
+
     def __init__(self, data_or_session: Dataset4D | Session, calibration: str | Path | None = None,
                  fit: bool = True, trials: int = 200, seed: int = 42, device: str = "auto",
-                 **kwargs: Any) -> None:
-        js, css = bundle_paths()
+                 live_regions: bool | None = None, **kwargs: Any) -> None:
+        js, css = bundle.bundle_paths()
         self._esm = js.read_text(encoding="utf-8")
         if css.is_file():
             self._css = css.read_text(encoding="utf-8")
-        from .session import Session
+        from ..session import Session
 
         # The session first: if the data is unusable, no comm is opened.
         calibration_error = ""
@@ -130,37 +133,42 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
         self.trials = int(trials)
         self.seed = int(seed)
         self._lock = threading.RLock()
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="livessb-widget")
-        self._futures: set[concurrent.futures.Future[Any]] = set()
-        self._generation: dict[str, int] = {}  # latest generation per region id
+        self._scheduler = Scheduler("livessb-widget", on_error=self._job_failed)
         self._crops: dict[str, tuple[int, bytes, list[int]]] = {}  # id -> (generation, png, shape)
         self._busy: set[str] = set()  # "full" and region ids with work in flight
         self._error = ""  # widget-level error (cleared by the next successful action)
         self._applying = False  # regions set by the widget itself: no jobs
         self._resend_regions = False
         self._regions_ok: list[dict[str, Any]] = []  # last accepted value of `regions`
+        self._frames = FrameStream(self._send_custom)
+        self._messages = Messages(self)
         self._closed = False
         self._finalizer = weakref.finalize(
-            self, _shutdown, self._executor, self._session, self._owns_session)
-        super().__init__(**kwargs)
+            self, _shutdown, self._scheduler, self._session, self._owns_session)
+        if live_regions is None:
+            live_regions = self._session.device == "cuda"
+        super().__init__(live_regions=bool(live_regions), **kwargs)
 
         self._dataset: Dataset4D = self._session.dataset
         self.scan_shape = [int(n) for n in self._dataset.scan_shape]
+        self.param_table = table_for_frontend()
+        f = int(self._session.upsample_factor)
+        self.upsample = f
+        self.sampling_A = [float(s) / f for s in self._dataset.scan_step_A]
         self.on_msg(self._on_custom_msg)
 
         if calibration_error:
             self._set_error(calibration_error)
-            self._submit("full", self._show_uncorrected)
+            self._submit("full", lambda _g: self._show_uncorrected())
         elif self._session.full_fit is not None:
             self._restore_view()
         elif fit:
             self._busy.add("full")
             self._update_status()
-            self._submit("full", self._run_full_fit)
+            self._submit("full", lambda _g: self._run_full_fit())
         else:
             self.message = "no calibration: call w.fit() to fit the full field"
-            self._submit("full", self._show_uncorrected)
+            self._submit("full", lambda _g: self._show_uncorrected())
 
     # ------------------------------------------------------------------ API
     @property
@@ -169,31 +177,23 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     def fit(self, wait: bool = False) -> None:
         """(Re)run the full-field fit in the background; ``wait=True`` blocks until done."""
-        self._check_open()
+        self._check_open("fit()")
         with self._lock:
             self._busy.add("full")
             self._update_status()
-        fut = self._submit("full", self._run_full_fit)
+        self._submit("full", lambda _g: self._run_full_fit())
         if wait:
-            fut.result()
+            self.wait()
 
     def wait(self, timeout: float | None = None) -> None:
         """Block until all queued work is done (for scripts and tests)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            with self._lock:
-                pending = [f for f in self._futures if not f.done()]
-            if not pending:
-                return
-            left = None if deadline is None else max(deadline - time.monotonic(), 0.0)
-            done, _ = concurrent.futures.wait(pending, timeout=left)
-            if deadline is not None and time.monotonic() >= deadline and len(done) < len(pending):
-                raise TimeoutError("widget work still running")
+        self._scheduler.wait(timeout)
 
     def save_calibration(self, path: str | Path = "calibration.json") -> Path:
         """Save rotation, full-field and region fits (after queued work finishes)."""
-        self._check_open()
-        return self._submit("save", lambda: self._save(Path(path))).result()
+        self._check_open("save_calibration()")
+        out: Path = self._submit("save", lambda _g: self._save(Path(path)), coalesce=False).result()
+        return out
 
     def crop_png(self, region_id: str) -> bytes | None:
         """The latest crop PNG sent for a region (None until one exists)."""
@@ -206,10 +206,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
             super().close()
             return
         self._closed = True
-        with self._lock:
-            for f in self._futures:
-                f.cancel()
-        self._executor.shutdown(wait=wait, cancel_futures=True)
+        self._scheduler.shutdown(wait=wait)
         if self._owns_session and not self._session.closed:
             self._session.close()
         self._finalizer.detach()
@@ -219,9 +216,11 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
     # --------------------------------------------------------- validation
     @traitlets.validate("regions")
     def _validate_regions(self, proposal: dict[str, Any]) -> list[dict[str, Any]]:
+        if getattr(self, "_closed", False):
+            raise WidgetClosedError(_closed_text("region edit"))
         value = proposal["value"]
         try:
-            return self._check_regions(value)
+            return checked_regions(value, (int(self.scan_shape[0]), int(self.scan_shape[1])))
         except ValueError as exc:
             # Never raise into the comm: keep the previous value, show why.
             self._resend_regions = True
@@ -229,34 +228,6 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 self._set_error(f"region edit rejected: {exc}")
             # (inside hold_trait_notifications self.regions already holds the bad value)
             return [dict(r) for r in self._regions_ok]
-
-    def _check_regions(self, value: Any) -> list[dict[str, Any]]:
-        if not isinstance(value, list | tuple):
-            raise ValueError("regions must be a list")
-        nr, nc = (int(n) for n in self.scan_shape)
-        out: list[dict[str, Any]] = []
-        seen: set[str] = set()
-        for item in value:
-            if not isinstance(item, dict) or not set(_REGION_KEYS) <= set(item):
-                raise ValueError(f"a region needs keys {list(_REGION_KEYS)}: {item!r}")
-            rid = item["id"]
-            if not isinstance(rid, str) or not rid:
-                raise ValueError(f"region id must be a non-empty string: {rid!r}")
-            if rid in seen:
-                raise ValueError(f"duplicate region id {rid!r}")
-            seen.add(rid)
-            try:
-                r0, r1, c0, c1 = (int(item[k]) for k in _BOUND_KEYS)
-            except (TypeError, ValueError):
-                raise ValueError(f"region {rid!r}: bounds must be integers") from None
-            if not (r1 > r0 and c1 > c0):
-                raise ValueError(f"region {rid!r} is empty: rows {r0}:{r1}, cols {c0}:{c1}")
-            if r0 < 0 or c0 < 0 or r1 > nr or c1 > nc:
-                raise ValueError(
-                    f"region {rid!r} rows {r0}:{r1}, cols {c0}:{c1} is outside the "
-                    f"{nr}×{nc} scan")
-            out.append(_region_dict(rid, (r0, r1, c0, c1)))
-        return out
 
     def set_state(self, sync_data: dict[str, Any]) -> None:
         super().set_state(sync_data)
@@ -270,18 +241,18 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
         self._regions_ok = [dict(r) for r in change["new"]]
         if self._applying or self._closed or change["old"] == change["new"]:
             return
-        old = {r["id"]: _bounds(r) for r in change["old"]}
-        new = {r["id"]: _bounds(r) for r in change["new"]}
+        old = {r["id"]: bounds_of(r) for r in change["old"]}
+        new = {r["id"]: bounds_of(r) for r in change["new"]}
         with self._lock:
             if self._error and self.message == self._error:
                 self.message = ""
             self._error = ""
             results = dict(self.region_results)
             for rid in old.keys() - new.keys():
-                self._generation[rid] = self._generation.get(rid, 0) + 1  # stales in-flight work
                 results.pop(rid, None)
                 self._crops.pop(rid, None)
                 self._busy.discard(rid)
+                # under the region's key: replaces its queued fit, stales the running one
                 self._submit(rid, functools.partial(self._remove, rid))
             for rid, bounds in new.items():
                 if old.get(rid) != bounds:
@@ -291,15 +262,16 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     def _queue_region(self, results: dict[str, Any], rid: str,
                       bounds: tuple[int, int, int, int]) -> None:
-        """New generation for the region, status fitting, job queued (caller holds the lock)."""
-        gen = self._generation.get(rid, 0) + 1
-        self._generation[rid] = gen
-        prev = results.get(rid, {})
-        results[rid] = {**prev, "status": "fitting", "generation": gen, "error": "",
-                        "bounds": list(bounds),
-                        "params": prev.get("params", {}), "loss": prev.get("loss")}
+        """Job queued (latest wins), status fitting with its generation (caller holds the lock)."""
         self._busy.add(rid)
-        self._submit(rid, functools.partial(self._run_region, rid, bounds, gen))
+        self._submit(rid, lambda gen: self._run_region(rid, bounds, gen))
+        prev = results.get(rid, {})
+        results[rid] = {**prev, "status": "fitting", "generation": self._generation(rid),
+                        "error": "", "bounds": list(bounds),
+                        "params": prev.get("params", {}), "loss": prev.get("loss")}
+
+    def _generation(self, rid: str) -> int:
+        return self._scheduler.generation(rid)
 
     def _retry_failed_regions(self) -> None:
         """After a full-field fit: regions that failed (e.g. drawn before it) are fitted again."""
@@ -309,28 +281,18 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
             if not failed:
                 return
             for r in failed:
-                self._queue_region(results, r["id"], _bounds(r))
+                self._queue_region(results, r["id"], bounds_of(r))
             self.region_results = results
             self._update_status()
 
     # ------------------------------------------------------------- worker jobs
-    def _submit(self, key: str, fn: Callable[[], Any]) -> concurrent.futures.Future[Any]:
-        def job() -> Any:
-            if self._closed:
-                return None
-            try:
-                return fn()
-            except Exception as exc:
-                self._job_failed(key, exc)
-                if key == "save":
-                    raise
-                return None
+    def _submit(self, key: str, fn: Callable[[int], Any], coalesce: bool = True) -> Future[Any]:
+        """Queue ``fn(generation)`` on the worker under ``key`` (latest wins unless
+        ``coalesce=False``); failures reach ``_job_failed``."""
+        def job(gen: int) -> Any:
+            return None if self._closed else fn(gen)
 
-        fut = self._executor.submit(job)
-        with self._lock:
-            self._futures = {f for f in self._futures if not f.done()}
-            self._futures.add(fut)
-        return fut
+        return self._scheduler.submit(key, job, coalesce=coalesce)
 
     def _job_failed(self, key: str, exc: BaseException) -> None:
         text = f"{type(exc).__name__}: {exc}"
@@ -339,58 +301,69 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
             return
         with self._lock:
             self._busy.discard(key)
-            if key in self._generation:
+            if key in self.region_results:
                 res = dict(self.region_results)
-                if key in res:
-                    res[key] = {**res[key], "status": "error", "error": text}
-                    self.region_results = res
+                res[key] = {**res[key], "status": "error", "error": text}
+                self.region_results = res
                 self._set_error(f"region {key}: {text}")
-            elif key == "save":
-                self._set_error(f"save failed: {text}")
+            elif key in ("save", "preview", "export"):
+                self._set_error(f"{key} failed: {text}")
             else:
+                self.progress = dict(IDLE)
                 self._set_error(text)
 
     def _run_full_fit(self) -> None:
-        fit = self._session.fit(trials=self.trials, seed=self.seed, progress=False)
+        report = ProgressReporter(self._set_progress)
+        fit = self._session.fit(trials=self.trials, seed=self.seed, progress=report)
+        report("reconstruct", 0, 1)
         self._show_full(fit)
         self._retry_failed_regions()
 
-    def _show_full(self, fit: FitResult) -> None:
-        rec = self._session.reconstruct(fit.params)
-        png = phase_to_png(rec.phase, max_px=SCAN_PNG_MAX_PX)
+    def _start_refine(self, start: dict[str, float], fixed: dict[str, float]) -> None:
+        """Newton from ``start`` with ``fixed`` held, in the background (the ``refine``
+        message); the result replaces the full-field fit, a frame of it follows."""
+        with self._lock:
+            self._busy.add("full")
+            self._update_status()
+        self._submit("full", lambda _g: self._run_refine(start, fixed))
+
+    def _run_refine(self, start: dict[str, float], fixed: dict[str, float]) -> None:
+        report = ProgressReporter(self._set_progress)
+        fit = self._session.refine(start, fixed=fixed or None, progress=report)
+        self._session.full_fit = fit  # recorded like any fit: the calibration saves it
+        report("reconstruct", 0, 1)
+        self._show_full(fit)
+
+    def _set_progress(self, value: dict[str, Any]) -> None:
+        if not self._closed:
+            self.progress = value
+
+    def _show_full(self, fit: FitResult, _generation: int = 0) -> None:
+        """Publish a full-field fit and send a frame of its parameters."""
+        frame = render_preview(self._session, fit.params, max_px=self.max_frame_px,
+                               loss=fit.loss)  # the fit's own loss: no extra evaluation
         if self._closed:
             return
         with self._lock, self.hold_sync():
-            self.full_fit = {"params": _float_params(fit.params), "loss": float(fit.loss),
-                             "rotation_deg": float(fit.rotation_deg),
-                             "transpose": bool(fit.transpose)}
-            self.upsample = int(rec.upsample)
-            self.scan_png = png
+            self.full_fit = full_fit_record(fit)
+            if fit.trials:  # a refine has no search: the last search's trials stay listed
+                self.trials_full = best_trials(fit)
+            self.progress = dict(IDLE)
             self._busy.discard("full")
             self._update_status()
+        self._send_frame(frame, None)
 
     def _show_uncorrected(self) -> None:
         """No fit yet: show the bright-field image (BF-disk integrated counts)."""
-        ds = self._dataset
-        bf_disk = ds.bright_field
-        cr, cc, rad = bf_disk.center_row, bf_disk.center_col, bf_disk.radius_px
-        kr, kc = ds.detector_shape
-        yy, xx = np.ogrid[:kr, :kc]
-        mask = (yy - cr) ** 2 + (xx - cc) ** 2 <= rad**2
-        counts = np.asarray(ds.counts)
-        bf = counts.reshape(*counts.shape[:2], -1)[:, :, mask.ravel()].sum(-1, dtype=np.float64)
-        png = phase_to_png(bf, max_px=SCAN_PNG_MAX_PX)
+        png = phase_to_png(bright_field_image(self._dataset), max_px=SCAN_PNG_MAX_PX)
         if self._closed:
             return
         with self._lock, self.hold_sync():
-            self.upsample = 1
             self.scan_png = png
             self._busy.discard("full")
             self._update_status()
 
     def _run_region(self, rid: str, bounds: tuple[int, int, int, int], gen: int) -> None:
-        if self._generation.get(rid) != gen:
-            return  # superseded before it started
         t0 = time.perf_counter()
         try:
             reg = self._session.fit_region(bounds, trials=self.trials, seed=self.seed,
@@ -404,7 +377,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     def _region_failed(self, rid: str, gen: int, text: str) -> None:
         with self._lock:
-            if self._closed or self._generation.get(rid) != gen:
+            if not self._scheduler.is_current(rid, gen):
                 return  # a newer edit owns the region: its result decides
             self._busy.discard(rid)
             res = dict(self.region_results)
@@ -417,14 +390,12 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
     def _publish_region(self, rid: str, gen: int, reg: RegionResult, png: bytes,
                         elapsed: float) -> None:
         with self._lock:
-            if self._closed or self._generation.get(rid) != gen:
+            if self._closed or not self._scheduler.is_current(rid, gen):
                 return  # stale: a newer edit (or a removal) owns this region now
             shape = [int(n) for n in reg.crop.shape]
             self._crops[rid] = (gen, png, shape)
             res = dict(self.region_results)
-            res[rid] = {"status": "done", "params": _float_params(reg.params),
-                        "loss": float(reg.fit.loss), "generation": gen, "error": "",
-                        "bounds": [int(b) for b in reg.bounds], "elapsed_s": round(elapsed, 4)}
+            res[rid] = region_record(reg, gen, elapsed)
             self._busy.discard(rid)
             with self.hold_sync():
                 if self._error.startswith(f"region {rid}:"):  # this region's error is resolved
@@ -436,13 +407,13 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
             self.send({"type": "crop", "id": rid, "generation": gen, "shape": shape},
                       buffers=[png])
 
-    def _remove(self, rid: str) -> None:
+    def _remove(self, rid: str, _generation: int = 0) -> None:
         if rid in self._session.regions and not any(r["id"] == rid for r in self.regions):
             self._session.remove_region(rid)
 
     def _save(self, path: Path) -> Path:
         # Only regions the widget shows, with their latest result, go to the file.
-        current = {r["id"]: _bounds(r) for r in self.regions}
+        current = {r["id"]: bounds_of(r) for r in self.regions}
         for rid in list(self._session.regions):
             reg = self._session.regions[rid]
             if rid not in current or tuple(reg.bounds) != current[rid]:
@@ -457,50 +428,48 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
     def _restore_view(self) -> None:
         """Show a restored (or pre-fitted) session: full field + every region, no fitting."""
         s = self._session
-        regions = [_region_dict(rid, reg.bounds) for rid, reg in s.regions.items()]
+        regions = [region_dict(rid, reg.bounds) for rid, reg in s.regions.items()]
         with self._lock:
             self._busy.add("full")
-            results: dict[str, Any] = {}
-            for r in regions:
-                self._generation[r["id"]] = 1
-                self._busy.add(r["id"])
-                results[r["id"]] = {"status": "fitting", "params": {}, "loss": None,
-                                    "generation": 1, "error": "", "bounds": list(_bounds(r))}
             self._applying = True
             try:
                 self.regions = regions
             finally:
                 self._applying = False
+            if s.full_fit is not None:
+                self._submit("full", functools.partial(self._show_full, s.full_fit))
+            results: dict[str, Any] = {}
+            for r in regions:
+                rid = r["id"]
+                self._busy.add(rid)
+                self._submit(rid, functools.partial(self._show_restored_region, rid))
+                results[rid] = {"status": "fitting", "params": {}, "loss": None,
+                                "generation": self._generation(rid), "error": "",
+                                "bounds": list(bounds_of(r))}
             self.region_results = results
             self._update_status()
-        if s.full_fit is not None:
-            self._submit("full", lambda: self._show_full(s.full_fit))  # type: ignore[arg-type]
-        for rid in list(s.regions):
-            self._submit(rid, functools.partial(self._show_restored_region, rid))
 
-    def _show_restored_region(self, rid: str) -> None:
+    def _show_restored_region(self, rid: str, gen: int) -> None:
         reg = self._session.regions[rid]
         crop = reg.crop
         if crop is None or getattr(crop, "object", None) is None or crop.object.size == 0:
             crop = self._session.reconstruct(reg.params).crop(reg.bounds)
             reg.crop = crop
-        self._publish_region(rid, self._generation.get(rid, 1), reg, phase_to_png(crop.phase),
-                             0.0)
+        self._publish_region(rid, gen, reg, phase_to_png(crop.phase), 0.0)
 
-    # ----------------------------------------------------------- messages
+    # ------------------------------------------------------------- frames
+    def _send_frame(self, frame: Frame, seq: int | None) -> None:
+        if self._closed or not self._frames.send(frame, seq):
+            return
+        with self._lock:
+            if self._error.startswith("preview failed"):  # resolved by this frame
+                self._set_error("")
+
+    def _send_custom(self, content: dict[str, Any], buffers: list[bytes]) -> None:
+        self.send(content, buffers=buffers)
+
     def _on_custom_msg(self, _widget: Any, content: dict[str, Any], _buffers: list[Any]) -> None:
-        try:
-            kind = content.get("type") if isinstance(content, dict) else None
-            if kind == "request_crops":
-                for rid, (gen, png, shape) in list(self._crops.items()):
-                    self.send({"type": "crop", "id": rid, "generation": gen, "shape": shape},
-                              buffers=[png])
-            elif kind == "save":
-                path = str(content.get("path") or "calibration.json")
-                self.message = f"saving calibration to {path} …"
-                self._submit("save", lambda: self._save(Path(path)))
-        except Exception as exc:  # never raise into the comm
-            self._set_error(f"{type(exc).__name__}: {exc}")
+        self._messages.handle(content)
 
     # ------------------------------------------------------------- status
     def _set_error(self, text: str) -> None:
@@ -519,6 +488,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
             status = "idle"
         self.status = status
 
-    def _check_open(self) -> None:
+    def _check_open(self, what: str) -> None:
         if self._closed:
-            raise RuntimeError("the widget is closed")
+            raise WidgetClosedError(_closed_text(what))
+

@@ -1,0 +1,89 @@
+"""The JSON records the widget syncs (docs/widget-protocol.md): regions, fits, trials."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..params import JOINT, OPTIONAL
+from ..regions import check_bounds
+
+if TYPE_CHECKING:
+    from ..results import FitResult, RegionResult
+
+BOUND_KEYS = ("row_start", "row_stop", "col_start", "col_stop")
+REGION_KEYS = ("id", *BOUND_KEYS)
+MAX_TRIALS = 50  # best trials listed per fit
+
+
+def bounds_of(region: dict[str, Any]) -> tuple[int, int, int, int]:
+    r0, r1, c0, c1 = (int(region[k]) for k in BOUND_KEYS)
+    return (r0, r1, c0, c1)
+
+
+def region_dict(region_id: str, bounds: tuple[int, int, int, int]) -> dict[str, Any]:
+    return {"id": region_id, **{k: int(b) for k, b in zip(BOUND_KEYS, bounds, strict=True)}}
+
+
+def float_params(params: dict[str, Any]) -> dict[str, float]:
+    return {str(k): float(v) for k, v in params.items()}
+
+
+def best_trials(fit: FitResult, limit: int = MAX_TRIALS) -> list[dict[str, Any]]:
+    """The fit's best search trials, best first: ``[{n, params, loss}]``; ``n`` is the
+    trial's index in ``fit.trials`` (unique over both rotation branches)."""
+    order = sorted(range(len(fit.trials)), key=lambda i: (float(fit.trials[i]["loss"]), i))
+    return [{"n": i, "params": float_params(fit.trials[i]["params"]),
+             "loss": float(fit.trials[i]["loss"])} for i in order[:limit]]
+
+
+def full_fit_record(fit: FitResult) -> dict[str, Any]:
+    """``{params, loss, errors?, rotation_deg, transpose, timings}``."""
+    out: dict[str, Any] = {"params": float_params(fit.params), "loss": float(fit.loss),
+                           "rotation_deg": float(fit.rotation_deg),
+                           "transpose": bool(fit.transpose),
+                           "timings": {str(k): float(v) for k, v in fit.timings.items()}}
+    errors = getattr(fit, "errors", None)  # FitResult.errors: the trustworthy-fits work
+    if errors:
+        out["errors"] = float_params(errors)
+    return out
+
+
+def region_record(reg: RegionResult, generation: int, elapsed_s: float) -> dict[str, Any]:
+    return {"status": "done", "params": float_params(reg.params), "loss": float(reg.fit.loss),
+            "generation": generation, "error": "", "bounds": [int(b) for b in reg.bounds],
+            "elapsed_s": round(elapsed_s, 4), "trials": best_trials(reg.fit)}
+
+
+def checked_regions(value: Any, scan_shape: tuple[int, int]) -> list[dict[str, Any]]:
+    """``regions`` as sent: ids unique and non-empty, every region by the session's rule
+    (``regions.check_bounds``); ValueError names the region and the problem."""
+    if not isinstance(value, list | tuple):
+        raise ValueError("regions must be a list")
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for item in value:
+        if not isinstance(item, dict) or not set(REGION_KEYS) <= set(item):
+            raise ValueError(f"a region needs keys {list(REGION_KEYS)}: {item!r}")
+        rid = item["id"]
+        if not isinstance(rid, str) or not rid:
+            raise ValueError(f"region id must be a non-empty string: {rid!r}")
+        if rid in seen:
+            raise ValueError(f"duplicate region id {rid!r}")
+        seen.add(rid)
+        try:
+            bounds = check_bounds(tuple(item[k] for k in BOUND_KEYS), scan_shape)
+        except ValueError as exc:
+            raise ValueError(f"region {rid!r}: {exc}") from None
+        out.append(region_dict(rid, bounds))
+    return out
+
+
+def refine_start(params: dict[str, float]) -> dict[str, float]:
+    """The fit parameters among steered ``params``: the six joint ones (missing: 0) and
+    each opt-in group (C21/phi21, C23/phi23, C30) with a nonzero member; reconstruction-only
+    coefficients steer the preview but are not fitted."""
+    out = {n: float(params.get(n, 0.0)) for n in JOINT}
+    for names in OPTIONAL.values():
+        if any(float(params.get(n, 0.0)) != 0.0 for n in names):
+            out.update({n: float(params.get(n, 0.0)) for n in names})
+    return out
