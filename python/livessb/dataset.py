@@ -190,8 +190,9 @@ def _validated_counts(counts: Any, scan_shape: tuple[int, int] | None) -> np.nda
         raise DatasetError(
             f"counts dtype {counts.dtype} is not supported: use uint8, uint16, uint32 "
             "or float32 (e.g. counts.astype(np.float32))")
-    if min(counts.shape[:2]) < 4:
-        raise DatasetError(f"the scan {tuple(counts.shape[:2])} is too small: need at least 4x4")
+    if min(counts.shape[:2]) < 1:
+        raise DatasetError(f"the scan {tuple(counts.shape[:2])} is empty: it needs at least "
+                           "one scan position (the fit needs 4x4: livessb.regions)")
     if min(counts.shape[2:]) < 8:
         raise DatasetError(
             f"the detector {tuple(counts.shape[2:])} is too small: need at least 8x8 pixels")

@@ -31,7 +31,7 @@ from .params import JOINT, OPTIONAL, fit_names
 from .physics.geometry import auto_upsample
 from .physics.optics import unknown_aberration_keys
 from .regions import RegionError as RegionError  # re-exported: livessb.session.RegionError
-from .regions import check_bounds
+from .regions import check_bounds, check_scan_fits
 from .results import Bounds, FitResult, Reconstruction, RegionResult
 
 
@@ -146,6 +146,7 @@ class Session:
         as the mirror of branch θ.
         """
         engine = self._check_open()
+        check_scan_fits(self.dataset.scan_shape)
         fit_box, held = self._fit_box(box, extra, fixed)  # bad input fails first
         callback_of(progress)
         spec = FullFieldSearch(trials, seed, fit_box, held, objective, sampler,
@@ -226,6 +227,8 @@ class Session:
         callback_of(progress)
         t0 = time.perf_counter()
         b = None if bounds is None else self.check_bounds(bounds)
+        if b is None:
+            check_scan_fits(self.dataset.scan_shape)
         model = (self._full_model(theta, transpose) if b is None
                  else ThickSampleModel(engine, b, theta, transpose))
         try:

@@ -13,6 +13,8 @@ from .metadata import CALIBRATION_KEYS, FileCalibration
 from .mib import load_mib
 from .npy import load_npy, load_npz, read_npz_metadata
 from .options import LoadOptions
+from .orientation import resolve_flip
+from .sidecar import find_sidecar
 
 NPY_SUFFIXES = (".npy",)
 NPZ_SUFFIXES = (".npz",)
@@ -30,6 +32,8 @@ def load(
     bin_detector: int | None = None,
     crop_to_bf: bool | int = False,
     progress: bool = True,
+    flip: str | None = None,
+    sidecar: str | Path | None = None,
     **calibration: Any,
 ) -> Dataset4D:
     """Load a 4D-STEM file as a :class:`~livessb.Dataset4D`.
@@ -53,6 +57,15 @@ def load(
         is the margin in detector pixels. The sampling is unchanged.
     progress
         Show a tqdm progress bar while reading (``False`` silences it).
+    flip
+        Detector orientation: ``"rosettasciio"`` (default; ``.mib`` rows reversed so
+        that detector row 0 is the top of the camera image, as rosettasciio, HyperSpy
+        and pyxem show it), ``"libertem"``/``"none"`` (frames as stored), or an explicit
+        ``"rows"``, ``"cols"``, ``"both"`` reversal of the stored frames.
+    sidecar
+        A JSON/TOML (or Arina metadata ``.h5``) file with the scan shape and
+        calibration (``livessb.io.sidecar``); found automatically next to the file
+        when named ``<name>.json``/``<name>.toml`` (``<base>.h5`` for Arina).
     **calibration
         ``voltage_kV``, ``semiangle_mrad``, ``scan_step_A``,
         ``detector_sampling_mrad``: these win over the file's metadata.
@@ -78,6 +91,8 @@ def load(
         raise DatasetError(
             f"unknown keyword(s) {unknown}: calibration keywords are "
             f"{', '.join(CALIBRATION_KEYS)}")
+    resolve_flip(flip, "any")  # a bad flip fails before anything is read
+    opts.flip = flip
     if not isinstance(path, str | Path):
         if hasattr(path, "read") and hasattr(path, "seek"):
             name = str(getattr(path, "name", "<file object>"))
@@ -89,6 +104,11 @@ def load(
     if p.is_dir():
         raise UnsupportedFormatError(
             f"{p} is a directory: pass the file itself (for Dectris data, the *_master.h5 file)")
+    side = find_sidecar(p, sidecar)
+    if side is not None:
+        opts.sidecar = side.calibration
+        if opts.scan_shape is None:
+            opts.scan_shape = side.scan_shape
     suffix = p.suffix.lower()
     if suffix in NPY_SUFFIXES:
         return load_npy(p, opts)

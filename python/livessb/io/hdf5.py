@@ -24,6 +24,7 @@ from .h5 import find_dataset, open_hdf5
 from .h5meta import collect_metadata
 from .metadata import FileCalibration
 from .options import LoadOptions
+from .orientation import resolve_flip
 from .source import ScanSource
 from .stream import stream_dataset
 
@@ -63,7 +64,8 @@ def load_hdf5(source: Any, opts: LoadOptions, dataset_path: str | None,
         array: Any = counts.dataset
         if counts.links:
             array = ConcatFrames(open_links(f, counts.links, base, stack, name), name)
-        src = ScanSource(array, opts.scan_shape, counts.data_name)
+        src = ScanSource(array, opts.scan_shape, counts.data_name,
+                        flip=resolve_flip(opts.flip, "hdf5"))
         return stream_dataset(src, opts, counts.calibration)
 
 
