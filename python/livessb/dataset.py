@@ -10,13 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from .dataset_base import SUPPORTED_DTYPES as SUPPORTED_DTYPES
+from .dataset_base import DatasetError as DatasetError
 from .physics.optics import wavelength_A
-
-SUPPORTED_DTYPES = (np.uint8, np.uint16, np.uint32, np.float32)
-
-
-class DatasetError(ValueError):
-    """Counts or calibration that SSB cannot use; the message names the fix."""
 
 
 def _positive(name: str, value: Any, hint: str) -> float:
@@ -104,6 +100,24 @@ class Dataset4D:
                 "detector_sampling_mrad", detector_sampling_mrad, "or leave it None to derive it")
             self.detector_sampling_derived = False
         self._check_disk_fits()
+
+    @classmethod
+    def from_hyperspy(cls, signal: Any, scan_shape: tuple[int, int] | None = None,
+                      **calibration: Any) -> Dataset4D:
+        """From a HyperSpy 4D signal: scan step and detector sampling from its axes'
+        scale/units, voltage and semiangle from ``Acquisition_instrument.TEM``; keywords
+        (``voltage_kV`` …) win. See ``livessb.io.foreign``."""
+        from .io.foreign import from_hyperspy
+
+        return from_hyperspy(cls, signal, calibration, scan_shape)
+
+    @classmethod
+    def from_py4dstem(cls, datacube: Any, **calibration: Any) -> Dataset4D:
+        """From a py4DSTEM DataCube: R/Q pixel sizes and units, semiangle and voltage from
+        its calibration (keywords win; pass what it lacks). See ``livessb.io.foreign``."""
+        from .io.foreign import from_py4dstem
+
+        return from_py4dstem(cls, datacube, calibration)
 
     @property
     def scan_shape(self) -> tuple[int, int]:

@@ -32,8 +32,8 @@ def _write_mib(path: Path, frames: np.ndarray, kind: str = "U16") -> None:
 
 
 def _write_hdr(path: Path, frames: int, per_line: int) -> None:
-    path.write_text("HDR,\t\nFrames in Acquisition (Number):\t%d\n"
-                    "Frames per Trigger (Number):\t%d\nEnd\t\n" % (frames, per_line))
+    path.write_text(f"HDR,\t\nFrames in Acquisition (Number):\t{frames}\n"
+                    f"Frames per Trigger (Number):\t{per_line}\nEnd\t\n")
 
 
 def _marked(counts: np.ndarray) -> np.ndarray:

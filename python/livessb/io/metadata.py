@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dataset import DatasetError
+from ..dataset_base import DatasetError
 from ..physics.optics import wavelength_A
 
 CALIBRATION_KEYS: tuple[str, ...] = (
@@ -61,7 +61,8 @@ DISTANCE_KEYS = ("detector_distance", "camera_length", "camera_length_m")
 
 _KEY_DEFAULT_UNIT = {
     "voltage_kv": "kv", "accelerating_voltage_kv": "kv", "beam_energy_kev": "kv",
-    "beam_energy_ev": "v", "kv": "kv", "photon_energy": "ev", "wavelength_a": "a", "scan_step_a": "a",
+    "beam_energy_ev": "v", "kv": "kv", "photon_energy": "ev", "wavelength_a": "a",
+    "scan_step_a": "a",
     "camera_length_m": "m", "convergence_semiangle_mrad": "mrad",
     "convergence_angle_mrad": "mrad", "probe_semiangle_mrad": "mrad", "alpha_mrad": "mrad",
     "detector_sampling_mrad": "mrad", "detector_pixel_mrad": "mrad", "semiangle_mrad": "mrad",

@@ -115,7 +115,7 @@ def stream_dataset(
             calibration["detector_sampling_mrad"] = (
                 float(calibration["detector_sampling_mrad"]) * factor)
     stats.warn(name, (r0, c0))
-    return build_dataset(counts, calibration, opts.calibration, file_cal, name)
+    return build_dataset(Dataset4D, counts, calibration, opts.calibration, file_cal, name)
 
 
 def _view(source: ScanSource, region: Region) -> np.ndarray:
