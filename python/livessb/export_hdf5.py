@@ -63,6 +63,20 @@ def _file_header(f: Any) -> None:
     f.attrs["UUID"] = str(uuid.uuid4())
 
 
+def _tree(f: Any, name: str, python_class: str) -> tuple[Any, Any]:
+    """File header, ``<name>_root``, its array group ``name`` and its metadata bundle."""
+    _file_header(f)
+    root = f.create_group(f"{name}_root")
+    root.attrs["emd_group_type"] = "root"
+    root.attrs["python_class"] = "Root"
+    grp = root.create_group(name)
+    grp.attrs["emd_group_type"] = "array"
+    grp.attrs["python_class"] = python_class
+    bundle = root.create_group("metadatabundle")
+    bundle.attrs["emd_group_type"] = "metadatabundle"
+    return grp, bundle
+
+
 def _dims(group: Any, steps: list[tuple[str, float, str]]) -> None:
     for i, (name, step, units) in enumerate(steps):
         dim = group.create_dataset(f"dim{i}", data=np.array([0.0, float(step)]))
@@ -128,13 +142,7 @@ def save_dataset_emd(ds: Dataset4D, path: str | Path, name: str = "datacube",
             f"the scan step {ds.scan_step_A} Å differs between rows and cols: py4DSTEM's "
             "Calibration holds one R_pixel_size; resample the scan to a square step first")
     with atomic_write(target) as fh, _open(fh) as f:
-        _file_header(f)
-        root = f.create_group(f"{name}_root")
-        root.attrs["emd_group_type"] = "root"
-        root.attrs["python_class"] = "Root"
-        grp = root.create_group(name)
-        grp.attrs["emd_group_type"] = "array"
-        grp.attrs["python_class"] = "DataCube"
+        grp, bundle = _tree(f, name, "DataCube")
         data = grp.create_dataset("data", shape=(rows, cols, kr, kc), dtype=ds.counts.dtype,
                                   chunks=(1, cols, kr, kc), compression=compression)
         data.attrs["units"] = "counts"
@@ -144,8 +152,6 @@ def save_dataset_emd(ds: Dataset4D, path: str | Path, name: str = "datacube",
         _dims(grp, [("Rx", step_r, "A"), ("Ry", step_c, "A"),
                     ("Qx", ds.detector_sampling_mrad, "mrad"),
                     ("Qy", ds.detector_sampling_mrad, "mrad")])
-        bundle = root.create_group("metadatabundle")
-        bundle.attrs["emd_group_type"] = "metadatabundle"
         _calibration(bundle, {
             "R_pixel_size": float(step_r), "R_pixel_units": "A",
             "Q_pixel_size": float(ds.detector_sampling_mrad), "Q_pixel_units": "mrad",
@@ -176,17 +182,9 @@ def save_reconstruction_emd(rec: Reconstruction, path: str | Path, what: str = "
     name = name or what
     step_r, step_c = (float(s) for s in rec.sampling_A)
     with atomic_write(target) as fh, _open(fh) as f:
-        _file_header(f)
-        root = f.create_group(f"{name}_root")
-        root.attrs["emd_group_type"] = "root"
-        root.attrs["python_class"] = "Root"
-        grp = root.create_group(name)
-        grp.attrs["emd_group_type"] = "array"
-        grp.attrs["python_class"] = "Array"
+        grp, bundle = _tree(f, name, "Array")
         grp.create_dataset("data", data=data, compression=compression).attrs["units"] = units
         _dims(grp, [("R_x", step_r, "A"), ("R_y", step_c, "A")])
-        bundle = root.create_group("metadatabundle")
-        bundle.attrs["emd_group_type"] = "metadatabundle"
         _metadata_group(bundle, "livessb", "Metadata", {
             "software": f"livessb {__version__}", "what": what, "units": units,
             "pixel_size_A": (step_r, step_c), "upsample": int(rec.upsample),

@@ -163,20 +163,15 @@ def build_from_array(cls: type[D], data: Any, file_cal: FileCalibration,
     """``cls`` from an in-memory (or dask) array: dtype rules of the loader, user values win."""
     user = {k: v for k, v in calibration.items() if v is not None}
     arr = data if isinstance(data, np.ndarray) else np.asarray(data)
-    if arr.ndim == 3 and scan_shape is not None:
-        rows, cols = (int(s) for s in scan_shape)
-        if rows * cols != arr.shape[0]:
-            raise DatasetError(
-                f"{name}: scan_shape=({rows}, {cols}) needs {rows * cols} frames but there "
-                f"are {arr.shape[0]}")
-        arr = arr.reshape(rows, cols, *arr.shape[1:])
-    if arr.ndim != 4:
-        raise DatasetError(
-            f"{name}: the data are {arr.ndim}D {tuple(arr.shape)}; 4D-STEM needs 4D (scan "
-            "rows, scan cols, detector rows, detector cols), or 3D frames with scan_shape")
-    arr = convert_counts(arr, target_dtype(arr.dtype, name), name, (0, 0))
+    if arr.ndim in (3, 4):
+        # A 3D stack is converted as one scan row: a bad frame i is named (row 0, col i).
+        as_4d = arr if arr.ndim == 4 else arr[None]
+        arr = convert_counts(as_4d, target_dtype(arr.dtype, name), name, (0, 0)).reshape(
+            arr.shape)
     kwargs = resolve_calibration(file_cal, user, name=name)
-    return build_dataset(cls, arr, kwargs, user, file_cal, name)
+    # The shape checks (3D needs scan_shape, 4D otherwise) are the class's own.
+    kwargs["scan_shape"] = scan_shape
+    return build_dataset(cls, arr, kwargs, {**user, "scan_shape": scan_shape}, file_cal, name)
 
 
 def from_hyperspy(cls: type[D], signal: Any, calibration: Mapping[str, Any],
