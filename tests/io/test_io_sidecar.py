@@ -65,6 +65,18 @@ def test_arina_metadata_file_gives_the_scan_step(tmp_path: Path, make_counts: An
     assert ds.scan_step_A == (0.3, 0.3)
 
 
+def test_arina_files_match_rosettasciio(tmp_path: Path, make_counts: Any) -> None:
+    arina = pytest.importorskip("rsciio.arina")
+    counts = make_counts()
+    master = _write_arina(tmp_path, counts.reshape(64, 16, 16))
+    with h5py.File(tmp_path / "scan.h5", "w") as f:
+        f.create_group("STEM Metadata").attrs["Pixel Size"] = np.array([0.042])
+    theirs = arina.file_reader(str(master), navigation_shape=(8, 8))[0]
+    ours = load(master, scan_shape=(8, 8), semiangle_mrad=20, progress=False)
+    np.testing.assert_array_equal(ours.counts, theirs["data"])
+    assert ours.scan_step_A == pytest.approx((theirs["axes"][0]["scale"],) * 2)  # Å both
+
+
 @pytest.mark.parametrize("kind", ["json", "toml"])
 def test_json_and_toml_sidecars(tmp_path: Path, make_counts: Any, kind: str) -> None:
     counts = make_counts(scan=(4, 6))
