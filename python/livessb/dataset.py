@@ -10,14 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from .dataset_base import SUPPORTED_DTYPES as SUPPORTED_DTYPES
+from .dataset_base import DatasetError as DatasetError
 from .physics.optics import wavelength_A
 from .plausible import implausibility, unusual_allowed
-
-SUPPORTED_DTYPES = (np.uint8, np.uint16, np.uint32, np.float32)
-
-
-class DatasetError(ValueError):
-    """Counts or calibration that SSB cannot use; the message names the fix."""
 
 
 class ImplausibleCalibrationError(DatasetError):
@@ -124,6 +120,24 @@ class Dataset4D:
             self.detector_sampling_derived = False
         self._check_disk_fits()
 
+    @classmethod
+    def from_hyperspy(cls, signal: Any, scan_shape: tuple[int, int] | None = None,
+                      **calibration: Any) -> Dataset4D:
+        """From a HyperSpy 4D signal: scan step and detector sampling from its axes'
+        scale/units, voltage and semiangle from ``Acquisition_instrument.TEM``; keywords
+        (``voltage_kV`` …) win. See ``livessb.io.foreign``."""
+        from .io.foreign import from_hyperspy
+
+        return from_hyperspy(cls, signal, calibration, scan_shape)
+
+    @classmethod
+    def from_py4dstem(cls, datacube: Any, **calibration: Any) -> Dataset4D:
+        """From a py4DSTEM DataCube: R/Q pixel sizes and units, semiangle and voltage from
+        its calibration (keywords win; pass what it lacks). See ``livessb.io.foreign``."""
+        from .io.foreign import from_py4dstem
+
+        return from_py4dstem(cls, datacube, calibration)
+
     @property
     def scan_shape(self) -> tuple[int, int]:
         return (int(self.counts.shape[0]), int(self.counts.shape[1]))
@@ -209,8 +223,9 @@ def _validated_counts(counts: Any, scan_shape: tuple[int, int] | None) -> np.nda
         raise DatasetError(
             f"counts dtype {counts.dtype} is not supported: use uint8, uint16, uint32 "
             "or float32 (e.g. counts.astype(np.float32))")
-    if min(counts.shape[:2]) < 4:
-        raise DatasetError(f"the scan {tuple(counts.shape[:2])} is too small: need at least 4x4")
+    if min(counts.shape[:2]) < 1:
+        raise DatasetError(f"the scan {tuple(counts.shape[:2])} is empty: it needs at least "
+                           "one scan position (the fit needs 4x4: livessb.regions)")
     if min(counts.shape[2:]) < 8:
         raise DatasetError(
             f"the detector {tuple(counts.shape[2:])} is too small: need at least 8x8 pixels")

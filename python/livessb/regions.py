@@ -35,3 +35,15 @@ def check_bounds(bounds: Any, scan_shape: tuple[int, int]) -> Bounds:
         raise RegionError(f"region {bounds!r} is too small to fit: use at least "
                           f"{MIN_REGION_PX}x{MIN_REGION_PX} scan positions")
     return (r0, r1, c0, c1)
+
+
+def check_scan_fits(scan_shape: tuple[int, int]) -> None:
+    """The full-field fit's version of the rule: any scan loads, only a scan of at
+    least ``MIN_REGION_PX`` positions per side can be fitted."""
+    rows, cols = (int(n) for n in scan_shape)
+    if min(rows, cols) < MIN_REGION_PX:
+        raise RegionError(
+            f"the {rows}x{cols} scan is too small to fit: the joint fit needs at least "
+            f"{MIN_REGION_PX}x{MIN_REGION_PX} scan positions (a few scan frequencies per "
+            "axis); load a larger scan (or scan_region) to fit it. The dataset itself "
+            "loads and can be inspected at any size")

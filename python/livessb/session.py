@@ -33,7 +33,7 @@ from .physics.geometry import auto_upsample
 from .physics.optics import unknown_aberration_keys
 from .progress import staged, with_progress
 from .regions import RegionError as RegionError  # re-exported: livessb.session.RegionError
-from .regions import check_bounds
+from .regions import check_bounds, check_scan_fits
 from .reprs import Pretty
 from .results import Bounds, FitResult, Reconstruction, RegionResult
 
@@ -151,6 +151,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         as the mirror of branch θ.
         """
         engine = self._check_open()
+        check_scan_fits(self.dataset.scan_shape)
         fit_box, held = self._fit_box(box, extra, fixed)  # bad input fails first
         callback_of(progress)
         spec = FullFieldSearch(trials, seed, fit_box, held, objective, sampler,
@@ -232,6 +233,8 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         callback_of(progress)
         t0 = time.perf_counter()
         b = None if bounds is None else self.check_bounds(bounds)
+        if b is None:
+            check_scan_fits(self.dataset.scan_shape)
         model = (self._full_model(theta, transpose) if b is None
                  else ThickSampleModel(engine, b, theta, transpose))
         try:

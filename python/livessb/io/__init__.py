@@ -7,8 +7,13 @@
 ``.npz``                  the 3D/4D member; scalar members fill calibration
 ``.h5 .hdf5 .hdf .nxs``   generic HDF5, Dectris/Arina master files (``*_master.h5``)
 ``.emd .h5``              py4DSTEM / EMD 1.0 (calibration from dims and metadata)
-``.mib``                  Merlin counting-mode frames; needs ``scan_shape``
+``.mib``                  Merlin counting-mode frames (rows flipped as rosettasciio
+                          shows them); ``scan_shape`` or the ``.hdr`` file
+``.dm4 .mrc .blo .hspy``  through rosettasciio (optional extra ``formats``)
 ========================  =====================================================
+
+``Dataset4D.from_hyperspy`` / ``from_py4dstem`` (``foreign``) adapt other tools'
+objects; sidecar files (``sidecar``) give the scan shape and step.
 """
 
 from __future__ import annotations

@@ -1,18 +1,26 @@
-"""Building the ``Dataset4D``, with errors that say which values came from the file."""
+"""Building the ``Dataset4D``, with errors that say which values came from the file.
+
+The class is passed in (``Dataset4D`` or a subclass): this module does not import
+``livessb.dataset``, so that ``Dataset4D``'s adapter classmethods can use it."""
 
 from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..dataset import Dataset4D, DatasetError
+from ..dataset_base import DatasetError
 from .metadata import FileCalibration
 
+if TYPE_CHECKING:
+    from ..dataset import Dataset4D
 
-def build_dataset(counts: Any, calibration: dict[str, Any], user: Mapping[str, Any],
-                  file_cal: FileCalibration | None, name: str) -> Dataset4D:
-    """``Dataset4D`` whose errors say which values came from the file's metadata.
+D = TypeVar("D", bound="Dataset4D")
+
+
+def build_dataset(cls: type[D], counts: Any, calibration: dict[str, Any],
+                  user: Mapping[str, Any], file_cal: FileCalibration | None, name: str) -> D:
+    """``cls(counts, **calibration)`` whose errors say which values came from the file.
 
     A detector sampling taken from the file that disagrees with the measured BF
     disk by more than 20 % is kept (the file is trusted) but warned about.
@@ -20,7 +28,7 @@ def build_dataset(counts: Any, calibration: dict[str, Any], user: Mapping[str, A
     from_file = {k: v for k, v in calibration.items() if v is not None and k not in user}
     sources = file_cal.sources if file_cal is not None else {}
     try:
-        ds = Dataset4D(counts, **calibration)
+        ds = cls(counts, **calibration)
     except DatasetError as exc:
         if not from_file:
             raise

@@ -13,11 +13,19 @@ from .metadata import CALIBRATION_KEYS, FileCalibration
 from .mib import load_mib
 from .npy import load_npy, load_npz, read_npz_metadata
 from .options import LoadOptions
+from .orientation import resolve_flip
+from .rsciio_reader import load_rsciio, read_rsciio_metadata, rsciio_readers
+from .sidecar import find_sidecar
 
 NPY_SUFFIXES = (".npy",)
 NPZ_SUFFIXES = (".npz",)
 HDF5_SUFFIXES = (".h5", ".hdf5", ".hdf", ".he5", ".nxs", ".nx5", ".emd", ".h4d", ".py4dstem")
 MIB_SUFFIXES = (".mib",)
+# Read through rosettasciio (optional): first for HyperSpy's own files, else when
+# livessb has no reader of its own.
+RSCIIO_FIRST = (".hspy", ".zspy")
+RSCIIO_SUFFIXES = (".dm3", ".dm4", ".mrc", ".xml", ".blo", ".ser", ".emi", ".tvips", ".prz",
+                   ".app5", ".raw", *RSCIIO_FIRST)
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 
 
@@ -30,6 +38,8 @@ def load(
     bin_detector: int | None = None,
     crop_to_bf: bool | int = False,
     progress: bool = True,
+    flip: str | None = None,
+    sidecar: str | Path | None = None,
     **calibration: Any,
 ) -> Dataset4D:
     """Load a 4D-STEM file as a :class:`~livessb.Dataset4D`.
@@ -53,6 +63,15 @@ def load(
         is the margin in detector pixels. The sampling is unchanged.
     progress
         Show a tqdm progress bar while reading (``False`` silences it).
+    flip
+        Detector orientation: ``"rosettasciio"`` (default; ``.mib`` rows reversed so
+        that detector row 0 is the top of the camera image, as rosettasciio, HyperSpy
+        and pyxem show it), ``"libertem"``/``"none"`` (frames as stored), or an explicit
+        ``"rows"``, ``"cols"``, ``"both"`` reversal of the stored frames.
+    sidecar
+        A JSON/TOML (or Arina metadata ``.h5``) file with the scan shape and
+        calibration (``livessb.io.sidecar``); found automatically next to the file
+        when named ``<name>.json``/``<name>.toml`` (``<base>.h5`` for Arina).
     **calibration
         ``voltage_kV``, ``semiangle_mrad``, ``scan_step_A``,
         ``detector_sampling_mrad``: these win over the file's metadata.
@@ -78,6 +97,8 @@ def load(
         raise DatasetError(
             f"unknown keyword(s) {unknown}: calibration keywords are "
             f"{', '.join(CALIBRATION_KEYS)}")
+    resolve_flip(flip, "any")  # a bad flip fails before anything is read
+    opts.flip = flip
     if not isinstance(path, str | Path):
         if hasattr(path, "read") and hasattr(path, "seek"):
             name = str(getattr(path, "name", "<file object>"))
@@ -86,10 +107,17 @@ def load(
     p = Path(path).expanduser()
     if not p.exists():
         raise FileNotFoundError(f"no such file: {str(p)!r}")
+    suffix = p.suffix.lower()
+    if suffix in RSCIIO_FIRST and rsciio_readers(suffix):
+        return load_rsciio(p, opts)
     if p.is_dir():
         raise UnsupportedFormatError(
             f"{p} is a directory: pass the file itself (for Dectris data, the *_master.h5 file)")
-    suffix = p.suffix.lower()
+    side = find_sidecar(p, sidecar)
+    if side is not None:
+        opts.sidecar = side.calibration
+        if opts.scan_shape is None:
+            opts.scan_shape = side.scan_shape
     if suffix in NPY_SUFFIXES:
         return load_npy(p, opts)
     if suffix in NPZ_SUFFIXES:
@@ -98,10 +126,13 @@ def load(
         return load_mib(p, opts)
     if suffix in HDF5_SUFFIXES or _is_hdf5(p):
         return load_hdf5(p, opts, dataset_path, p.name)
+    if suffix in RSCIIO_SUFFIXES or rsciio_readers(suffix):
+        return load_rsciio(p, opts)
     raise UnsupportedFormatError(
         f"{p.name}: unknown file type {suffix!r}: livessb loads .npy, .npz, HDF5 (.h5, .hdf5, "
-        ".emd, Dectris/Arina master files) and .mib; convert other formats with rosettasciio "
-        "or HyperSpy and save the counts with numpy.save")
+        ".emd, Dectris/Arina master files) and .mib, and DM3/DM4, MRC, EMPAD, blockfile, "
+        ".hspy … through rosettasciio (pip install 'livessb[formats]'); convert other "
+        "formats and save the counts with numpy.save")
 
 
 def _scan_shape(scan_shape: Any) -> tuple[int, int] | None:
@@ -135,4 +166,7 @@ def read_metadata(path: str | Path, dataset_path: str | None = None) -> dict[str
         return FileCalibration().as_dict()
     if suffix in NPZ_SUFFIXES:
         return read_npz_metadata(p).as_dict()
+    if (suffix in RSCIIO_FIRST and rsciio_readers(suffix)) or (
+            suffix in RSCIIO_SUFFIXES and not _is_hdf5(p)):
+        return read_rsciio_metadata(p).as_dict()
     return read_hdf5_metadata(p, dataset_path, p.name).as_dict()

@@ -11,6 +11,11 @@ Calibration read from it:
 * detector sampling (mrad/px) from the spacing of the first detector dim when
   its units are an angle (``mrad``/``rad``), or from a reciprocal length
   (``1/Å``, ``A^-1``, ``1/nm``) once the voltage is known;
+* units may be bracketed as ncempy and rosettasciio write them (``"[n_m]"``,
+  ``"[m_r_a_d]"``, ``"[1_/_n_m]"``);
+* files HyperSpy/rosettasciio write (a data group under ``/signals/``, dims
+  ``dim1..dimN``) store the array transposed (``dim1`` is the last axis of the
+  signal): they are read back in the signal's order, as rosettasciio reads them;
 * voltage, semiangle and anything else from attributes of the data group, its
   parents, the root and metadata groups (``metadatabundle``, ``microscope``,
   ``calibration``...), see ``livessb.io.metadata`` for the keys.
@@ -93,14 +98,37 @@ def _dim(group: Any, index: int, zero_based: bool) -> Any:
     return group.get(key) if key in group else None
 
 
+def is_transposed(group: Any) -> bool:
+    """Written by rosettasciio's EMD writer: ``/signals/<title>`` with 1-based dims."""
+    return "dim0" not in group and group.parent.name == "/signals"
+
+
+class TransposedArray:
+    """A stored ``(kc, kr, Rc, Rr)`` dataset read as ``(Rr, Rc, kr, kc)`` (slices only)."""
+
+    def __init__(self, dataset: Any) -> None:
+        self.dataset = dataset
+        self.shape = tuple(int(s) for s in dataset.shape[::-1])
+        self.dtype = dataset.dtype
+        self.ndim = len(self.shape)
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        key = key if isinstance(key, tuple) else (key,)
+        if not all(isinstance(k, slice) for k in key):
+            raise TypeError("TransposedArray supports slices only")
+        full = (*key, *(slice(None),) * (self.ndim - len(key)))
+        return np.asarray(self.dataset[full[::-1]]).transpose()
+
+
 def dims_calibration(group: Any, ndim: int, where: str) -> FileCalibration:
     """Scan step and detector sampling from the dim vectors' spacing and units."""
     zero_based = "dim0" in group
+    transposed = is_transposed(group)
     cal = FileCalibration()
     attrs: dict[str, Any] = {}
     spacing: list[tuple[float, str] | None] = []
     for i in range(ndim):
-        d = _dim(group, i, zero_based)
+        d = _dim(group, ndim - 1 - i if transposed else i, zero_based)
         spacing.append(_spacing(d) if d is not None else None)
     if ndim == 4:
         scan = spacing[:2]

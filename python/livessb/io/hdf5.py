@@ -19,11 +19,12 @@ from typing import Any
 
 from ..dataset import Dataset4D
 from .dectris import ConcatFrames, dectris_links, open_links
-from .emd import choose_group, dims_calibration, emd_groups
+from .emd import TransposedArray, choose_group, dims_calibration, emd_groups, is_transposed
 from .h5 import find_dataset, open_hdf5
 from .h5meta import collect_metadata
 from .metadata import FileCalibration
 from .options import LoadOptions
+from .orientation import resolve_flip
 from .source import ScanSource
 from .stream import stream_dataset
 
@@ -45,7 +46,8 @@ def locate_counts(f: Any, dataset_path: str | None, name: str) -> HDF5Counts:
         dset = group["data"] if "data" in group else find_dataset(f, dataset_path, name)
         cal = dims_calibration(group, dset.ndim, f"{name}:{group.name}")
         cal.update_missing(collect_metadata(f, dset, name))
-        return HDF5Counts(cal, f"{name}:{dset.name}", dataset=dset)
+        array = TransposedArray(dset) if is_transposed(group) else dset
+        return HDF5Counts(cal, f"{name}:{dset.name}", dataset=array)
     links = dectris_links(f) if dataset_path is None else []
     if links:
         return HDF5Counts(collect_metadata(f, None, name), f"{name}:/entry/data/data_*",
@@ -63,7 +65,8 @@ def load_hdf5(source: Any, opts: LoadOptions, dataset_path: str | None,
         array: Any = counts.dataset
         if counts.links:
             array = ConcatFrames(open_links(f, counts.links, base, stack, name), name)
-        src = ScanSource(array, opts.scan_shape, counts.data_name)
+        src = ScanSource(array, opts.scan_shape, counts.data_name,
+                        flip=resolve_flip(opts.flip, "hdf5"))
         return stream_dataset(src, opts, counts.calibration)
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from ..dataset import DatasetError
+from ..dataset_base import DatasetError
 from ..physics.optics import wavelength_A
 
 CALIBRATION_KEYS: tuple[str, ...] = (
@@ -41,7 +41,10 @@ _C = 299792458.0
 VOLTAGE_KEYS = (
     "voltage_kv", "voltage", "accelerating_voltage", "acceleration_voltage",
     "accelerating_voltage_kv", "high_tension", "ht", "beam_energy", "beam_energy_kev",
-    "beam_energy_ev", "energy", "e0", "beam_voltage", "kv")
+    "beam_energy_ev", "energy", "e0", "beam_voltage", "kv",
+    # Dectris (Arina) masters: detectorSpecific/photon_energy is the beam energy in eV;
+    # read before the wavelength (see resolve_calibration).
+    "photon_energy")
 WAVELENGTH_KEYS = ("wavelength", "incident_wavelength", "wavelength_a", "lambda")
 SEMIANGLE_KEYS = (
     "semiangle_mrad", "convergence_semiangle", "convergence_semiangle_mrad",
@@ -58,7 +61,8 @@ DISTANCE_KEYS = ("detector_distance", "camera_length", "camera_length_m")
 
 _KEY_DEFAULT_UNIT = {
     "voltage_kv": "kv", "accelerating_voltage_kv": "kv", "beam_energy_kev": "kv",
-    "beam_energy_ev": "v", "kv": "kv", "wavelength_a": "a", "scan_step_a": "a",
+    "beam_energy_ev": "v", "kv": "kv", "photon_energy": "ev", "wavelength_a": "a",
+    "scan_step_a": "a",
     "camera_length_m": "m", "convergence_semiangle_mrad": "mrad",
     "convergence_angle_mrad": "mrad", "probe_semiangle_mrad": "mrad", "alpha_mrad": "mrad",
     "detector_sampling_mrad": "mrad", "detector_pixel_mrad": "mrad", "semiangle_mrad": "mrad",
@@ -82,7 +86,7 @@ _RECIP_INV_A = {
     "1/angstrom": 1.0, "angstrom^-1": 1.0, "inv_a": 1.0,
     "1/nm": 0.1, "nm^-1": 0.1, "nm-1": 0.1, "1/m": 1e-10, "m^-1": 1e-10,
 }
-_NOT_PHYSICAL = {"pixels", "pixel", "px", "pix", "", "none", "n/a", "[n_m]", "index", "a.u."}
+_NOT_PHYSICAL = {"pixels", "pixel", "px", "pix", "", "none", "n/a", "index", "a.u.", "1"}
 
 
 @dataclass
@@ -146,7 +150,13 @@ def _text(value: Any) -> str:
 
 
 def normalise_unit(unit: Any) -> str:
-    text = _text(unit).strip().lower()
+    """Lower case, no spaces; EMD's bracketed units ``"[n_m]"``, ``"[1_/_n_m]"`` (as
+    ncempy and rosettasciio write them: one character or prefix per ``_`` part) are
+    unwrapped to ``"nm"``, ``"1/nm"``."""
+    text = _text(unit).strip()
+    if len(text) > 2 and text.startswith("[") and text.endswith("]"):
+        text = text[1:-1].replace("_", "")
+    text = text.lower()
     text = text.replace("ångström", "angstrom").replace("Å".lower(), "å")
     text = text.replace(" ", "").replace("**", "^").replace("⁻¹", "^-1")
     return text

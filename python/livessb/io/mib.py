@@ -2,8 +2,13 @@
 
 A ``.mib`` file is a sequence of frames, each an ASCII header that starts with
 ``MQ1,<seq>,<header bytes>,<chips>,<width>,<height>,<dtype>,...`` followed by
-big-endian pixel data. The file is memory-mapped and read in chunks; the scan
-shape is not stored in it, so ``scan_shape=(rows, cols)`` is required. Raw
+big-endian pixel data. The file is memory-mapped and read in chunks. The scan
+shape is not stored in it: ``scan_shape=(rows, cols)``, or the acquisition's
+``.hdr`` file next to it (``Frames per Trigger (Number)`` frames per scan line,
+``Frames in Acquisition (Number)`` in all, as rosettasciio reads it). The first
+stored row of a frame is the bottom of the camera image: by default the rows are
+reversed so that detector row 0 is the top, as rosettasciio, HyperSpy and pyxem
+show it (``flip="libertem"`` keeps the stored order, see ``orientation``). Raw
 ("R64", colour/raw mode) files are not supported: convert them with the
 Merlin software or with rosettasciio (``pip install rosettasciio``;
 ``rsciio.quantumdetector.file_reader``) and save the counts as ``.npy``/HDF5.
@@ -20,6 +25,7 @@ import numpy as np
 from ..dataset import Dataset4D
 from .errors import CorruptFileError, UnsupportedFormatError
 from .options import LoadOptions
+from .orientation import resolve_flip
 from .source import ScanSource
 from .stream import stream_dataset
 
@@ -49,6 +55,30 @@ def parse_header(raw: bytes, name: str) -> tuple[int, int, int, str]:
     return header_len, width, height, kind
 
 
+def hdr_scan_shape(path: Path) -> tuple[int, int] | None:
+    """(rows, cols) from the Merlin ``.hdr`` file next to ``path``; None if it says nothing.
+
+    A line trigger records ``Frames per Trigger`` frames per scan line; a pixel
+    trigger (1 frame per trigger) does not say the line length.
+    """
+    hdr = path.with_suffix(".hdr")
+    if not hdr.is_file():
+        return None
+    values: dict[str, str] = {}
+    try:
+        for line in hdr.read_text(encoding="ascii", errors="replace").splitlines():
+            key, sep, value = line.partition("\t")
+            if sep:
+                values[key.strip().rstrip(":")] = value.strip()
+        per_line = int(values["Frames per Trigger (Number)"])
+        frames = int(values["Frames in Acquisition (Number)"])
+    except (OSError, KeyError, ValueError):
+        return None
+    if per_line <= 1 or frames <= 0 or frames % per_line:
+        return None
+    return (frames // per_line, per_line)
+
+
 def load_mib(path: Path, opts: LoadOptions) -> Dataset4D:
     name = path.name
     with open(path, "rb") as fh:
@@ -66,5 +96,7 @@ def load_mib(path: Path, opts: LoadOptions) -> Dataset4D:
         raise CorruptFileError(f"{name}: no complete frame in the file")
     record = np.dtype([("header", f"S{header_len}"), ("data", dtype, (height, width))])
     mm = np.memmap(path, dtype=record, mode="r", shape=(n_frames,))
-    source = ScanSource(mm["data"], opts.scan_shape, name)
+    scan_shape = opts.scan_shape or hdr_scan_shape(path)
+    source = ScanSource(mm["data"], scan_shape, name,
+                        flip=resolve_flip(opts.flip, "mib"))
     return stream_dataset(source, opts, None)

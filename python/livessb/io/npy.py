@@ -13,6 +13,7 @@ from ..dataset import Dataset4D
 from .errors import CorruptFileError, FileFormatError
 from .metadata import FileCalibration, parse_attrs
 from .options import LoadOptions
+from .orientation import resolve_flip
 from .source import ScanSource
 from .stream import stream_dataset
 
@@ -29,7 +30,8 @@ def load_npy(path: Path, opts: LoadOptions) -> Dataset4D:
         raise CorruptFileError(
             f"{path.name}: cannot read it as a .npy file ({exc}): the file is truncated or "
             "not a NumPy array; re-save it with numpy.save") from exc
-    source = ScanSource(arr, opts.scan_shape, path.name)
+    source = ScanSource(arr, opts.scan_shape, path.name,
+                        flip=resolve_flip(opts.flip, "npy"))
     return stream_dataset(source, opts, None, allow_view=True)
 
 
@@ -56,7 +58,8 @@ def load_npz(path: Path, opts: LoadOptions, dataset_path: str | None) -> Dataset
             raise CorruptFileError(
                 f"{path.name}: a member of the archive is corrupt ({exc}): re-save the file"
             ) from exc
-    source = ScanSource(arr, opts.scan_shape, f"{path.name}[{key}]")
+    source = ScanSource(arr, opts.scan_shape, f"{path.name}[{key}]",
+                        flip=resolve_flip(opts.flip, "npy"))
     return stream_dataset(source, opts, parse_attrs(meta, f"{path.name}"), allow_view=True)
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .metadata import FileCalibration
+
 Region = tuple[int, int, int, int]  # (row_start, row_stop, col_start, col_stop), stops exclusive
 
 
@@ -15,5 +17,8 @@ class LoadOptions:
     bin_detector: int | None = None
     crop_to_bf: bool | int = False
     progress: bool = True
+    flip: str | None = None  # detector orientation (``livessb.io.orientation``)
     calibration: dict[str, Any] = field(default_factory=dict)
+    # A sidecar's calibration: wins over the file's metadata, loses to ``calibration``.
+    sidecar: FileCalibration | None = None
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..dataset import SUPPORTED_DTYPES, DatasetError
+from ..dataset_base import SUPPORTED_DTYPES, DatasetError
 
 
 @dataclass

@@ -10,6 +10,7 @@ import numpy as np
 from ..dataset import DatasetError
 from .errors import FileFormatError
 from .options import Region
+from .orientation import Flip, apply_flip
 
 
 class ScanSource:
@@ -18,11 +19,14 @@ class ScanSource:
     ``array`` is anything sliceable along its leading axes with ``.shape`` and
     ``.dtype`` (NumPy array/memmap, ``h5py.Dataset``, a frame concatenation):
     4D ``(rows, cols, kr, kc)`` or 3D ``(frames, kr, kc)`` with ``scan_shape``.
+    ``flip`` (reverse detector rows, cols) is applied to every block read.
     """
 
-    def __init__(self, array: Any, scan_shape: tuple[int, int] | None, name: str) -> None:
+    def __init__(self, array: Any, scan_shape: tuple[int, int] | None, name: str,
+                 flip: Flip = (False, False)) -> None:
         self.array = array
         self.name = name
+        self.flip = flip
         shape = tuple(int(s) for s in array.shape)
         self.dtype = np.dtype(array.dtype)
         if len(shape) == 4:
@@ -61,6 +65,9 @@ class ScanSource:
 
     def read(self, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
         """Counts of scan rows r0:r1, cols c0:c1, shape (r1-r0, c1-c0, kr, kc)."""
+        return apply_flip(self._read(r0, r1, c0, c1), self.flip)
+
+    def _read(self, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
         kr, kc = self.detector_shape
         if not self.frames_3d:
             return np.asarray(self.array[r0:r1, c0:c1])
@@ -76,8 +83,8 @@ class ScanSource:
     def read_frame(self, r: int, c: int) -> np.ndarray:
         if self.frames_3d:
             i = r * self.scan_shape[1] + c
-            return np.asarray(self.array[i:i + 1])[0]
-        return np.asarray(self.array[r:r + 1, c:c + 1])[0, 0]
+            return apply_flip(np.asarray(self.array[i:i + 1])[0], self.flip)
+        return apply_flip(np.asarray(self.array[r:r + 1, c:c + 1])[0, 0], self.flip)
 
 
 def _divisor_hint(n: int, cols: int) -> str:

@@ -61,6 +61,12 @@ def stream_dataset(
     r0, r1, c0, c1 = region
     factor = check_factor(opts.bin_detector)
     margin = check_crop(opts.crop_to_bf)
+    if opts.sidecar is not None:
+        merged = FileCalibration()
+        merged.update_missing(opts.sidecar)
+        if file_cal is not None:
+            merged.update_missing(file_cal)
+        file_cal = merged
     calibration = resolve_calibration(file_cal, opts.calibration, name=name)
     out_dtype = target_dtype(source.dtype, name)
     int_max = (int(np.iinfo(source.dtype).max) if source.dtype.kind in "iu" else None)
@@ -70,7 +76,8 @@ def stream_dataset(
     row_bytes = nc * kr * kc * source.dtype.itemsize
     batches = _row_batches(r0, r1, row_bytes)
 
-    simple = factor == 1 and margin is None and out_dtype == source.dtype
+    simple = (factor == 1 and margin is None and out_dtype == source.dtype
+              and not any(source.flip))
     if allow_view and simple and isinstance(source.array, np.ndarray):
         # Memory-mapped NumPy file: keep a view, only scan it for problems.
         counts = _view(source, region)
@@ -108,7 +115,7 @@ def stream_dataset(
             calibration["detector_sampling_mrad"] = (
                 float(calibration["detector_sampling_mrad"]) * factor)
     stats.warn(name, (r0, c0))
-    return build_dataset(counts, calibration, opts.calibration, file_cal, name)
+    return build_dataset(Dataset4D, counts, calibration, opts.calibration, file_cal, name)
 
 
 def _view(source: ScanSource, region: Region) -> np.ndarray:

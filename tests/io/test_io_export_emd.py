@@ -1,0 +1,125 @@
+"""EMD 1.0 exports opened by py4DSTEM, HyperSpy and livessb (round trips on files
+written here), and the pixel size ImageJ reads from ``Reconstruction.save("x.tif")``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from livessb import Dataset4D
+from livessb.export_hdf5 import EMDExportError, save_dataset_emd, save_reconstruction_emd
+from livessb.io import load
+from livessb.results import Reconstruction
+
+CAL = {"voltage_kV": 300.0, "semiangle_mrad": 20.0, "scan_step_A": 0.5,
+       "detector_sampling_mrad": 5.0}
+
+
+@pytest.fixture
+def dataset(make_counts: Any) -> Dataset4D:
+    return Dataset4D(make_counts(scan=(4, 6)), **CAL)
+
+
+@pytest.fixture
+def rec() -> Reconstruction:
+    rng = np.random.default_rng(1)
+    obj = np.exp(1j * rng.normal(0, 0.3, (8, 12))) * rng.uniform(0.8, 1.0, (8, 12))
+    return Reconstruction(object=obj.astype(np.complex64), params={"C10": -50.0, "C12": 3.0},
+                          upsample=2, sampling_A=(0.25, 0.25), origin_px=(2, 4))
+
+
+def test_dataset_emd_round_trip_livessb(tmp_path: Path, dataset: Dataset4D) -> None:
+    path = save_dataset_emd(dataset, tmp_path / "counts.emd")
+    back = load(path, progress=False)
+    np.testing.assert_array_equal(back.counts, dataset.counts)
+    assert back.calibration() == pytest.approx(dataset.calibration())
+
+
+def test_dataset_emd_opens_in_py4dstem(tmp_path: Path, dataset: Dataset4D) -> None:
+    py4dstem = pytest.importorskip("py4DSTEM")
+    dc = py4dstem.read(str(save_dataset_emd(dataset, tmp_path / "counts.emd")))
+    assert type(dc).__name__ == "DataCube"
+    np.testing.assert_array_equal(dc.data, dataset.counts)
+    cal = dc.calibration
+    assert (cal.get_R_pixel_size(), cal.get_R_pixel_units()) == (0.5, "A")
+    assert (cal.get_Q_pixel_size(), cal.get_Q_pixel_units()) == (5.0, "mrad")
+    assert cal.get_convergence_semiangle_mrad() == 20.0
+    assert cal["voltage_kV"] == 300.0
+    # ...and back through livessb's adapter.
+    again = Dataset4D.from_py4dstem(dc)
+    assert again.calibration() == pytest.approx(dataset.calibration())
+
+
+def test_dataset_emd_opens_in_hyperspy(tmp_path: Path, dataset: Dataset4D) -> None:
+    hs = pytest.importorskip("hyperspy.api")
+    s = hs.load(save_dataset_emd(dataset, tmp_path / "counts.emd"))
+    np.testing.assert_array_equal(s.data, dataset.counts)
+    by_index = sorted(s.axes_manager._axes, key=lambda a: a.index_in_array)
+    assert [a.scale for a in by_index] == pytest.approx([0.5, 0.5, 5.0, 5.0])
+    assert [str(a.units) for a in by_index] == ["Å", "Å", "mrad", "mrad"]
+    stem = s.transpose(signal_axes=2)  # HyperSpy's 4D-STEM view: scan navigates
+    back = Dataset4D.from_hyperspy(stem, voltage_kV=300, semiangle_mrad=20)
+    np.testing.assert_array_equal(back.counts, dataset.counts)
+    assert back.calibration() == pytest.approx(dataset.calibration())
+
+
+@pytest.mark.parametrize("what", ["phase", "object", "amplitude"])
+def test_reconstruction_emd_in_py4dstem_and_hyperspy(tmp_path: Path, rec: Reconstruction,
+                                                     what: str) -> None:
+    path = save_reconstruction_emd(rec, tmp_path / f"{what}.emd", what=what)
+    expected = {"phase": rec.phase, "object": rec.object, "amplitude": np.abs(rec.object)}[what]
+    py4dstem = pytest.importorskip("py4DSTEM")
+    arr = py4dstem.read(str(path))
+    np.testing.assert_allclose(arr.data, expected, rtol=1e-6)
+    assert [float(d[1] - d[0]) for d in arr.dims] == [0.25, 0.25]
+    assert [str(u) for u in arr.dim_units] == ["A", "A"]
+    hs = pytest.importorskip("hyperspy.api")
+    s = hs.load(path)
+    np.testing.assert_allclose(s.data, expected, rtol=1e-6)
+    assert [a.scale for a in s.axes_manager.signal_axes] == [0.25, 0.25]
+    assert [str(a.units) for a in s.axes_manager.signal_axes] == ["Å", "Å"]
+
+
+def test_reconstruction_emd_metadata(tmp_path: Path, rec: Reconstruction) -> None:
+    import h5py
+
+    path = save_reconstruction_emd(rec, tmp_path / "phase.h5")
+    with h5py.File(path) as f:
+        assert f.attrs["emd_group_type"] == "file" and f.attrs["version_major"] == 1
+        md = f["phase_root/metadatabundle/livessb"]
+        assert md["params/C10"][()] == -50.0 and md["upsample"][()] == 2
+        assert list(md["origin_px"][()]) == [2, 4]
+        np.testing.assert_array_equal(f["phase_root/phase/data"][()], rec.phase)
+
+
+def test_emd_export_errors(tmp_path: Path, rec: Reconstruction, make_counts: Any) -> None:
+    with pytest.raises(EMDExportError, match="suffix"):
+        save_reconstruction_emd(rec, tmp_path / "x.tif")
+    with pytest.raises(EMDExportError, match="what="):
+        save_reconstruction_emd(rec, tmp_path / "x.emd", what="real")
+    ds = Dataset4D(make_counts(), **{**CAL, "scan_step_A": (0.5, 0.6)})
+    with pytest.raises(EMDExportError, match="differs between rows and cols"):
+        save_dataset_emd(ds, tmp_path / "x.emd")
+    assert not list(tmp_path.iterdir())  # nothing written, no temporary files
+
+
+@pytest.mark.xfail(strict=True, reason="export.py (another helper's file) writes the pixel "
+                   "size as shaped JSON + resolution tags, not ImageJ metadata: remove this "
+                   "marker when its ImageJ TIFF lands")
+def test_tiff_carries_the_pixel_size_imagej_reads(tmp_path: Path, rec: Reconstruction) -> None:
+    tifffile = pytest.importorskip("tifffile")
+    path = rec.save(tmp_path / "phase.tif")
+    with tifffile.TiffFile(path) as tif:
+        ij = tif.imagej_metadata
+        assert ij is not None, "no ImageJ metadata: ImageJ shows pixels, not Å"
+        page = tif.pages[0]
+        x_res = page.tags["XResolution"].value  # pixels per unit, a rational
+        y_res = page.tags["YResolution"].value
+        unit = ij.get("unit")
+    scale = {"angstrom": 1.0, "Å": 1.0, "\\u00c5": 1.0, "nm": 10.0, "micron": 1e4, "um": 1e4}
+    assert unit in scale, f"ImageJ unit {unit!r}"
+    assert scale[unit] * x_res[1] / x_res[0] == pytest.approx(0.25)
+    assert scale[unit] * y_res[1] / y_res[0] == pytest.approx(0.25)
