@@ -47,6 +47,8 @@ from typing import Any
 
 import numpy as np
 
+from ..physics.geometry import half_plane_weights, scan_frequencies_half
+
 # Eigenvalues of the box-scaled Hessian below this fraction of the largest are treated
 # as flat directions (an inseparable combination): their error is the box width.
 FLAT_CURVATURE_REL = 1e-10
@@ -117,8 +119,8 @@ def observation_counts(
     return float(np.sum(w * counts)), float(np.sum(w * (counts >= 0.5)))
 
 
-def _disc_row_counts(center: np.ndarray, nu_r: np.ndarray, cols: np.ndarray,
-                     k_alpha: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _disc_chords(center: np.ndarray, nu_r: np.ndarray, k_alpha: float,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per (pixel, frequency row): the chord [lo, hi] of the disc of radius k_α around
     each ``center`` (B, 2) on that row, and whether the row meets the disc."""
     dr = nu_r[None, :] - center[:, 0:1]
@@ -127,31 +129,37 @@ def _disc_row_counts(center: np.ndarray, nu_r: np.ndarray, cols: np.ndarray,
     return center[:, 1:2] - h, center[:, 1:2] + h, h2 >= 0
 
 
-def _count_in(lo: np.ndarray, hi: np.ndarray, ok: np.ndarray, cols: np.ndarray) -> np.ndarray:
-    n = np.searchsorted(cols, hi, side="right") - np.searchsorted(cols, lo, side="left")
-    return np.where(ok & (hi >= lo), n, 0)
+def _weight_in(lo: np.ndarray, hi: np.ndarray, ok: np.ndarray, cols: np.ndarray,
+               cum_w: np.ndarray) -> np.ndarray:
+    """Summed weight of the (sorted) columns inside each chord."""
+    n = cum_w[np.searchsorted(cols, hi, side="right")] - cum_w[
+        np.searchsorted(cols, lo, side="left")]
+    return np.where(ok & (hi >= lo), n, 0.0)
 
 
 def pixel_trotter_counts(
     k: np.ndarray, shape: tuple[int, int], step_A: tuple[float, float], k_alpha: float,
     rows_per_chunk: int = 256,
 ) -> np.ndarray:
-    """Exact count of full-plane scan frequencies in each BF pixel's trotters: (B,).
+    """Exact Σ_ν w m_b(ν) over the stored half plane for each BF pixel: (B,).
 
-    #{ν : |k_b-ν| ≤ k_α xor |k_b+ν| ≤ k_α} on the fftfreq grid of ``shape``, equal to
-    Σ_ν w m_b(ν) over the stored half plane (m_b is even in ν). Counted row by row
-    (a disc meets a frequency row in one chord), O(B·N_rows), no B×M mask.
+    m_b(ν) = [|k_b-ν| ≤ k_α] xor [|k_b+ν| ≤ k_α], the sum the residual R runs over,
+    half-plane weights included. Counted row by row (a disc meets a frequency row in
+    one chord, and a chord holds a run of the sorted rfft columns): O(B·N_rows), no
+    B×M mask.
     """
     k = np.asarray(k, dtype=np.float64)
-    nu_r = np.fft.fftfreq(shape[0], step_A[0])
-    cols = np.sort(np.fft.fftfreq(shape[1], step_A[1]))
-    total = np.zeros(k.shape[0], dtype=np.int64)
+    nu_r, cols = scan_frequencies_half(shape, step_A)
+    cum_w = np.concatenate([[0.0], np.cumsum(half_plane_weights(shape[1]))])
+    total = np.zeros(k.shape[0], dtype=np.float64)
     for s in range(0, k.shape[0], rows_per_chunk):
         kb = k[s:s + rows_per_chunk]
-        lo_p, hi_p, ok_p = _disc_row_counts(kb, nu_r, cols, k_alpha)
-        lo_m, hi_m, ok_m = _disc_row_counts(-kb, nu_r, cols, k_alpha)
-        both = _count_in(np.maximum(lo_p, lo_m), np.minimum(hi_p, hi_m), ok_p & ok_m, cols)
-        n = (_count_in(lo_p, hi_p, ok_p, cols) + _count_in(lo_m, hi_m, ok_m, cols) - 2 * both)
+        lo_p, hi_p, ok_p = _disc_chords(kb, nu_r, k_alpha)
+        lo_m, hi_m, ok_m = _disc_chords(-kb, nu_r, k_alpha)
+        both = _weight_in(np.maximum(lo_p, lo_m), np.minimum(hi_p, hi_m), ok_p & ok_m,
+                          cols, cum_w)
+        n = (_weight_in(lo_p, hi_p, ok_p, cols, cum_w)
+             + _weight_in(lo_m, hi_m, ok_m, cols, cum_w) - 2 * both)
         total[s:s + rows_per_chunk] = n.sum(axis=1)
     return total
 
