@@ -21,6 +21,7 @@ from .engine import make_engine
 from .fit.joint import BranchFit, joint_fit, refine_rotation
 from .fit.model import ThickSampleModel
 from .fit.search import Box, box_is_mirror_symmetric, fit_names, mirror_in_box, mirror_params
+from .fit.uncertainty import Assessment, assess
 from .physics.geometry import auto_upsample, estimate_rotation
 from .physics.objective import phase_skewness
 from .physics.optics import unknown_aberration_keys
@@ -166,16 +167,21 @@ class Session:
                                           snap=_stored_theta)
         self.rotation_deg = math.degrees(theta) % 360.0
         self.transpose = rot.transpose
-        self._full_model(self._theta, rot.transpose)  # in place after the refinement
+        full_model = self._full_model(self._theta, rot.transpose)  # in place after refining
+        t_assess = time.perf_counter()
+        checked = _assess(full_model, fit_box, best, objective)
+        t_assess = time.perf_counter() - t_assess
         result = FitResult(
-            params=best.params, loss=best.loss, rotation_deg=self.rotation_deg,
+            params=checked.params if checked else best.params,
+            loss=checked.loss if checked else best.loss, rotation_deg=self.rotation_deg,
             transpose=rot.transpose,
             trials=[t for _, b in branches for t in b.trials],
-            newton=[s for _, b in branches for s in b.newton] + best.newton,
+            newton=[s for _, b in branches for s in b.newton] + best.newton + (
+                checked.newton if checked else []),
             timings={"rotation_s": t_rot - t0, "total_s": time.perf_counter() - t0,
                      "branch_choice_s": t_branch - t_rot - sum(
                          v for _, b in branches for v in b.timings.values()),
-                     **best.timings,
+                     **best.timings, "assess_s": t_assess,
                      **{f"branch{i}_{k}": v for i, (_, b) in enumerate(branches)
                         for k, v in b.timings.items()}},
             provenance=self._provenance(trials, seed, fit_box, objective, sampler=sampler,
@@ -183,8 +189,11 @@ class Session:
                                         rotation_com_deg=math.degrees(rot.theta),
                                         rotation_residual=rot.residual,
                                         rotation_residual_other_transpose=(
-                                            rot.residual_other_transpose)),
-            on_box_edge=best.on_box_edge,
+                                            rot.residual_other_transpose),
+                                        **(checked.provenance() if checked else {})),
+            on_box_edge=checked.on_box_edge if checked else best.on_box_edge,
+            errors=checked.errors if checked else {},
+            undetermined=checked.undetermined if checked else [],
             branches=[{"rotation_deg": math.degrees(t) % 360.0, "loss": b.loss,
                        "params": b.params, "derived": b.derived, **choice[i]}
                       for i, (t, b) in enumerate(branches)],
@@ -249,19 +258,29 @@ class Session:
             t_prep = time.perf_counter()
             fit = joint_fit(model, trials, seed, fit_box, objective, progress=progress,
                             label=f"region {b}", sampler=sampler)
+            t_assess = time.perf_counter()
+            checked = _assess(model, fit_box, fit, objective)
+            t_assess = time.perf_counter() - t_assess
         finally:
             model.release()
         t_fit = time.perf_counter()
-        rec = self.reconstruct(fit.params)
+        params = checked.params if checked else fit.params
+        rec = self.reconstruct(params)
         crop = rec.crop(b)
         t_end = time.perf_counter()
         timings = {"prepare_s": t_prep - t0, "fit_s": t_fit - t_prep,
-                   "reconstruct_crop_s": t_end - t_fit, "total_s": t_end - t0, **fit.timings}
+                   "reconstruct_crop_s": t_end - t_fit, "total_s": t_end - t0, **fit.timings,
+                   "assess_s": t_assess}
         result = FitResult(
-            params=fit.params, loss=fit.loss, rotation_deg=float(self.rotation_deg or 0.0),
-            transpose=transpose, trials=fit.trials, newton=fit.newton, timings=timings,
-            provenance=self._provenance(trials, seed, fit_box, objective, sampler=sampler),
-            on_box_edge=fit.on_box_edge, bounds=b)
+            params=params, loss=checked.loss if checked else fit.loss,
+            rotation_deg=float(self.rotation_deg or 0.0),
+            transpose=transpose, trials=fit.trials,
+            newton=fit.newton + (checked.newton if checked else []), timings=timings,
+            provenance=self._provenance(trials, seed, fit_box, objective, sampler=sampler,
+                                        **(checked.provenance() if checked else {})),
+            on_box_edge=checked.on_box_edge if checked else fit.on_box_edge, bounds=b,
+            errors=checked.errors if checked else {},
+            undetermined=checked.undetermined if checked else [])
         rid = region_id or self._next_region_id()
         region = RegionResult(id=rid, bounds=b, fit=result, crop=crop, timings=timings)
         self.regions[rid] = region
@@ -376,6 +395,14 @@ class Session:
 
 
 MIRROR_LOSS_RTOL = 1e-5  # float32 sums in another order; a real asymmetry is far larger
+
+
+def _assess(model: ThickSampleModel, box: Box, fit: BranchFit,
+            objective: str) -> Assessment | None:
+    """Errors, undetermined names and the thin/thick choice (VP fits only)."""
+    if objective != "vp":
+        return None
+    return assess(model, box, fit.params, fit.loss)
 
 
 def _stored_theta(theta: float) -> float:

@@ -24,6 +24,7 @@ from .errors import (
     poisson_sigma2,
     standard_errors,
 )
+from .joint import box_edges
 from .model_choice import THICK_ONLY, ModelChoice, choose_model, edge_warnings, undetermined
 from .newton import NewtonOptions, newton_refine
 from .search import Box
@@ -40,6 +41,7 @@ class Assessment:
     noise: NoiseLevel
     model_choice: ModelChoice | None
     warnings: list[str]
+    on_box_edge: list[str]  # the kept model's free parameters on a box edge
     newton: list[dict[str, Any]] = field(default_factory=list)  # the thin model's steps
 
     def provenance(self) -> dict[str, Any]:
@@ -85,7 +87,7 @@ def _held_box(box: Box, held: Mapping[str, float]) -> Box:
 def assess(
     model: Any, box: Box, params: Mapping[str, float], loss: float,
     fixed: Mapping[str, float] | None = None, hessian: np.ndarray | None = None,
-    choose: bool = True, on_box_edge: list[str] | None = None,
+    choose: bool = True,
 ) -> Assessment:
     """Errors, undetermined names and the thin/thick choice of a refined VP fit.
 
@@ -129,8 +131,10 @@ def assess(
     box_t = {n: (float(v[0]), float(v[1])) for n, v in bounds.items()}
     errors = standard_errors(kept_hessian, names, free, kept_noise, energy, box_t)
     undet = undetermined(kept_params, errors, box_t, free, by_model)
-    edges = [n for n in (on_box_edge or []) if n in free]
+    kept_vec = np.array([kept_params[n] for n in names])
+    edges = [n for n in box_edges(kept_vec, box) if n in free]
     warnings = edge_warnings({n: kept_params[n] for n in free}, errors, box_t, edges)
     return Assessment(params=kept_params, loss=kept_loss, errors=errors, undetermined=undet,
                       noise=kept_noise, model_choice=choice, warnings=warnings,
+                      on_box_edge=edges,
                       newton=[dict(s, branch="thin") for s in thin_steps])
