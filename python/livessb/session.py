@@ -169,7 +169,7 @@ class Session:
         self.transpose = rot.transpose
         full_model = self._full_model(self._theta, rot.transpose)  # in place after refining
         t_assess = time.perf_counter()
-        checked = _assess(full_model, fit_box, best, objective)
+        checked = _assess(full_model, fit_box, best, objective, self.dataset)
         t_assess = time.perf_counter() - t_assess
         result = FitResult(
             params=checked.params if checked else best.params,
@@ -182,6 +182,7 @@ class Session:
                      "branch_choice_s": t_branch - t_rot - sum(
                          v for _, b in branches for v in b.timings.values()),
                      **best.timings, "assess_s": t_assess,
+                     **(checked.timings if checked else {}),
                      **{f"branch{i}_{k}": v for i, (_, b) in enumerate(branches)
                         for k, v in b.timings.items()}},
             provenance=self._provenance(trials, seed, fit_box, objective, sampler=sampler,
@@ -259,7 +260,7 @@ class Session:
             fit = joint_fit(model, trials, seed, fit_box, objective, progress=progress,
                             label=f"region {b}", sampler=sampler)
             t_assess = time.perf_counter()
-            checked = _assess(model, fit_box, fit, objective)
+            checked = _assess(model, fit_box, fit, objective, self.dataset)
             t_assess = time.perf_counter() - t_assess
         finally:
             model.release()
@@ -270,7 +271,7 @@ class Session:
         t_end = time.perf_counter()
         timings = {"prepare_s": t_prep - t0, "fit_s": t_fit - t_prep,
                    "reconstruct_crop_s": t_end - t_fit, "total_s": t_end - t0, **fit.timings,
-                   "assess_s": t_assess}
+                   "assess_s": t_assess, **(checked.timings if checked else {})}
         result = FitResult(
             params=params, loss=checked.loss if checked else fit.loss,
             rotation_deg=float(self.rotation_deg or 0.0),
@@ -398,11 +399,11 @@ MIRROR_LOSS_RTOL = 1e-5  # float32 sums in another order; a real asymmetry is fa
 
 
 def _assess(model: ThickSampleModel, box: Box, fit: BranchFit,
-            objective: str) -> Assessment | None:
+            objective: str, dataset: Dataset4D) -> Assessment | None:
     """Errors, undetermined names and the thin/thick choice (VP fits only)."""
     if objective != "vp":
         return None
-    return assess(model, box, fit.params, fit.loss)
+    return assess(model, box, fit.params, fit.loss, dataset)
 
 
 def _stored_theta(theta: float) -> float:

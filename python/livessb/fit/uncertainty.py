@@ -9,13 +9,20 @@ exact Hessian at the kept optimum (fit.errors).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from ..physics.geometry import half_plane_weights, scan_frame_frequencies, scan_frequencies_half
+from ..physics.geometry import (
+    BFPixels,
+    bright_field_pixels,
+    half_plane_weights,
+    scan_frame_frequencies,
+    scan_frequencies_half,
+)
 from .errors import (
     NoiseLevel,
     noise_level,
@@ -43,6 +50,7 @@ class Assessment:
     warnings: list[str]
     on_box_edge: list[str]  # the kept model's free parameters on a box edge
     newton: list[dict[str, Any]] = field(default_factory=list)  # the thin model's steps
+    timings: dict[str, float] = field(default_factory=dict)  # errors_s, model_choice_s
 
     def provenance(self) -> dict[str, Any]:
         return {"noise": self.noise.to_dict(),
@@ -55,24 +63,50 @@ def _host(a: Any) -> np.ndarray:
     return np.asarray(a.get() if hasattr(a, "get") else a)
 
 
-def window_statistics(model: Any) -> tuple[float, float, float, float]:
-    """(energy E, n_obs, n_object, Poisson σ²) of the model's prepared window."""
-    engine, spectra = model.engine, model.spectra
-    nu_r, nu_c = scan_frequencies_half(spectra.shape, engine.step)
+def window_pixel_totals(engine: Any, dataset: Any, bounds: tuple[int, int, int, int],
+                        ) -> np.ndarray:
+    """Σ_R I(R, k_b) over the window's measured positions for every BF pixel: (B,).
+
+    The full field is the mean pattern times the positions; a region sums the engine's
+    resident BF counts (CPU: scan rows, scan cols, BF pixels; CUDA: BF pixels first).
+    """
+    r0, r1, c0, c1 = bounds
+    rows, cols = dataset.scan_shape
+    bf = _bf_pixels(dataset)
+    if (r0, r1, c0, c1) == (0, rows, 0, cols):
+        return np.asarray(dataset.mean_pattern[bf.rows, bf.cols] * (rows * cols))
+    counts = (engine.resident_bf_counts() if hasattr(engine, "resident_bf_counts")
+              else engine._bf_counts)  # pre-protocol engines
+    if getattr(engine, "name", "cpu") == "cuda":
+        total = counts[:, r0:r1, c0:c1].sum(axis=(1, 2), dtype=np.float64)
+    else:
+        total = counts[r0:r1, c0:c1].sum(axis=(0, 1), dtype=np.float64)
+    return _host(total).astype(np.float64)
+
+
+def _bf_pixels(dataset: Any) -> BFPixels:
+    """The BF pixel set the engines use (same function, same order)."""
+    bf = dataset.bright_field
+    return bright_field_pixels(dataset.detector_shape, (bf.center_row, bf.center_col),
+                               dataset.detector_pixel_inv_A, dataset.k_alpha)
+
+
+def window_statistics(spectra: Any, dataset: Any, pixel_totals: np.ndarray,
+                      ) -> tuple[float, float, float, float]:
+    """(energy E, n_obs, n_object, Poisson σ²) of a prepared window at its rotation."""
+    if spectra.rotation is None:
+        raise RuntimeError("the window has no rotation set: set_rotation() first")
+    theta, transpose = spectra.rotation
+    step, k_alpha = dataset.scan_step_A, dataset.k_alpha
+    nu_r, nu_c = scan_frequencies_half(spectra.shape, step)
     R, C = np.meshgrid(nu_r, nu_c, indexing="ij")
     weights = np.broadcast_to(half_plane_weights(spectra.shape[1]), R.shape)
     _, n_object = observation_counts(spectra.n_bf, R.ravel(), C.ravel(), weights.ravel(),
-                                     engine.k_alpha)
-    theta, transpose = spectra.rotation
-    k = scan_frame_frequencies(engine.bf.k_det, theta, transpose)
-    counts = pixel_trotter_counts(k, spectra.shape, engine.step, engine.k_alpha)
-    n_obs = float(counts.sum())
-    b = spectra.bounds
-    measured = (b[1] - b[0]) * (b[3] - b[2])
-    padded = spectra.shape[0] * spectra.shape[1]
-    totals = _host(spectra.G[:, 0]).real.astype(np.float64) * (measured / padded)
-    s2p = poisson_sigma2(totals, counts)
-    return float(spectra.energy), n_obs, n_object, s2p
+                                     k_alpha)
+    k = scan_frame_frequencies(_bf_pixels(dataset).k_det, theta, transpose)
+    counts = pixel_trotter_counts(k, spectra.shape, step, k_alpha)
+    s2p = poisson_sigma2(pixel_totals, counts) if len(pixel_totals) == len(counts) else 0.0
+    return float(spectra.energy), float(counts.sum()), n_object, s2p
 
 
 def _held_box(box: Box, held: Mapping[str, float]) -> Box:
@@ -85,7 +119,7 @@ def _held_box(box: Box, held: Mapping[str, float]) -> Box:
 
 
 def assess(
-    model: Any, box: Box, params: Mapping[str, float], loss: float,
+    model: Any, box: Box, params: Mapping[str, float], loss: float, dataset: Any,
     fixed: Mapping[str, float] | None = None, hessian: np.ndarray | None = None,
     choose: bool = True,
 ) -> Assessment:
@@ -94,9 +128,11 @@ def assess(
     ``fixed`` names parameters the user held (error 0, not listed as undetermined);
     ``hessian`` (in ``box.names`` order, at ``params``) saves one derivatives call.
     """
+    t0 = time.perf_counter()
     names = box.names
     held = dict(fixed or {})
-    energy, n_obs, n_object, s2p = window_statistics(model)
+    totals = window_pixel_totals(model.engine, dataset, model.spectra.bounds)
+    energy, n_obs, n_object, s2p = window_statistics(model.spectra, dataset, totals)
     vec = np.array([[params[n] for n in names]])
     if hessian is None:
         _, _, h = model.derivatives(vec, names)
@@ -108,6 +144,7 @@ def assess(
     thin_steps: list[dict[str, Any]] = []
     by_model: list[str] = []
     thick_free = [n for n in THICK_ONLY if n in free]
+    t1 = time.perf_counter()
     if choose and "depth" in thick_free:
         thin_held = {**held, **{n: 0.0 for n in THICK_ONLY if n in names and n not in held}}
         start = vec.copy()
@@ -127,6 +164,7 @@ def assess(
             kept_hessian = h[0]
             free = thin_free
             kept_noise = noise_level(kept_loss, energy, n_obs, n_object, len(free), s2p)
+    t2 = time.perf_counter()
     bounds = box.to_dict()
     box_t = {n: (float(v[0]), float(v[1])) for n, v in bounds.items()}
     errors = standard_errors(kept_hessian, names, free, kept_noise, energy, box_t)
@@ -137,4 +175,6 @@ def assess(
     return Assessment(params=kept_params, loss=kept_loss, errors=errors, undetermined=undet,
                       noise=kept_noise, model_choice=choice, warnings=warnings,
                       on_box_edge=edges,
+                      timings={"errors_s": t1 - t0 + time.perf_counter() - t2,
+                               "model_choice_s": t2 - t1},
                       newton=[dict(s, branch="thin") for s in thin_steps])
