@@ -11,13 +11,14 @@ import time
 import cupy as cp
 import numpy as np
 
-from livessb.benchmark import full_field_session, random_candidates
+from livessb.bench.timing import full_field_session
+from livessb.bench.workload import random_candidates
 
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 512
     s, _ = full_field_session(n)
-    eng, sp = s._engine, s._full.spectra
+    eng, sp = s.diagnostics.engine, s.diagnostics.full_spectra
     K = 8
     cand = random_candidates(np.random.default_rng(0), K)
     eng.evaluate(sp, cand)
@@ -26,8 +27,9 @@ def main() -> None:
     t0 = time.perf_counter()
     eng.evaluate(sp, cand)
     cp.cuda.Device().synchronize()
-    print("eval 8:", time.perf_counter() - t0, "pairs", sp.extra["pairs"], "M", sp.extra["M"],
-          "B", sp.n_bf, flush=True)
+    info = eng.spectra_info(sp)
+    print("eval 8:", time.perf_counter() - t0, "pairs", info["trotter_pairs"], "M",
+          info["half_plane"], "B", sp.n_bf, flush=True)
     thetas = np.radians(s.rotation_deg) + np.radians(np.linspace(-3.0, 3.0, 25))
     eng.evaluate_rotations(sp, thetas, s.transpose, cand[:1])
     s.reconstruct()

@@ -24,9 +24,11 @@ from livessb import Session  # noqa: E402
 from livessb.engine import cuda_kernels as ck  # noqa: E402
 from livessb.engine.cpu import CPUEngine  # noqa: E402
 from livessb.engine.cuda import CUDAEngine  # noqa: E402
+from livessb.engine.cuda.launch import pixel_split  # noqa: E402
+from livessb.engine.cuda.records import FineMasks  # noqa: E402
 from livessb.engine.protocol import DeviceMemoryError  # noqa: E402
+from livessb.params import JOINT  # noqa: E402
 from livessb.physics.geometry import estimate_rotation  # noqa: E402
-from livessb.physics.overlap import PARAMS  # noqa: E402
 from livessb.simulate import simulate_4dstem  # noqa: E402
 
 LOSS_RTOL = 1e-5
@@ -125,7 +127,7 @@ def test_losses_and_derivatives_match_cpu(thick, bounds):
 
 
 def test_opt_in_coefficients_generic_path_matches_cpu(thick):
-    from livessb.fit.search import fit_names
+    from livessb.params import fit_names
 
     ds, _ = thick
     names = fit_names(("C21", "C23", "C30"))
@@ -207,7 +209,7 @@ def test_session_fit_parity_and_determinism(thick):
     assert fg.rotation_deg == pytest.approx(fc.rotation_deg, abs=1e-3)
     assert fg.loss == pytest.approx(fc.loss, rel=LOSS_RTOL)
     assert rg.fit.loss == pytest.approx(rc.fit.loss, rel=LOSS_RTOL)
-    for key in PARAMS:
+    for key in JOINT:
         for a, b in ((fg.params[key], fc.params[key]), (rg.params[key], rc.params[key])):
             scale = {"phi12": math.pi, "tilt_row_mrad": 15, "tilt_col_mrad": 15}.get(key, 0)
             assert abs(a - b) <= PARAM_RTOL * max(abs(b), scale, 1.0), (key, a, b)
@@ -246,12 +248,12 @@ def test_out_of_memory_is_a_clear_error_and_session_survives(thin, monkeypatch):
     s = Session(ds, device="cuda")
     try:
         s.fit(trials=20, seed=1, progress=False)
-        engine = s._engine
+        engine = s.diagnostics.engine
 
         def boom(*a, **k):
             raise cp.cuda.memory.OutOfMemoryError(1 << 40, 0)
 
-        monkeypatch.setattr(engine, "_take_buffer", boom)
+        monkeypatch.setattr(engine.memory.buffers, "take", boom)
         with pytest.raises(DeviceMemoryError) as err:
             s.fit_region((0, 20, 0, 20), trials=20, seed=1)
         msg = str(err.value)
@@ -263,7 +265,7 @@ def test_out_of_memory_is_a_clear_error_and_session_survives(thin, monkeypatch):
 
 
 def test_device_dataset_matches_host_counts(thin):
-    from livessb.synthetic_gpu import DeviceDataset4D
+    from livessb.bench.device_data import DeviceDataset4D
 
     ds, _ = thin
     dev = DeviceDataset4D(cp.asarray(ds.counts), voltage_kV=ds.voltage_kV,
@@ -281,7 +283,7 @@ def test_device_dataset_matches_host_counts(thin):
 
 
 def test_synthetic_device_dataset_small():
-    from livessb.synthetic_gpu import generate_dataset
+    from livessb.bench.device_data import generate_dataset
 
     ds, truth = generate_dataset(scan=(48, 48), detector=(64, 64), bf_pixels=900, seed=3)
     ds2, _ = generate_dataset(scan=(48, 48), detector=(64, 64), bf_pixels=900, seed=3)
@@ -295,10 +297,10 @@ def test_synthetic_device_dataset_small():
 
 def test_rotation_grid_matches_per_rotation_path(thick):
     """One launch for the whole θ grid == set_rotation + evaluate per θ (and the CPU)."""
-    from livessb.engine.array_engine import ArrayEngine
+    from livessb.engine.reference import evaluate_rotations_per_theta
 
     ds, truth = thick
-    vec = np.array([[truth.params[p] for p in PARAMS]])
+    vec = np.array([[truth.params[p] for p in JOINT]])
     cpu, gpu = CPUEngine(ds), CUDAEngine(ds)
     try:
         rot, sp = _prepared(gpu, ds)
@@ -306,7 +308,7 @@ def test_rotation_grid_matches_per_rotation_path(thick):
         grid = rot.theta + np.radians(np.linspace(-3, 3, 7))
         fused = gpu.evaluate_rotations(sp, grid, rot.transpose, vec)
         assert sp.rotation == (rot.theta, rot.transpose)  # left as it was
-        looped = ArrayEngine.evaluate_rotations(gpu, sp, grid, rot.transpose, vec)
+        looped = evaluate_rotations_per_theta(gpu, sp, grid, rot.transpose, vec)
         np.testing.assert_allclose(fused, looped, rtol=1e-9)
         on_cpu = cpu.evaluate_rotations(sp_cpu, grid, rot.transpose, vec)
         np.testing.assert_allclose(fused, on_cpu, rtol=LOSS_RTOL)
@@ -319,18 +321,18 @@ def test_rotation_grid_matches_per_rotation_path(thick):
 def test_rotation_grid_bitwise_on_unsplit_window():
     """Windows of ≥ 512 frequency blocks do not split the pixel loop: then the fused θ
     grid (losses and in-kernel energies) equals the per-θ path bit for bit."""
-    from livessb.engine.array_engine import ArrayEngine
-    from livessb.synthetic_gpu import generate_dataset
+    from livessb.bench.device_data import generate_dataset
+    from livessb.engine.reference import evaluate_rotations_per_theta
 
     ds, truth = generate_dataset(scan=(384, 384), detector=(48, 48), bf_pixels=400, seed=5)
     eng = CUDAEngine(ds)
     try:
         rot, sp = _prepared(eng, ds)
-        assert eng._split(sp)[1] == 1
-        vec = np.array([[truth.params[p] for p in PARAMS]])
+        assert pixel_split(sp.part.M, sp.n_bf)[1] == 1
+        vec = np.array([[truth.params[p] for p in JOINT]])
         grid = rot.theta + np.radians(np.linspace(-3, 3, 5))
         fused = eng.evaluate_rotations(sp, grid, rot.transpose, vec)
-        looped = ArrayEngine.evaluate_rotations(eng, sp, grid, rot.transpose, vec)
+        looped = evaluate_rotations_per_theta(eng, sp, grid, rot.transpose, vec)
         np.testing.assert_array_equal(fused, looped)
     finally:
         eng.close()
@@ -344,14 +346,15 @@ def test_support_masks_skip_only_pixels_outside_every_trotter(thick):
         _, sp = _prepared(eng, ds)
         params = dict(truth.params)
         masked = eng.reconstruct(sp, params, 3, "ssb")
-        f, words, tiles = sp.extra["fine_masks"]
+        fm = sp.part.fine_masks
+        f, words, tiles = fm.upsample, fm.masks, fm.tiles
         rows = words.size // (4 * tiles)
         set_bits = int(np.unpackbits(cp.asnumpy(words).view(np.uint8)).sum())
         assert f == 3 and 0 < set_bits < rows * sp.n_bf  # it does skip pixels
         every = np.zeros((tiles, 128), dtype=np.uint64)  # one row for all warps: every pixel
         every.reshape(-1)[:sp.n_bf] = 1
         row = (every.reshape(tiles, 4, 32) << np.arange(32, dtype=np.uint64)).sum(axis=-1)
-        sp.extra["fine_masks"] = (3, cp.asarray(row.astype(np.uint32).ravel()), 0)
+        sp.part.fine_masks = FineMasks(3, cp.asarray(row.astype(np.uint32).ravel()), 0)
         np.testing.assert_array_equal(masked, eng.reconstruct(sp, params, 3, "ssb"))
     finally:
         eng.close()
@@ -377,29 +380,30 @@ def test_set_rotation_revisits_are_free_and_identical(thick):
     """Returning to a visited rotation reuses its geometry and energy (same bits)."""
     ds, truth = thick
     with _cuda_prepared(ds) as (eng, rot, sp):
-        vec = np.array([[truth.params[k] for k in PARAMS]])
+        vec = np.array([[truth.params[k] for k in JOINT]])
         energy, loss = sp.energy, eng.evaluate(sp, vec)
         eng.set_rotation(sp, rot.theta + math.pi, rot.transpose)
         other = sp.energy
-        calls = eng.stats["set_rotation_calls"]
+        calls = eng.stage_timings()["set_rotation_calls"]
         eng.set_rotation(sp, rot.theta, rot.transpose)
         assert sp.energy == energy
         np.testing.assert_array_equal(eng.evaluate(sp, vec), loss)
         assert other == pytest.approx(energy, rel=1e-6)  # energy is even in k
         region = eng.prepare((3, 29, 2, 30))
         eng.set_rotation(region, rot.theta, rot.transpose)
-        assert region.extra["px"] is sp.extra["px"]  # geometry shared across windows
-        assert eng.stats["set_rotation_calls"] == calls + 2
+        assert region.part.geometry.px is sp.part.geometry.px  # geometry shared across windows
+        assert eng.stage_timings()["set_rotation_calls"] == calls + 2
 
 
 def test_few_candidate_launches_split_to_fill_the_device():
     """A lone leftover candidate of a batch and a single derivative start run split over
     the pixels on an otherwise unsplit window: same values as in a full group."""
-    from livessb.synthetic_gpu import generate_dataset
+    from livessb.bench.device_data import generate_dataset
 
     ds, _ = generate_dataset(scan=(384, 384), detector=(48, 48), bf_pixels=400, seed=5)
     with _cuda_prepared(ds) as (eng, _, sp):
-        assert eng._split(sp)[1] == 1 and eng._split(sp, min_blocks=4096)[1] > 1
+        assert pixel_split(sp.part.M, sp.n_bf)[1] == 1
+        assert pixel_split(sp.part.M, sp.n_bf, min_blocks=4096)[1] > 1
         cand = _candidates(9, seed=4)
         grouped = eng.evaluate(sp, cand[:8])  # two groups of 4
         tail = eng.evaluate(sp, np.concatenate([cand[1:9], cand[:1]]))  # 8 + lone 1

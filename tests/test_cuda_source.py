@@ -23,9 +23,15 @@ def test_every_compiled_kernel_is_defined_once() -> None:
 
 def test_device_bytes_count_shared_geometry_once() -> None:
     """Windows at one rotation share their geometry rows: memory_info counts them once."""
-    from livessb.engine.cuda import _device_bytes
+    from livessb.engine.cuda.memory import device_bytes
+    from livessb.engine.cuda.records import CUDAPart, FineMasks, RotationGeometry
 
-    k64, px = np.zeros((100, 2)), np.zeros((100, 4), dtype=np.float32)
-    full = {"k64": k64, "px": px, "fine_masks": (3, np.zeros(50, dtype=np.uint32), 7)}
-    region = {"k64": k64, "px": px, "energies": {(0.1, False): (1.0, 2)}}
-    assert _device_bytes([*full.values(), *region.values()], np) == 1600 + 1600 + 200
+    rows = RotationGeometry(np.zeros((100, 2)), np.zeros((100, 4), dtype=np.float32),
+                            np.zeros(2))
+    nu = np.zeros(10), np.zeros(6)
+    full = CUDAPart(*nu, M=60, geometry=rows,
+                    fine_masks=FineMasks(3, np.zeros(50, dtype=np.uint32), 7))
+    region = CUDAPart(np.zeros(4), np.zeros(3), M=12, geometry=rows,
+                      energies={(0.1, False): (1.0, 2)})
+    arrays = [*rows.arrays(), *full.arrays(), *region.arrays()]
+    assert device_bytes(arrays, np.ndarray) == 1600 + 1600 + 16 + 80 + 48 + 200 + 32 + 24

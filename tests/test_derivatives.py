@@ -12,16 +12,14 @@ import pytest
 import torch
 
 from helpers import disk_dataset
-from livessb.engine.array_engine import ArrayEngine
 from livessb.engine.cpu import CPUEngine
-from livessb.fit.search import fit_names
-from livessb.physics.overlap import PARAMS
+from livessb.params import JOINT, fit_names
 
 torch.set_default_dtype(torch.float64)
 
 
 def torch_vp_loss(theta, G, k, nu, mask, weights, energy, lam, k_alpha, edge,  # type: ignore[no-untyped-def]
-                  names=PARAMS):
+                  names=JOINT):
     p = dict(zip(names, theta, strict=True))
     t_r, t_c, depth = p["tilt_row_mrad"], p["tilt_col_mrad"], p["depth"]
 
@@ -65,7 +63,7 @@ def _sinc(x):  # type: ignore[no-untyped-def]
 @pytest.fixture(scope="module")
 def prepared():  # type: ignore[no-untyped-def]
     ds = disk_dataset(scan=(12, 12), det=24, radius=6)
-    engines = [CPUEngine(ds), ArrayEngine(ds, np)]
+    engines = [CPUEngine(ds), CPUEngine(ds, kernels=False)]  # Numba, NumPy reference
     spectra = []
     for e in engines:
         sp = e.prepare()
@@ -82,10 +80,11 @@ def prepared():  # type: ignore[no-untyped-def]
 def test_gradient_and_hessian_match_autograd(prepared, theta) -> None:  # type: ignore[no-untyped-def]
     ds, engines, spectra = prepared
     sp = spectra[1]
-    grid = sp.grids
-    mask = np.concatenate([(g.amp_minus != 0) | (g.amp_plus != 0) for g in grid])
-    args = (torch.tensor(sp.G), torch.tensor(sp.k), torch.tensor(np.stack([sp.nu_r, sp.nu_c], 1)),
-            torch.tensor(mask, dtype=torch.float64), torch.tensor(sp.weights), sp.energy,
+    ref = sp.part.geometry
+    mask = np.concatenate([(g.amp_minus != 0) | (g.amp_plus != 0) for g in ref.grids])
+    args = (torch.tensor(sp.G), torch.tensor(ref.k),
+            torch.tensor(np.stack([ref.nu_r, ref.nu_c], 1)),
+            torch.tensor(mask, dtype=torch.float64), torch.tensor(ref.weights), sp.energy,
             ds.wavelength_A, ds.k_alpha, ds.detector_pixel_inv_A)
     x = torch.tensor(theta)
     loss_t = torch_vp_loss(x, *args).item()
@@ -123,9 +122,11 @@ def test_opt_in_coefficients_derivatives_match_autograd(prepared) -> None:  # ty
     names = fit_names(("C21", "C23", "C30"))
     theta = [25.0, 8.0, 0.3, 4.0, -7.0, 120.0, 300.0, 0.7, 200.0, -0.4, 3e4]
     sp = spectra[1]
-    mask = np.concatenate([(g.amp_minus != 0) | (g.amp_plus != 0) for g in sp.grids])
-    args = (torch.tensor(sp.G), torch.tensor(sp.k), torch.tensor(np.stack([sp.nu_r, sp.nu_c], 1)),
-            torch.tensor(mask, dtype=torch.float64), torch.tensor(sp.weights), sp.energy,
+    ref = sp.part.geometry
+    mask = np.concatenate([(g.amp_minus != 0) | (g.amp_plus != 0) for g in ref.grids])
+    args = (torch.tensor(sp.G), torch.tensor(ref.k),
+            torch.tensor(np.stack([ref.nu_r, ref.nu_c], 1)),
+            torch.tensor(mask, dtype=torch.float64), torch.tensor(ref.weights), sp.energy,
             ds.wavelength_A, ds.k_alpha, ds.detector_pixel_inv_A, names)
     x = torch.tensor(theta)
     fn = lambda t: torch_vp_loss(t, *args)  # noqa: E731

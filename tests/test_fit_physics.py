@@ -137,7 +137,8 @@ def test_opted_in_spherical_and_threefold_are_recovered() -> None:
 def test_mirror_params_give_the_same_loss_on_the_other_branch(rotated_data) -> None:  # type: ignore[no-untyped-def]
     # The symmetry the mirrored branch relies on, with every opt-in coefficient set:
     # L(θ, p) = L(θ+π, mirror(p)); a wrong mirror (e.g. C21 negated) breaks it.
-    from livessb.fit.search import Box, box_is_mirror_symmetric, fit_names, mirror_params
+    from livessb.fit.search import Box, box_is_mirror_symmetric, mirror_params
+    from livessb.params import fit_names
 
     names = fit_names(("C21", "C23", "C30"))
     box = Box.from_mapping(None, names)

@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from livessb.fit.newton import NewtonOptions, _merge_duplicates, newton_refine, scale_of
+from livessb.fit.newton import NewtonOptions, _merge_duplicates, newton_refine
 from livessb.fit.search import Box
-from livessb.physics.overlap import PARAMS
+from livessb.params import JOINT, scale_of
 
 BOX = Box.from_mapping(None)
 CENTER = np.array([-80.0, 20.0, 0.5, 2.0, -3.0, 40.0])
@@ -22,7 +22,7 @@ def _counted(f):  # type: ignore[no-untyped-def]
 
 def _valley(x: np.ndarray):  # type: ignore[no-untyped-def]
     """1 + Σ w (x - c)²/s², nearly flat along the tilts (as at small depth spread)."""
-    w = np.array([1.0, 1.0, 1.0, 1e-4, 1e-4, 1.0]) / scale_of(PARAMS) ** 2
+    w = np.array([1.0, 1.0, 1.0, 1e-4, 1e-4, 1.0]) / scale_of(JOINT) ** 2
     d = x - CENTER
     loss = 1.0 + (w * d * d).sum(axis=1)
     grad = 2 * w * d
@@ -35,16 +35,16 @@ def test_a_start_on_the_valley_another_descends_is_merged() -> None:
                            [0.0, 0.0, 0.0, 9.0, -7.0, 0.0],    # 11 trust units along it
                            [0.0, 6.0, 0.0, 0.0, 0.0, 0.0]])    # up the C12 wall
     loss, grad, hess = _valley(x)
-    scale = scale_of(PARAMS)
+    scale = scale_of(JOINT)
     active = np.ones(3, dtype=bool)
-    _merge_duplicates(active, x, loss, PARAMS, scale, grad * scale,
+    _merge_duplicates(active, x, loss, JOINT, scale, grad * scale,
                       hess * np.outer(scale, scale), NewtonOptions().merge_model_rel)
     assert active.tolist() == [True, False, False]  # an exact quadratic predicts both
     # A start whose loss the best one's model misses (another basin) stays.
     other = loss.copy()
     other[1] -= 1e-3 * (other[1] - other[0])
     active[:] = True
-    _merge_duplicates(active, x, other, PARAMS, scale, grad * scale,
+    _merge_duplicates(active, x, other, JOINT, scale, grad * scale,
                       hess * np.outer(scale, scale), 1e-9)
     assert active[1]
 
@@ -61,15 +61,15 @@ def test_lockstep_starts_converge_to_the_valley_floor() -> None:
 def test_starts_in_different_basins_are_not_merged() -> None:
     def double_well(x: np.ndarray):  # type: ignore[no-untyped-def]
         u = (x[:, 0] - CENTER[0]) / 100.0  # minima at C10 = c ± 100 Å
-        rest = ((x[:, 1:] - CENTER[1:]) / scale_of(PARAMS)[1:]) ** 2
+        rest = ((x[:, 1:] - CENTER[1:]) / scale_of(JOINT)[1:]) ** 2
         loss = 1.0 + (u * u - 1.0) ** 2 + 0.01 * u + rest.sum(axis=1)
         grad = np.zeros_like(x)
         grad[:, 0] = (4 * u * (u * u - 1.0) + 0.01) / 100.0
-        grad[:, 1:] = 2 * (x[:, 1:] - CENTER[1:]) / scale_of(PARAMS)[1:] ** 2
+        grad[:, 1:] = 2 * (x[:, 1:] - CENTER[1:]) / scale_of(JOINT)[1:] ** 2
         hess = np.zeros((len(x), 6, 6))
         hess[:, 0, 0] = (12 * u * u - 4.0) / 1e4
         for i in range(1, 6):
-            hess[:, i, i] = 2 / scale_of(PARAMS)[i] ** 2
+            hess[:, i, i] = 2 / scale_of(JOINT)[i] ** 2
         return loss, grad, hess
 
     starts = CENTER + np.array([[90.0, 1.0, 0.0, 0.0, 0.0, 0.0],

@@ -18,6 +18,7 @@ from matplotlib.patches import Circle, Rectangle
 from matplotlib.quiver import Quiver
 
 from livessb import Dataset4D
+from livessb.params import JOINT
 from livessb.plots import (
     loss_slices,
     nice_length,
@@ -28,7 +29,7 @@ from livessb.plots import (
     rotated_com,
     scale_bar_length,
 )
-from livessb.results import FIT_PARAMETERS, FitResult, Reconstruction
+from livessb.results import FitResult, Reconstruction
 
 PARAMS = {"C10": 20.0, "C12": 5.0, "phi12": 0.3, "tilt_row_mrad": 1.0, "tilt_col_mrad": -2.0,
           "depth": 40.0}
@@ -99,7 +100,7 @@ def test_plot_trials(fit: FitResult, tmp_path: Path) -> None:
 
 
 def test_loss_slices_one_batch_call(fit: FitResult, tmp_path: Path) -> None:
-    centre = np.array([PARAMS[k] for k in FIT_PARAMETERS])
+    centre = np.array([PARAMS[k] for k in JOINT])
     calls: list[tuple[int, ...]] = []
 
     def evaluate(batch: np.ndarray) -> np.ndarray:
@@ -108,7 +109,7 @@ def test_loss_slices_one_batch_call(fit: FitResult, tmp_path: Path) -> None:
 
     slices = loss_slices(fit, evaluate, points=21)
     assert calls == [(6 * 21, 6)]
-    for i, k in enumerate(FIT_PARAMETERS):
+    for i, k in enumerate(JOINT):
         x, y = slices[k]
         assert x[np.argmin(y)] == pytest.approx(centre[i], abs=(x[1] - x[0]))
     assert slices["C10"][0][-1] - slices["C10"][0][0] == pytest.approx(200)  # 10 % of box

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import livessb
-from livessb.engine.array_engine import params_from_vector
+from livessb.params import from_vector
 from livessb.session import FitRequiredError, RegionError, SessionClosedError
 from livessb.simulate import simulate_4dstem
 
@@ -44,12 +44,12 @@ def test_same_seed_gives_identical_records_and_hashes(small) -> None:  # type: i
 
 
 def test_odd_region_keeps_every_position_and_pads_with_mean(fitted) -> None:  # type: ignore[no-untyped-def]
-    engine = fitted._engine
+    engine = fitted.diagnostics.engine
     spectra = engine.prepare((0, 31, 0, 32))
     try:
         assert spectra.shape == (32, 32) and spectra.bounds == (0, 31, 0, 32)
         # The padded row holds the region's mean pattern: the spectra equal the FFT of that.
-        window = np.asarray(engine._bf_counts[0:31, 0:32], dtype=np.float64)
+        window = np.asarray(fitted.diagnostics.bf_counts[0:31, 0:32], dtype=np.float64)
         padded = np.concatenate([window, window.mean(axis=(0, 1), keepdims=True)
                                  .repeat(32, axis=1)], axis=0)
         expected = np.fft.rfft2(padded, axes=(0, 1))
@@ -125,20 +125,20 @@ def test_reconstruction_phase_matches_true_object(small, fitted) -> None:  # typ
 
 def test_comparison_objectives_prefer_the_truth(small, fitted) -> None:  # type: ignore[no-untyped-def]
     _, truth = small
-    model = fitted._full
-    good = np.array([[truth.params[k] for k in livessb.results.FIT_PARAMETERS]])
+    model = fitted.diagnostics.full_model
+    good = np.array([[truth.params[k] for k in livessb.params.JOINT]])
     bad = good + np.array([[120.0, 0, 0, 0, 0, 0]])
     for objective in ("vp", "coherence", "phase_variance"):
         lg, lb = model.evaluate(np.vstack([good, bad]), objective)
         assert lg < lb, objective
-    assert params_from_vector(good[0])["C10"] == truth.params["C10"]
+    assert from_vector(good[0])["C10"] == truth.params["C10"]
 
 
 def test_close_breaks_cycle_releases_and_keeps_results(small) -> None:  # type: ignore[no-untyped-def]
     s = livessb.Session(small[0], device="cpu")
     fit = s.fit(trials=20, progress=False)
     rec = s.reconstruct()
-    engine_ref, model_ref = weakref.ref(s._engine), weakref.ref(s._full)
+    engine_ref, model_ref = weakref.ref(s.diagnostics.engine), weakref.ref(s.diagnostics.full_model)
     gc.disable()  # prove the cycle is broken explicitly, not by the collector
     try:
         s.close()
@@ -198,7 +198,7 @@ def test_diagnostic_plots_from_a_fit(fitted) -> None:  # type: ignore[no-untyped
     figs = fitted.plot_diagnostics()
     assert len(figs) == 3 and all(len(f.axes) >= 1 for f in figs)
     loss = fitted.loss_evaluator()(np.array([[fitted.full_fit.params[k]
-                                              for k in livessb.results.FIT_PARAMETERS]]))
+                                              for k in livessb.params.JOINT]]))
     assert loss[0] == pytest.approx(fitted.full_fit.loss, rel=1e-9)
 
 
@@ -218,19 +218,20 @@ def test_region_diagnostics_release_their_spectra(fitted) -> None:  # type: igno
 
     matplotlib.use("Agg")
     reg = fitted.fit_region((0, 16, 0, 16), trials=20, region_id="diag")
-    models_before = len(fitted._engine.models)
+    models_before = len(fitted.diagnostics.models)
     figs = fitted.plot_diagnostics(reg.fit)
     assert len(figs) == 3
-    assert len(fitted._engine.models) == models_before
+    assert len(fitted.diagnostics.models) == models_before
 
 
 def test_region_covering_the_whole_scan_releases_its_spectra(fitted) -> None:  # type: ignore[no-untyped-def]
     """A region equal to the full field has spectra whose fields equal the full field's:
     releasing it must release that buffer (identity), not compare the arrays."""
-    models_before = len(fitted._engine.models)
-    spectra_before = len(fitted._engine._spectra)
+    models_before = len(fitted.diagnostics.models)
+    spectra_before = len(fitted.diagnostics.prepared_spectra)
     reg = fitted.fit_region((0, 32, 0, 32), trials=12, region_id="whole")
     assert np.isfinite(reg.fit.loss)
-    assert len(fitted._engine.models) == models_before
-    assert len(fitted._engine._spectra) == spectra_before
-    assert fitted._full.spectra in fitted._engine._spectra  # the full field's stays
+    assert len(fitted.diagnostics.models) == models_before
+    assert len(fitted.diagnostics.prepared_spectra) == spectra_before
+    diag = fitted.diagnostics
+    assert diag.full_spectra in diag.prepared_spectra  # the full field's stays

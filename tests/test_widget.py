@@ -133,7 +133,7 @@ def test_full_fit_on_creation(ds):
         w.wait(TIMEOUT)
         assert w.status == "done", w.message
         assert set(w.full_fit) == {"params", "loss", "rotation_deg", "transpose"}
-        assert set(w.full_fit["params"]) >= set(livessb.results.FIT_PARAMETERS)
+        assert set(w.full_fit["params"]) >= set(livessb.params.JOINT)
         f = w.upsample
         assert f == w.session.upsample_factor
         assert png_shape(w.scan_png) == (24 * f, 24 * f)
@@ -188,7 +188,7 @@ def test_pipeline_fills_results_and_sends_png_crop(fitted):
     res = w.region_results["r1"]
     assert res["status"] == "done", res
     assert res["generation"] == w._generation["r1"]
-    assert set(res["params"]) >= set(livessb.results.FIT_PARAMETERS)
+    assert set(res["params"]) >= set(livessb.params.JOINT)
     assert np.isfinite(res["loss"])
     assert res["bounds"] == [2, 14, 4, 16]
     crops = sent.crops("r1")
@@ -429,9 +429,9 @@ def test_launch_demo_notebook_copies_and_starts_jupyterlab(monkeypatch, tmp_path
     cmd = calls[0]
     assert "jupyterlab" in cmd and "--port=8899" in cmd and "--no-browser" in cmd
     assert cmd[-2] == "demo.ipynb" and cmd[-1] == f"cwd={tmp_path / 'd'}"
-    # the packaged copy matches the repository notebook
+    # the copy is the packaged notebook, stored once: notebooks/demo.ipynb links to it
+    assert nb.read_text() == demo_launch.demo_notebook_path().read_text()
     repo_nb = Path(__file__).resolve().parents[1] / "notebooks" / "demo.ipynb"
-    assert (demo_launch._PACKAGED.read_text() == repo_nb.read_text())
-    # outputs stripped
-    for cell in json.loads(repo_nb.read_text())["cells"]:
+    assert repo_nb.is_symlink() and repo_nb.resolve() == demo_launch._PACKAGED.resolve()
+    for cell in json.loads(demo_launch.demo_notebook_path().read_text())["cells"]:
         assert not cell.get("outputs") and cell.get("execution_count") is None

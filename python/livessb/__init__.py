@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ._version import __version__ as __version__
 from .dataset import Dataset4D, DatasetError
 
-__version__ = "0.1.0"
 __all__ = ["Dataset4D", "DatasetError", "SSBWidget", "Session", "load", "simulate"]
 
 if TYPE_CHECKING:

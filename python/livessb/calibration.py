@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ._version import __version__
 from .atomic import atomic_write_text
 from .dataset import Dataset4D
 from .results import FitResult
@@ -28,8 +29,6 @@ def calibration_document(
     regions: list[tuple[str, FitResult]],
     provenance: dict[str, Any],
 ) -> dict[str, Any]:
-    from . import __version__
-
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,

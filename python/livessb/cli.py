@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
             run_fit(args)
             print(f"wrote {args.json}")
         else:
-            from .benchmark import run_benchmark
+            from .bench.runner import run_benchmark
 
             run_benchmark(args.json, scan=tuple(args.scan), detector=tuple(args.detector),
                           dtype=args.dtype, runs=args.runs, trials=args.trials, seed=args.seed,

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from .physics.bright_field import BrightFieldError, estimate_disk
 from .physics.optics import wavelength_A
 
 SUPPORTED_DTYPES = (np.uint8, np.uint16, np.uint32, np.float32)
@@ -41,8 +43,6 @@ class BrightField:
 
 def measure_bright_field(mean_pattern: np.ndarray) -> BrightField:
     """Centre and radius of the BF disk, robust to hot/dead pixels (physics.bright_field)."""
-    from .physics.bright_field import BrightFieldError, estimate_disk
-
     try:
         disk = estimate_disk(mean_pattern)
     except BrightFieldError as exc:
@@ -69,6 +69,16 @@ class Dataset4D:
         scan_shape: tuple[int, int] | None = None,
     ) -> None:
         self.counts = _validated_counts(counts, scan_shape)
+        self._calibrate(voltage_kV, semiangle_mrad, scan_step_A, detector_sampling_mrad,
+                        lambda: _mean_pattern(self.counts))
+
+    def _calibrate(
+        self, voltage_kV: float | None, semiangle_mrad: float | None,
+        scan_step_A: float | tuple[float, float] | None, detector_sampling_mrad: float | None,
+        mean_pattern: Callable[[], np.ndarray],
+    ) -> None:
+        """Calibration checks, the mean pattern and the BF disk: every counts store's
+        (host here, device in ``livessb.bench.device_data``) validation after its counts."""
         self.voltage_kV = _positive(
             "voltage_kV", voltage_kV, "pass the beam energy, e.g. voltage_kV=200")
         self.semiangle_mrad = _positive(
@@ -76,7 +86,7 @@ class Dataset4D:
             "pass the probe convergence semiangle, e.g. semiangle_mrad=20")
         self.scan_step_A = _scan_step(scan_step_A)
         self.wavelength_A = wavelength_A(self.voltage_kV)
-        self.mean_pattern = _mean_pattern(self.counts)
+        self.mean_pattern = mean_pattern()
         self.bright_field = measure_bright_field(self.mean_pattern)
         if detector_sampling_mrad is None:
             self.detector_sampling_mrad = self.semiangle_mrad / self.bright_field.radius_px

@@ -11,16 +11,16 @@ from pathlib import Path
 
 __all__ = ["demo_notebook_path", "free_port", "launch_demo_notebook"]
 
+# The one copy of the demo notebook: shipped in the package (a checkout uses it too).
 _PACKAGED = Path(__file__).parent / "notebooks" / "demo.ipynb"
-_REPO = Path(__file__).resolve().parents[2] / "notebooks" / "demo.ipynb"
 
 
 def demo_notebook_path() -> Path:
-    """The demo notebook: the repository copy when run from a checkout, else the packaged one."""
-    for p in (_REPO, _PACKAGED):
-        if p.is_file():
-            return p
-    raise FileNotFoundError("demo.ipynb not found (neither in the checkout nor in the package)")
+    """The demo notebook shipped with the package."""
+    if _PACKAGED.is_file():
+        return _PACKAGED
+    raise FileNotFoundError(
+        f"demo.ipynb not found at {_PACKAGED}: reinstall livessb (the wheel ships it)")
 
 
 def free_port() -> int:

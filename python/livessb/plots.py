@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .results import FIT_PARAMETERS
+from .params import BY_NAME, JOINT, NON_NEGATIVE
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -23,12 +23,7 @@ if TYPE_CHECKING:
     from .results import FitResult, Reconstruction
 
 # Half-widths of the loss slices when neither ``span`` nor the fit's box says otherwise.
-DEFAULT_SPAN: dict[str, float] = {
-    "C10": 50.0, "C12": 20.0, "phi12": math.pi / 4, "tilt_row_mrad": 5.0,
-    "tilt_col_mrad": 5.0, "depth": 50.0}
-_UNITS = {"C10": "Å", "C12": "Å", "phi12": "rad", "tilt_row_mrad": "mrad",
-          "tilt_col_mrad": "mrad", "depth": "Å"}
-_NONNEGATIVE = ("C12", "depth")
+DEFAULT_SPAN: dict[str, float] = {k: float(BY_NAME[k].slice_span or 1.0) for k in JOINT}
 
 
 def _new_figure(figsize: tuple[float, float]) -> Figure:
@@ -145,11 +140,11 @@ def plot_trials(fit: FitResult, ax: Axes | None = None) -> Figure:
 
 def _spans(fit: FitResult, span: Mapping[str, float] | float | None) -> dict[str, float]:
     if isinstance(span, int | float):
-        return {k: float(span) * DEFAULT_SPAN[k] for k in FIT_PARAMETERS}
+        return {k: float(span) * DEFAULT_SPAN[k] for k in JOINT}
     out = dict(DEFAULT_SPAN)
     box = fit.provenance.get("box") if isinstance(fit.provenance, dict) else None
     if isinstance(box, Mapping):
-        for k in FIT_PARAMETERS:
+        for k in JOINT:
             try:
                 lo, hi = (float(v) for v in box[k])
             except (KeyError, TypeError, ValueError):
@@ -157,10 +152,10 @@ def _spans(fit: FitResult, span: Mapping[str, float] | float | None) -> dict[str
             if hi > lo:
                 out[k] = 0.1 * (hi - lo)
     if isinstance(span, Mapping):
-        unknown = set(span) - set(FIT_PARAMETERS)
+        unknown = set(span) - set(JOINT)
         if unknown:
             raise ValueError(f"span has unknown parameters {sorted(unknown)}: use "
-                             f"{FIT_PARAMETERS}")
+                             f"{JOINT}")
         out.update({k: float(v) for k, v in span.items()})
     for k, v in out.items():
         if not (math.isfinite(v) and v > 0):
@@ -174,15 +169,15 @@ def loss_slices(fit: FitResult, evaluate: Callable[[np.ndarray], np.ndarray],
     """1-D slices of the loss through ``fit.params``: {name: (values, losses)}.
 
     One batch call of ``evaluate`` with a ``(6 * points, 6)`` array of parameter
-    vectors in ``FIT_PARAMETERS`` order; it must return ``6 * points`` losses.
+    vectors in ``JOINT`` order; it must return ``6 * points`` losses.
     """
     spans = _spans(fit, span)
-    centre = np.array([float(fit.params[k]) for k in FIT_PARAMETERS], dtype=np.float64)
+    centre = np.array([float(fit.params[k]) for k in JOINT], dtype=np.float64)
     grids: list[np.ndarray] = []
-    batch = np.repeat(centre[None], len(FIT_PARAMETERS) * points, axis=0)
-    for i, k in enumerate(FIT_PARAMETERS):
+    batch = np.repeat(centre[None], len(JOINT) * points, axis=0)
+    for i, k in enumerate(JOINT):
         lo, hi = centre[i] - spans[k], centre[i] + spans[k]
-        if k in _NONNEGATIVE:
+        if k in NON_NEGATIVE:
             lo = max(lo, 0.0)
         grid = np.linspace(lo, hi, points)
         grids.append(grid)
@@ -193,7 +188,7 @@ def loss_slices(fit: FitResult, evaluate: Callable[[np.ndarray], np.ndarray],
             f"evaluate returned {losses.shape[0]} losses for {batch.shape[0]} parameter "
             "vectors: it must map a (K, 6) array to K losses")
     return {k: (grids[i], losses[i * points:(i + 1) * points])
-            for i, k in enumerate(FIT_PARAMETERS)}
+            for i, k in enumerate(JOINT)}
 
 
 def plot_loss_slices(fit: FitResult, evaluate: Callable[[np.ndarray], np.ndarray],
@@ -207,12 +202,12 @@ def plot_loss_slices(fit: FitResult, evaluate: Callable[[np.ndarray], np.ndarray
     slices = loss_slices(fit, evaluate, span, points)
     fig = _new_figure((10.0, 6.0))
     axes = fig.subplots(2, 3)
-    for ax, k in zip(axes.ravel(), FIT_PARAMETERS, strict=True):
+    for ax, k in zip(axes.ravel(), JOINT, strict=True):
         x, y = slices[k]
         ax.plot(x, y, color="tab:blue")
         ax.axvline(float(fit.params[k]), color="tab:red", lw=0.8, ls="--")
         ax.scatter([float(fit.params[k])], [float(fit.loss)], color="tab:red", zorder=3, s=15)
-        ax.set_xlabel(f"{k} ({_UNITS[k]})")
+        ax.set_xlabel(f"{k} ({BY_NAME[k].unit})")
         ax.set_ylabel("loss")
     fig.suptitle("loss slices through the fit")
     return fig

@@ -13,13 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .physics.overlap import PARAMS
-
 if TYPE_CHECKING:
     import optuna
 
 Bounds = tuple[int, int, int, int]
-FIT_PARAMETERS: tuple[str, ...] = PARAMS  # the six joint parameters, in vector order
 
 
 @dataclass

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from ._version import __version__
 from .calibration import (
     CalibrationError,
     calibration_document,
@@ -17,13 +18,18 @@ from .calibration import (
     save_calibration,
 )
 from .dataset import Dataset4D
+from .diagnostics import SessionDiagnostics
 from .engine import make_engine
-from .fit.joint import BranchFit, joint_fit, refine_rotation
+from .engine.protocol import Engine
+from .fit.fixed import FreeView, check_fixed, free_names
+from .fit.full_field import FullFieldSearch, fit_full_field
+from .fit.joint import joint_fit, newton_fit
 from .fit.model import ThickSampleModel
-from .fit.search import Box, box_is_mirror_symmetric, fit_names, mirror_in_box, mirror_params
-from .fit.uncertainty import Assessment, assess
-from .physics.geometry import auto_upsample, estimate_rotation
-from .physics.objective import phase_skewness
+from .fit.progress import Progress, callback_of
+from .fit.search import Box
+from .fit.uncertainty import assess, with_assessment
+from .params import JOINT, OPTIONAL, fit_names
+from .physics.geometry import auto_upsample
 from .physics.optics import unknown_aberration_keys
 from .regions import RegionError as RegionError  # re-exported: livessb.session.RegionError
 from .regions import check_bounds
@@ -55,7 +61,8 @@ class Session:
                 "counts with livessb.Dataset4D(counts, voltage_kV=..., semiangle_mrad=..., "
                 "scan_step_A=...) or use livessb.load(path)")
         self.dataset = dataset
-        self._engine: Any = make_engine(dataset, device, staging_budget_MiB=staging_budget_MiB)
+        self._engine: Engine | None = make_engine(
+            dataset, device, staging_budget_MiB=staging_budget_MiB)
         self.device: str = self._engine.name
         self.upsample_factor = auto_upsample(dataset.scan_step_A, dataset.k_alpha)
         self._full: ThickSampleModel | None = None
@@ -78,7 +85,7 @@ class Session:
         """Candidate evaluations (losses or derivatives) this session has run."""
         return self._evaluations_at_close if self._engine is None else self._engine.evaluations
 
-    def _check_open(self) -> Any:
+    def _check_open(self) -> Engine:
         if self._engine is None:
             raise SessionClosedError(
                 "this session is closed; results already returned stay valid — open a new "
@@ -126,166 +133,149 @@ class Session:
     def fit(
         self, trials: int = 200, seed: int = 42,
         box: Mapping[str, tuple[float, float]] | None = None, objective: str = "vp",
-        progress: bool = True, sampler: str = "native", extra: Sequence[str] = (),
-        search_both_branches: bool = False,
+        progress: Progress = True, sampler: str = "native", extra: Sequence[str] = (),
+        search_both_branches: bool = False, fixed: Mapping[str, float] | None = None,
     ) -> FitResult:
-        """Full-field joint fit: rotation from the COM curl, both branches θ and θ+π.
+        """Full-field joint fit: rotation from the COM curl, both branches θ and θ+π
+        (the strategy: ``livessb.fit.full_field``).
 
         ``extra`` opts further coefficients into the joint fit: any of "C21", "C23"
         (each with its angle) and "C30"; those fits run on the generic (slower) path.
-
-        The VP loss is exactly invariant under (θ→θ+π, C10→-C10, phi12→phi12+π/2,
-        tilt→-tilt). When the box maps onto itself under that mirror, branch θ+π's
-        search would be branch θ's search mirrored, so its fit is branch θ's fit
-        mirrored; its loss is re-evaluated on θ+π to confirm, and a full search runs
-        if the two disagree. ``search_both_branches=True`` always searches both.
+        ``fixed`` holds parameters at the given values (search and Newton run over the
+        rest). ``progress``: True for tqdm bars, or a callable (stage, done, total).
+        ``search_both_branches=True`` searches branch θ+π even when it could be derived
+        as the mirror of branch θ.
         """
         engine = self._check_open()
-        fit_box = Box.from_mapping(box, fit_names(tuple(extra)))  # bad input fails first
-        t0 = time.perf_counter()
-        rot = estimate_rotation(engine.bf_center_of_mass(), self.dataset.scan_step_A)
-        t_rot = time.perf_counter()
-        branches: list[tuple[float, BranchFit]] = []
-        for i, theta in enumerate((rot.theta, rot.theta + math.pi)):
-            model = self._full_model(theta, rot.transpose)
-            fit = None
-            if i == 1 and objective == "vp" and not search_both_branches:
-                fit = _mirrored_branch(model, branches[0][1], fit_box)
-            if fit is None:
-                fit = joint_fit(model, trials, seed, fit_box, objective, branch=i,
-                                progress=progress, label=f"full field, branch {i + 1}/2",
-                                sampler=sampler)
-            branches.append((theta, fit))
-        theta, branch_best, choice = self._choose_branch(branches, rot.transpose, fit_box)
-        t_branch = time.perf_counter()
-        best = branch_best
-        if objective == "vp":  # the comparison objectives have no Newton to re-run
-            # Reconstructions (and restored calibrations) use radians(rotation_deg), a few
-            # ulp from θ: the refined Newton runs there, and leaves the full field there.
-            theta, best = refine_rotation(self._full_model(theta, rot.transpose), theta,
-                                          rot.transpose, branch_best.params, fit_box,
-                                          snap=_stored_theta)
-        self.rotation_deg = math.degrees(theta) % 360.0
-        self.transpose = rot.transpose
-        full_model = self._full_model(self._theta, rot.transpose)  # in place after refining
-        t_assess = time.perf_counter()
-        checked = _assess(full_model, fit_box, best, objective, self.dataset)
-        t_assess = time.perf_counter() - t_assess
-        result = FitResult(
-            params=checked.params if checked else best.params,
-            loss=checked.loss if checked else best.loss, rotation_deg=self.rotation_deg,
-            transpose=rot.transpose,
-            trials=[t for _, b in branches for t in b.trials],
-            newton=[s for _, b in branches for s in b.newton] + best.newton + (
-                checked.newton if checked else []),
-            timings={"rotation_s": t_rot - t0, "total_s": time.perf_counter() - t0,
-                     "branch_choice_s": t_branch - t_rot - sum(
-                         v for _, b in branches for v in b.timings.values()),
-                     **best.timings, "assess_s": t_assess,
-                     **(checked.timings if checked else {}),
-                     **{f"branch{i}_{k}": v for i, (_, b) in enumerate(branches)
-                        for k, v in b.timings.items()}},
-            provenance=self._provenance(trials, seed, fit_box, objective, sampler=sampler,
-                                        branches_searched=sum(not b.derived for _, b in branches),
-                                        rotation_com_deg=math.degrees(rot.theta),
-                                        rotation_residual=rot.residual,
-                                        rotation_residual_other_transpose=(
-                                            rot.residual_other_transpose),
-                                        **(checked.provenance() if checked else {})),
-            on_box_edge=checked.on_box_edge if checked else best.on_box_edge,
-            errors=checked.errors if checked else {},
-            undetermined=checked.undetermined if checked else [],
-            branches=[{"rotation_deg": math.degrees(t) % 360.0, "loss": b.loss,
-                       "params": b.params, "derived": b.derived, **choice[i]}
-                      for i, (t, b) in enumerate(branches)],
-        )
+        fit_box, held = self._fit_box(box, extra, fixed)  # bad input fails first
+        callback_of(progress)
+        spec = FullFieldSearch(trials, seed, fit_box, held, objective, sampler,
+                               search_both_branches, progress)
+        result = fit_full_field(
+            self._full_model, engine.bf_center_of_mass, self.dataset.scan_step_A, spec,
+            self._provenance(trials, seed, fit_box, objective, mode="full_field", fixed=held))
+        if objective == "vp":  # errors, undetermined names, thin or thick (fit.uncertainty)
+            view = FreeView(self._full_model(math.radians(result.rotation_deg),
+                                             result.transpose), fit_box, held)
+            result = with_assessment(result, assess(view, fit_box, result.params, result.loss,
+                                                    self.dataset, result.on_box_edge))
+        self.rotation_deg = result.rotation_deg
+        self.transpose = result.transpose
         self.full_fit = result
         return result
 
-    def _choose_branch(
-        self, branches: list[tuple[float, BranchFit]], transpose: bool, box: Box,
-    ) -> tuple[float, BranchFit, list[dict[str, Any]]]:
-        """Pick θ or θ+π.
-
-        The VP loss is exactly invariant under (θ→θ+π, C10→-C10, phi12→phi12+π/2,
-        tilt→-tilt), so when each branch's optimum has its mirror inside the box the
-        two losses differ only by optimizer tolerance and cannot decide: then the
-        branch whose phase has positive skewness (atoms bright: a positive projected
-        potential) wins. Otherwise the lower loss wins.
-        """
-        if not all(mirror_in_box(fit.params, box) for _, fit in branches):
-            i = int(np.argmin([fit.loss for _, fit in branches]))
-            info = [{"chosen": j == i, "chosen_by": "loss"} for j in range(2)]
-        else:
-            skews = self._branch_skewness(branches, transpose)
-            i = int(np.argmax(skews))
-            info = [{"chosen": j == i, "chosen_by": "phase_skewness", "phase_skewness": skews[j]}
-                    for j in range(2)]
-        theta, best = branches[i]
-        self._full_model(theta, transpose)
-        return theta, best, info
-
-    def _branch_skewness(
-        self, branches: list[tuple[float, BranchFit]], transpose: bool
-    ) -> list[float]:
-        """Phase skewness of each branch's 1× reconstruction. A derived branch (the exact
-        mirror of the other) reconstructs the complex conjugate object, so its skewness
-        is the other's negated: one reconstruction, on the rotation the field is at."""
-        if branches[1][1].derived is None:
-            return [self._phase_skewness(theta, fit.params, transpose)
-                    for theta, fit in branches]
-        full = self._full
-        at = 1 if full is not None and full.spectra.rotation == (branches[1][0], transpose) else 0
-        skew = self._phase_skewness(branches[at][0], branches[at][1].params, transpose)
-        return [skew, -skew] if at == 0 else [-skew, skew]
-
-    def _phase_skewness(self, theta: float, params: dict[str, float], transpose: bool) -> float:
-        model = self._full_model(theta, transpose)
-        return phase_skewness(np.angle(model.reconstruct(params, 1, "ssb")))
+    def _fit_box(
+        self, box: Mapping[str, tuple[float, float]] | None, extra: Sequence[str],
+        fixed: Mapping[str, float] | None,
+    ) -> tuple[Box, dict[str, float]]:
+        """The free parameters' box and the held values, checked."""
+        names = fit_names(tuple(extra))
+        held = check_fixed(fixed, names, box)
+        return Box.from_mapping(box, free_names(names, held)), held
 
     def fit_region(
         self, bounds: Bounds, trials: int = 200, seed: int = 42, region_id: str | None = None,
         box: Mapping[str, tuple[float, float]] | None = None, objective: str = "vp",
-        progress: bool = False, sampler: str = "native", extra: Sequence[str] = (),
+        progress: Progress = False, sampler: str = "native", extra: Sequence[str] = (),
+        fixed: Mapping[str, float] | None = None,
     ) -> RegionResult:
-        """Joint fit on the region's sub-scan (rotation held), full-scan reconstruction, crop."""
+        """Joint fit on the region's sub-scan (rotation held), full-scan reconstruction, crop.
+        ``fixed`` and ``progress`` as in :meth:`fit`."""
         engine = self._check_open()
         b = self.check_bounds(bounds)
-        fit_box = Box.from_mapping(box, fit_names(tuple(extra)))
+        fit_box, held = self._fit_box(box, extra, fixed)
+        report = callback_of(progress)
         theta, transpose = self._theta, bool(self.transpose)
         t0 = time.perf_counter()
         model = ThickSampleModel(engine, b, theta, transpose)
         try:
             t_prep = time.perf_counter()
-            fit = joint_fit(model, trials, seed, fit_box, objective, progress=progress,
-                            label=f"region {b}", sampler=sampler)
-            t_assess = time.perf_counter()
-            checked = _assess(model, fit_box, fit, objective, self.dataset)
-            t_assess = time.perf_counter() - t_assess
+            view = FreeView(model, fit_box, held)
+            fit = joint_fit(view, trials, seed, fit_box, objective,
+                            progress=progress, label=f"region {b}", sampler=sampler)
+            checked = (assess(view, fit_box, fit.params, fit.loss, self.dataset, fit.on_box_edge)
+                       if objective == "vp" else None)
         finally:
             model.release()
         t_fit = time.perf_counter()
-        params = checked.params if checked else fit.params
-        rec = self.reconstruct(params)
+        if report is not None:
+            report("reconstruct", 0, 1)
+        rec = self.reconstruct(checked.params if checked is not None else fit.params)
+        if report is not None:
+            report("reconstruct", 1, 1)
         crop = rec.crop(b)
         t_end = time.perf_counter()
         timings = {"prepare_s": t_prep - t0, "fit_s": t_fit - t_prep,
-                   "reconstruct_crop_s": t_end - t_fit, "total_s": t_end - t0, **fit.timings,
-                   "assess_s": t_assess, **(checked.timings if checked else {})}
+                   "reconstruct_crop_s": t_end - t_fit, "total_s": t_end - t0, **fit.timings}
         result = FitResult(
-            params=params, loss=checked.loss if checked else fit.loss,
-            rotation_deg=float(self.rotation_deg or 0.0),
-            transpose=transpose, trials=fit.trials,
-            newton=fit.newton + (checked.newton if checked else []), timings=timings,
-            provenance=self._provenance(trials, seed, fit_box, objective, sampler=sampler,
-                                        **(checked.provenance() if checked else {})),
-            on_box_edge=checked.on_box_edge if checked else fit.on_box_edge, bounds=b,
-            errors=checked.errors if checked else {},
-            undetermined=checked.undetermined if checked else [])
+            params=fit.params, loss=fit.loss, rotation_deg=float(self.rotation_deg or 0.0),
+            transpose=transpose, trials=fit.trials, newton=fit.newton, timings=timings,
+            provenance=self._provenance(trials, seed, fit_box, objective, mode="region",
+                                        fixed=held, sampler=sampler),
+            on_box_edge=fit.on_box_edge, bounds=b)
+        if checked is not None:
+            result = with_assessment(result, checked)
         rid = region_id or self._next_region_id()
         region = RegionResult(id=rid, bounds=b, fit=result, crop=crop, timings=timings)
         self.regions[rid] = region
         return region
+
+    def refine(
+        self, params: Mapping[str, float], fixed: Mapping[str, float] | None = None,
+        bounds: Bounds | None = None, progress: Progress = False,
+    ) -> FitResult:
+        """Bounded trust-region Newton from ``params`` (no search): on the full field
+        (``bounds=None``) or a region, at the full-field rotation, with ``fixed`` held.
+
+        ``params`` names every fit parameter (C21/phi21, C23/phi23, C30 opt in by being
+        present) except those in ``fixed``; the start must lie in the default box. The
+        result is returned, not stored (``full_fit`` and ``regions`` keep the fits).
+        """
+        engine = self._check_open()
+        theta, transpose = self._theta, bool(self.transpose)
+        fit_box, held, start = self._refine_start(params, fixed)
+        callback_of(progress)
+        t0 = time.perf_counter()
+        b = None if bounds is None else self.check_bounds(bounds)
+        model = (self._full_model(theta, transpose) if b is None
+                 else ThickSampleModel(engine, b, theta, transpose))
+        try:
+            fit = newton_fit(FreeView(model, fit_box, held), start, fit_box, progress=progress)
+        finally:
+            if b is not None:
+                model.release()
+        return FitResult(
+            params=fit.params, loss=fit.loss, rotation_deg=float(self.rotation_deg or 0.0),
+            transpose=transpose, trials=[], newton=fit.newton,
+            timings={**fit.timings, "total_s": time.perf_counter() - t0},
+            provenance=self._provenance(0, None, fit_box, "vp", mode="refine", fixed=held,
+                                        start=dict(start)),
+            on_box_edge=fit.on_box_edge, bounds=b)
+
+    def _refine_start(
+        self, params: Mapping[str, float], fixed: Mapping[str, float] | None,
+    ) -> tuple[Box, dict[str, float], dict[str, float]]:
+        """Box of the free parameters, the held values and the start, checked."""
+        extra = [key for key, names in OPTIONAL.items() if any(n in params for n in names)]
+        names = fit_names(extra)
+        unknown = [k for k in params if k not in names]
+        if unknown:
+            raise ValueError(f"cannot refine {unknown}: fit parameters are {list(names)} "
+                             "(reconstruction-only coefficients are not fitted)")
+        held = check_fixed(fixed, names)
+        fit_box = Box.from_mapping(None, free_names(names, held))
+        missing = [n for n in fit_box.names if n not in params]
+        if missing:
+            raise ValueError(f"refine needs a start value for {missing} (or hold them in "
+                             "fixed=...)")
+        start = {n: float(params[n]) for n in fit_box.names}
+        outside = [f"{n}={v!r} not in [{lo}, {hi}]" for n, v, lo, hi
+                   in zip(fit_box.names, start.values(), fit_box.low, fit_box.high, strict=True)
+                   if not lo <= v <= hi]
+        if outside:
+            raise ValueError(f"refine start outside the default box: {outside}; run fit() "
+                             "with a wider box instead")
+        return fit_box, held, start
 
     def remove_region(self, region_id: str) -> None:
         self.regions.pop(region_id, None)
@@ -314,8 +304,9 @@ class Session:
             params = self.full_fit.params
         unknown = unknown_aberration_keys(params)
         if unknown:
-            raise ValueError(f"unknown parameter(s) {unknown}: use C10, C12, phi12, "
-                             "tilt_row_mrad, tilt_col_mrad, depth, C21, phi21, …, C56, phi56")
+            raise ValueError(f"unknown parameter(s) {unknown}: use {', '.join(JOINT)} or "
+                             f"aberrations up to fifth order ({', '.join(OPTIONAL)}, …, C56, "
+                             "phi56: livessb.params.TABLE)")
         if upsample == "auto":
             f = self.upsample_factor
         elif isinstance(upsample, int) and upsample >= 1:
@@ -385,45 +376,15 @@ class Session:
             crop = self.reconstruct(fit.params).crop(b)
             self.regions[rid] = RegionResult(id=rid, bounds=b, fit=fit, crop=crop)
 
-    def _provenance(
-        self, trials: int, seed: int, box: Box, objective: str, **extra: Any,
-    ) -> dict[str, Any]:
-        from . import __version__
+    @property
+    def diagnostics(self) -> SessionDiagnostics:
+        """Engine internals for benchmarks and tests (``livessb.diagnostics``); open only."""
+        return SessionDiagnostics(self._check_open(), self._full)
 
+    def _provenance(
+        self, trials: int, seed: int | None, box: Box, objective: str, **extra: Any,
+    ) -> dict[str, Any]:
         return {"livessb": __version__, "device": self.device, "trials": trials, "seed": seed,
                 "objective": objective, "box": box.to_dict(),
                 "dataset_sha256": self.dataset.signature()["content_sha256"], **extra}
 
-
-MIRROR_LOSS_RTOL = 1e-5  # float32 sums in another order; a real asymmetry is far larger
-
-
-def _assess(model: ThickSampleModel, box: Box, fit: BranchFit,
-            objective: str, dataset: Dataset4D) -> Assessment | None:
-    """Errors, undetermined names and the thin/thick choice (VP fits only)."""
-    if objective != "vp":
-        return None
-    return assess(model, box, fit.params, fit.loss, dataset)
-
-
-def _stored_theta(theta: float) -> float:
-    """θ as a session holds it: radians of rotation_deg = degrees(θ) mod 360."""
-    return math.radians(math.degrees(theta) % 360.0)
-
-
-def _mirrored_branch(model: ThickSampleModel, fit: BranchFit, box: Box) -> BranchFit | None:
-    """Branch θ+π as the exact mirror of branch θ's fit, its loss evaluated on θ+π;
-    None when the box is not mirror symmetric or the loss does not match."""
-    if not box_is_mirror_symmetric(box):
-        return None
-    t0 = time.perf_counter()
-    params = mirror_params(fit.params, box)
-    vec = np.array([[params[p] for p in box.names]])
-    loss = float(model.evaluate(vec, "vp", box.names)[0])
-    if abs(loss - fit.loss) > MIRROR_LOSS_RTOL * max(abs(fit.loss), 1e-12):
-        return None
-    return BranchFit(params=params, loss=loss, trials=[], newton=[],
-                     on_box_edge=list(fit.on_box_edge),
-                     timings={"mirror_s": time.perf_counter() - t0},
-                     derived=f"mirror of branch 1 (loss {fit.loss:.9g} there, "
-                             f"{loss:.9g} evaluated here)")

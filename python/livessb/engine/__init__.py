@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..dataset import Dataset4D
+from .protocol import Engine
 
 
 class DeviceUnavailableError(RuntimeError):
@@ -20,7 +21,7 @@ def cuda_available() -> bool:
         return False
 
 
-def make_engine(dataset: Dataset4D, device: str = "auto", **options: Any) -> Any:
+def make_engine(dataset: Dataset4D, device: str = "auto", **options: Any) -> Engine:
     """The engine for ``device``: "cpu", "cuda" (never a silent fallback) or "auto"."""
     if device not in ("auto", "cpu", "cuda"):
         raise ValueError(f"device must be 'auto', 'cpu' or 'cuda', got {device!r}")

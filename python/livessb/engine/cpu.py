@@ -1,7 +1,9 @@
 """NumPy/SciPy engine on the host (tests, CI, laptops), float64.
 
-Scoring and derivatives run in fused Numba kernels over the trotter pairs
-only; ``ArrayEngine``'s NumPy path is the reference they are tested against.
+Composes the NumPy reference operations (``engine.reference``) with fused Numba
+kernels over the trotter pairs only, which cover the six-parameter VP objective
+and the quadratic reconstruction; the reference runs the rest and is what the
+kernels are tested against (``kernels=False`` runs it for everything).
 """
 
 from __future__ import annotations
@@ -11,95 +13,234 @@ from typing import Any
 import numpy as np
 
 from ..dataset import Dataset4D
+from ..params import JOINT, N_JOINT, to_vector
 from ..physics import objective as obj
-from ..physics.geometry import scan_frame_frequencies
+from ..physics.geometry import fft_friendly_size, scan_frame_frequencies
 from ..physics.optics import has_higher_order
-from ..physics.overlap import PAIRS, PARAMS
-from .array_engine import RECON_EPS, ArrayEngine, PreparedSpectra
+from ..physics.overlap import PAIRS
+from ..results import Bounds
+from .lifetime import Lifetime
+from .protocol import Detachable, Spectra
+from .records import (
+    DatasetGeometry,
+    FinePairs,
+    HostPart,
+    PreparedSpectra,
+    ReferenceGeometry,
+    TrotterPairs,
+)
+from .reference import (
+    RECON_EPS,
+    WIENER_EPS,
+    Reference,
+    bf_center_of_mass,
+    check_method,
+    evaluate_rotations_per_theta,
+    host_bf_counts,
+)
 
 _PAIRS = np.array(PAIRS, dtype=np.int64)
 
+HostSpectra = PreparedSpectra[HostPart]
 
-class CPUEngine(ArrayEngine):
+
+class CPUEngine:
+    """``engine.protocol.Engine`` on the host."""
+
     name = "cpu"
 
-    def __init__(self, dataset: Dataset4D, **options: Any) -> None:
-        super().__init__(dataset, np, real_dtype=np.float64, **options)
+    def __init__(
+        self, dataset: Dataset4D, staging_budget_MiB: float = 256,
+        chunk_elements: int = 1 << 18, kernels: bool = True,
+    ) -> None:
+        self.geo = DatasetGeometry.of(dataset)
+        self.reference = Reference(self.geo, np, np.float64, chunk_elements)
+        self.kernels = bool(kernels)
+        self.staging_bytes = int(staging_budget_MiB * 2**20)
+        self.evaluations = 0
+        self._life = Lifetime(HostPart)
+        self.models: list[Detachable] = self._life.models
         bf = dataset.bright_field
         # Detector frequency of every detector row/column (1/Å), for the phase tables.
-        self._row_off = (np.arange(dataset.detector_shape[0]) - bf.center_row) * self.edge_width
-        self._col_off = (np.arange(dataset.detector_shape[1]) - bf.center_col) * self.edge_width
+        w = self.geo.edge_width
+        self._row_off = (np.arange(dataset.detector_shape[0]) - bf.center_row) * w
+        self._col_off = (np.arange(dataset.detector_shape[1]) - bf.center_col) * w
+        self._bf_counts: np.ndarray | None = self.upload_bf_counts(dataset.counts)
 
-    def set_rotation(self, spectra: PreparedSpectra, theta: float, transpose: bool) -> None:
-        if spectra.rotation == (theta, transpose):
+    @property
+    def closed(self) -> bool:
+        return self._life.closed
+
+    @property
+    def n_bf(self) -> int:
+        return int(self.geo.bf.count)
+
+    # -- resident data -----------------------------------------------------------------
+    def upload_bf_counts(self, counts: Any) -> np.ndarray:
+        return host_bf_counts(counts, self.geo.bf)
+
+    def _counts(self) -> np.ndarray:
+        self._life.check_open()
+        assert self._bf_counts is not None
+        return self._bf_counts
+
+    def resident_bf_counts(self) -> np.ndarray:
+        return self._counts()
+
+    def bf_center_of_mass(self) -> np.ndarray:
+        return bf_center_of_mass(self._counts(), self.geo)
+
+    # -- preparation -------------------------------------------------------------------
+    def prepare(self, bounds: Bounds | None = None) -> HostSpectra:
+        counts = self._counts()
+        Rr, Rc = self.geo.shape[:2]
+        b: Bounds = (0, Rr, 0, Rc) if bounds is None else (
+            int(bounds[0]), int(bounds[1]), int(bounds[2]), int(bounds[3]))
+        shape = (fft_friendly_size(b[1] - b[0]), fft_friendly_size(b[3] - b[2]))
+        G = self.reference.spectra(counts[b[0]:b[1], b[2]:b[3]], shape, self.staging_bytes)
+        spectra = PreparedSpectra(
+            shape=shape, bounds=b, n_bf=self.geo.bf.count, G=G,
+            dc=float(G[:, 0].real.mean()), part=HostPart(self.reference.half_plane(shape)))
+        self._life.spectra.append(spectra)
+        return spectra
+
+    def set_rotation(self, spectra: Spectra, theta: float, transpose: bool) -> None:
+        sp = self._life.own(spectra)
+        if sp.rotation == (theta, transpose):
             return
-        super().set_rotation(spectra, theta, transpose)
-        spectra.extra.clear()  # fine-grid packs belong to the previous rotation
-        spectra.extra["csr"] = _pack_trotter_pairs(
-            spectra.grids, spectra.k, self.bf.rows, self.bf.cols, spectra.G, None, None)
-        spectra.extra["to_det"] = np.linalg.inv(
-            scan_frame_frequencies(np.eye(2), theta, transpose).T)
+        self._life.check_open()
+        part = sp.part
+        sp.energy = self.reference.rotate(sp.G, sp.n_bf, part.geometry, theta, transpose)
+        sp.rotation = (theta, transpose)
+        part.fine.clear()  # fine-grid packs belong to the previous rotation
+        part.pairs = part.to_det = None
+        if self.kernels:
+            g = part.geometry
+            part.pairs = _pack_trotter_pairs(g.grids, g.k, self.geo.bf.rows, self.geo.bf.cols,
+                                             sp.G, None, None)
+            part.to_det = np.linalg.inv(scan_frame_frequencies(np.eye(2), theta, transpose).T)
 
+    # -- scoring -----------------------------------------------------------------------
     def evaluate(
-        self, spectra: PreparedSpectra, candidates: np.ndarray, objective: str = "vp",
-        names: tuple[str, ...] = PARAMS,
+        self, spectra: Spectra, candidates: np.ndarray, objective: str = "vp",
+        names: tuple[str, ...] = JOINT,
     ) -> np.ndarray:
-        if objective != "vp" or names != PARAMS:  # the kernels cover the six-parameter model
-            return super().evaluate(spectra, candidates, objective, names)
-        self._check_open()
-        self._require_rotation(spectra)
+        sp = self._life.live(spectra)
+        geometry = sp.part.geometry
+        pairs, to_det = sp.part.pairs, sp.part.to_det
+        # The kernels cover the six-parameter VP model; the reference runs the rest.
+        if pairs is None or to_det is None or objective != "vp" or names != JOINT:
+            out = self.reference.evaluate(sp, geometry, candidates, objective, names)
+            self.evaluations += len(candidates)
+            return out
         vp_sums: Any = _kernels().vp_sums
-        cand = np.ascontiguousarray(candidates, dtype=np.float64).reshape(-1, 6)
-        c = spectra.extra["csr"]
-        N, D = vp_sums(*_kernel_args(spectra, self.wavelength), cand, c["det_r"], c["det_c"],
-                       self._row_off, self._col_off, spectra.extra["to_det"])
+        cand = np.ascontiguousarray(candidates, dtype=np.float64).reshape(-1, N_JOINT)
+        N, D = vp_sums(*_kernel_args(pairs, geometry, self.geo.wavelength), cand,
+                       pairs.det_r, pairs.det_c, self._row_off, self._col_off, to_det)
         self.evaluations += len(cand)
-        return np.array([obj.vp_loss(N[k], D[k], spectra.weights, spectra.energy)
+        return np.array([obj.vp_loss(N[k], D[k], geometry.weights, sp.energy)
                          for k in range(len(cand))])
 
-    def reconstruct(
-        self, spectra: PreparedSpectra, params: dict[str, float], upsample: int = 1,
-        method: str = "ssb",
+    def evaluate_rotations(
+        self, spectra: Spectra, thetas: np.ndarray, transpose: bool,
+        candidate: np.ndarray, names: tuple[str, ...] = JOINT,
     ) -> np.ndarray:
-        self._check_reconstruct(spectra, method)
-        if has_higher_order(params):
-            return super().reconstruct(spectra, params, upsample, method)
-        f = int(upsample)
-        key = f"fine{f}"
-        if key not in spectra.extra:  # geometry of the f-times finer grid, per rotation
-            grids, index, conj = self._fine_grids(spectra, f)
-            pack = _pack_trotter_pairs(
-                grids, spectra.k, self.bf.rows, self.bf.cols, spectra.G, index, conj)
-            # The fine grid's frequencies, kept with its pairs (every grid block shares them).
-            pack["nu_r"], pack["nu_c"] = grids[0].nu_r.ravel(), grids[0].nu_c.ravel()
-            spectra.extra[key] = pack
-        c = spectra.extra[key]
-        vec = np.array([float(params.get(p, 0.0)) for p in PARAMS])
-        C, N, D = _kernels().reconstruction_sums(
-            c["indptr"], c["k_r"], c["k_c"], c["amp_m"], c["amp_p"], c["G"], c["nu_r"], c["nu_c"],
-            np.pi * self.wavelength, vec, RECON_EPS)
-        O = C / spectra.n_bf if method == "ssb" else N / (D + 1e-3 * spectra.n_bf)
-        return self._object_spectrum_to_image(spectra, O, f).astype(np.complex64)
+        """VP loss of one parameter vector named ``names`` at each rotation θ: (R,). Here
+        set_rotation + evaluate per θ, so the spectra end at the last θ; callers set the
+        rotation they want afterwards."""
+        return evaluate_rotations_per_theta(self, spectra, thetas, transpose, candidate, names)
 
     def derivatives(
-        self, spectra: PreparedSpectra, candidates: np.ndarray,
-        names: tuple[str, ...] = PARAMS,
+        self, spectra: Spectra, candidates: np.ndarray, names: tuple[str, ...] = JOINT,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        if names != PARAMS:
-            return super().derivatives(spectra, candidates, names)
-        self._check_open()
-        self._require_rotation(spectra)
+        sp = self._life.live(spectra)
+        geometry, pairs = sp.part.geometry, sp.part.pairs
+        if pairs is None or names != JOINT:
+            out = self.reference.derivatives(sp, geometry, candidates, names)
+            self.evaluations += len(candidates)
+            return out
         vp_derivative_sums: Any = _kernels().vp_derivative_sums
-        cand = np.ascontiguousarray(candidates, dtype=np.float64).reshape(-1, 6)
+        cand = np.ascontiguousarray(candidates, dtype=np.float64).reshape(-1, N_JOINT)
         K = len(cand)
-        losses, grads, hessians = np.empty(K), np.empty((K, 6)), np.empty((K, 6, 6))
-        args = _kernel_args(spectra, self.wavelength)
+        losses, grads = np.empty(K), np.empty((K, N_JOINT))
+        hessians = np.empty((K, N_JOINT, N_JOINT))
+        args = _kernel_args(pairs, geometry, self.geo.wavelength)
         for k in range(K):
             N, D, dN, dD, d2N, d2D = vp_derivative_sums(*args, cand[k], _PAIRS)
             losses[k], grads[k], hessians[k] = obj.vp_loss_derivatives(
-                N, D, dN, dD, d2N, d2D, spectra.weights, spectra.energy)
+                N, D, dN, dD, d2N, d2D, geometry.weights, sp.energy)
         self.evaluations += K
         return losses, grads, hessians
+
+    # -- reconstruction ----------------------------------------------------------------
+    def reconstruct(
+        self, spectra: Spectra, params: dict[str, float], upsample: int = 1,
+        method: str = "ssb",
+    ) -> np.ndarray:
+        sp = self._life.live(spectra)
+        check_method(method)
+        part = sp.part
+        if not self.kernels or has_higher_order(params):
+            out: np.ndarray = self.reference.reconstruct(sp, part.geometry, params, upsample,
+                                                         method)
+            return out
+        f = int(upsample)
+        if f not in part.fine:  # geometry of the f-times finer grid, per rotation
+            grids, index, conj = self.reference.fine_grids(sp, part.geometry, f)
+            pack = _pack_trotter_pairs(grids, part.geometry.k, self.geo.bf.rows,
+                                       self.geo.bf.cols, sp.G, index, conj)
+            # The fine grid's frequencies, kept with its pairs (every grid block shares them).
+            part.fine[f] = FinePairs(pack, grids[0].nu_r.ravel(), grids[0].nu_c.ravel())
+        fine = part.fine[f]
+        c = fine.pairs
+        C, N, D = _kernels().reconstruction_sums(
+            c.indptr, c.k_r, c.k_c, c.amp_m, c.amp_p, c.G, fine.nu_r, fine.nu_c,
+            np.pi * self.geo.wavelength, to_vector(params, JOINT, default=0.0), RECON_EPS)
+        O = C / sp.n_bf if method == "ssb" else N / (D + WIENER_EPS * sp.n_bf)
+        image: np.ndarray = self.reference.object_spectrum_to_image(sp, O, f)
+        return image.astype(np.complex64)
+
+    # -- lifetime and diagnostics ------------------------------------------------------
+    def release(self, spectra: Spectra) -> None:
+        sp = self._life.own(spectra)
+        self._life.forget(sp)
+        sp.G = None
+        part = sp.part
+        part.geometry.k = None
+        part.geometry.grids = []
+        part.pairs = part.to_det = None
+        part.fine = {}
+
+    def memory_info(self) -> dict[str, Any]:
+        arrays: list[Any] = [self._bf_counts] if not self.closed else []
+        for s in self._life.spectra:
+            g = s.part.geometry
+            arrays += [s.G, g.nu_r, g.nu_c, g.weights]
+            for grid in g.grids:
+                arrays += [grid.amp_minus, grid.amp_plus]
+        return {"live_bytes": int(sum(getattr(a, "nbytes", 0) for a in arrays))}
+
+    def live_spectra(self) -> tuple[Spectra, ...]:
+        return tuple(self._life.spectra)
+
+    def spectra_info(self, spectra: Spectra) -> dict[str, int]:
+        sp = self._life.own(spectra)
+        pairs = sum(int(((g.amp_minus != 0) | (g.amp_plus != 0)).sum())
+                    for g in sp.part.geometry.grids)
+        return {"n_bf": sp.n_bf, "half_plane": 0 if sp.G is None else int(sp.G.shape[1]),
+                "trotter_pairs": pairs, "spectra_bytes": 0 if sp.G is None else int(sp.G.nbytes)}
+
+    def stage_timings(self) -> dict[str, float]:
+        return {}  # the host engine does not time its stages
+
+    def close_timings(self) -> dict[str, float]:
+        return {}
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self._life.close(self.release)
+        self._bf_counts = None
 
 
 def _kernels() -> Any:
@@ -112,7 +253,7 @@ def _kernels() -> Any:
 def _pack_trotter_pairs(
     grids: list[Any], k: np.ndarray, bf_rows: np.ndarray, bf_cols: np.ndarray, G: np.ndarray,
     alias_index: np.ndarray | None, alias_conj: np.ndarray | None,
-) -> dict[str, np.ndarray]:
+) -> TrotterPairs:
     """(b, ν) pairs inside a trotter, grouped by ν (CSR), with their geometry and G.
 
     On an upsampled grid ``alias_index``/``alias_conj`` say which coarse spectrum
@@ -123,16 +264,16 @@ def _pack_trotter_pairs(
     inside = (amp_m != 0) | (amp_p != 0)
     m_idx, b_idx = np.nonzero(inside)  # ν-major, then b ascending: the summation order
     indptr = np.concatenate([[0], np.cumsum(inside.sum(axis=1))]).astype(np.int64)
-    return {
-        "indptr": indptr,
-        "k_r": np.ascontiguousarray(k[b_idx, 0]),
-        "k_c": np.ascontiguousarray(k[b_idx, 1]),
-        "amp_m": np.ascontiguousarray(amp_m[m_idx, b_idx]),
-        "amp_p": np.ascontiguousarray(amp_p[m_idx, b_idx]),
-        "G": _aliased_values(G, b_idx, m_idx, alias_index, alias_conj),
-        "det_r": bf_rows[b_idx].astype(np.int64),
-        "det_c": bf_cols[b_idx].astype(np.int64),
-    }
+    return TrotterPairs(
+        indptr=indptr,
+        k_r=np.ascontiguousarray(k[b_idx, 0]),
+        k_c=np.ascontiguousarray(k[b_idx, 1]),
+        amp_m=np.ascontiguousarray(amp_m[m_idx, b_idx]),
+        amp_p=np.ascontiguousarray(amp_p[m_idx, b_idx]),
+        G=_aliased_values(G, b_idx, m_idx, alias_index, alias_conj),
+        det_r=bf_rows[b_idx].astype(np.int64),
+        det_c=bf_cols[b_idx].astype(np.int64),
+    )
 
 
 def _aliased_values(
@@ -145,7 +286,7 @@ def _aliased_values(
     return np.ascontiguousarray(np.where(conj[m_idx], vals.conj(), vals))
 
 
-def _kernel_args(spectra: PreparedSpectra, wavelength: float) -> tuple[Any, ...]:
-    c = spectra.extra["csr"]
-    return (c["indptr"], c["k_r"], c["k_c"], c["amp_m"], c["amp_p"], c["G"],
-            spectra.nu_r, spectra.nu_c, np.pi * wavelength)
+def _kernel_args(pairs: TrotterPairs, geometry: ReferenceGeometry,
+                 wavelength: float) -> tuple[Any, ...]:
+    return (pairs.indptr, pairs.k_r, pairs.k_c, pairs.amp_m, pairs.amp_p, pairs.G,
+            geometry.nu_r, geometry.nu_c, np.pi * wavelength)

@@ -13,7 +13,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-MRAD = 1e-3
+from ..params import MRAD  # a float global: Numba compiles it in as a constant
 
 
 @njit(cache=True, inline="always")

@@ -1,4 +1,4 @@
-"""The Engine protocol: what a session needs from a compute backend.
+"""The Engine protocol: what a session, its models and the benchmark need from a backend.
 
 An engine is bound to one dataset: counts stay resident (native dtype) from
 construction until ``close``. Spectra are prepared per scan window (the full
@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from ..params import JOINT
 from ..results import Bounds
 
 
@@ -29,11 +30,30 @@ class Spectra(Protocol):
     shape: tuple[int, int]  # padded scan shape the spectra were taken over
     bounds: Bounds  # measured positions it covers, in full-scan pixels
     n_bf: int
+    energy: float  # sideband energy at the current rotation
+    rotation: tuple[float, bool] | None  # (θ rad, transpose) last set, None before
+
+
+class Detachable(Protocol):
+    """What an engine keeps of the models bound to it: it detaches them on close."""
+
+    def detach(self) -> None: ...
 
 
 class Engine(Protocol):
     name: str  # "cpu" | "cuda"
     evaluations: int  # candidate evaluations so far (loss or derivatives)
+    models: list[Detachable]  # models bound to this engine (the engine↔model cycle)
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def n_bf(self) -> int:
+        """BF pixels the engine scores (the dataset's BF disk)."""
+
+    def bf_center_of_mass(self) -> np.ndarray:
+        """COM of each pattern over the BF pixels, detector px from the BF centre: (Rr, Rc, 2)."""
 
     def prepare(self, bounds: Bounds | None = None) -> Spectra:
         """Half-plane spectra of the full field (None) or a region padded with its mean pattern."""
@@ -43,34 +63,58 @@ class Engine(Protocol):
 
     def evaluate(
         self, spectra: Spectra, candidates: np.ndarray, objective: str = "vp",
-        names: tuple[str, ...] = ...,
+        names: tuple[str, ...] = JOINT,
     ) -> np.ndarray:
         """Losses of a (K, P) batch of parameter vectors named ``names`` (default the six
         joint parameters), in one call: (K,)."""
 
     def evaluate_rotations(
         self, spectra: Spectra, thetas: np.ndarray, transpose: bool, candidate: np.ndarray,
-        names: tuple[str, ...] = ...,
+        names: tuple[str, ...] = JOINT,
     ) -> np.ndarray:
         """VP loss of one parameter vector named ``names`` at each rotation θ (energies
         per θ): (R,). The spectra's rotation afterwards is unspecified: set the one you
         want."""
 
     def derivatives(
-        self, spectra: Spectra, candidates: np.ndarray, names: tuple[str, ...] = ...,
+        self, spectra: Spectra, candidates: np.ndarray, names: tuple[str, ...] = JOINT,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Exact VP loss (K,), gradient (K, P) and Hessian (K, P, P) of a batch."""
 
     def reconstruct(
-        self, spectra: Spectra, params: dict[str, float], upsample: int, method: str
+        self, spectra: Spectra, params: dict[str, float], upsample: int = 1,
+        method: str = "ssb",
     ) -> np.ndarray:
         """Complex object on the (f·Nr, f·Nc) grid, complex64, on the host."""
 
     def release(self, spectra: Spectra) -> None:
         """Drop a handle's arrays (regions are re-prepared on every edit)."""
 
+    # -- diagnostics (benchmarks and tests read these, never private state) -----------
     def memory_info(self) -> dict[str, Any]:
         """Live bytes held by the engine (and the device pool where there is one)."""
+
+    def live_spectra(self) -> tuple[Spectra, ...]:
+        """The handles prepared and not yet released, in preparation order."""
+
+    def spectra_info(self, spectra: Spectra) -> dict[str, int]:
+        """Sizes of one handle: BF pixels, half-plane frequencies, in-trotter (b, ν) pairs
+        at its rotation (0 before one is set) and the bytes of its spectra."""
+
+    def stage_timings(self) -> dict[str, float]:
+        """Cumulative seconds, calls and candidates per engine stage (a copy; empty where
+        the engine does not time its stages)."""
+
+    def close_timings(self) -> dict[str, float]:
+        """Seconds the last ``close`` spent per step (empty before one, or untimed)."""
+
+    def upload_bf_counts(self, counts: Any) -> Any:
+        """The BF pixels of ``counts`` gathered as the engine holds them resident (a new
+        array; the resident one is kept): what opening a session costs, for timing."""
+
+    def resident_bf_counts(self) -> Any:
+        """The resident BF counts in the engine's array module and layout (CPU: scan rows,
+        scan cols, BF pixels; CUDA: BF pixels, scan rows, scan cols)."""
 
     def close(self) -> None:
         """Release every array and return pooled device memory; idempotent."""

@@ -11,10 +11,11 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
-from ..physics.overlap import PARAMS
-from .model import ThickSampleModel
+from ..params import NON_NEGATIVE, PERIODS
+from .fixed import FreeView
 from .newton import NewtonOptions, newton_refine
-from .search import NON_NEGATIVE, PERIODS, Box, best_distinct, search, trial_record
+from .progress import NewtonProgress, Progress, ProgressCallback, callback_of
+from .search import Box, best_distinct, search, trial_record
 
 EDGE_TOLERANCE = 1e-3  # fraction of the box width
 ROTATION_GRID = 25  # θ samples over ±3° around the COM estimate
@@ -32,51 +33,75 @@ class BranchFit:
 
 
 def joint_fit(
-    model: ThickSampleModel,
+    view: FreeView,
     trials: int,
     seed: int,
     box: Box,
     objective: str = "vp",
     n_starts: int = 3,
     branch: int = 0,
-    progress: bool = False,
+    progress: Progress = False,
     label: str = "fit",
     sampler: str = "native",
 ) -> BranchFit:
-    """Search ``trials`` seeded candidates in ``box`` (its names are the fit parameters),
-    then refine the best ``n_starts`` with Newton."""
-    b, names = box, box.names
+    """Search ``trials`` seeded candidates in ``box`` (its names are the free fit
+    parameters; ``view`` holds the fixed ones), then refine the best ``n_starts`` with
+    Newton."""
+    b, report = box, callback_of(progress)
     t0 = time.perf_counter()
-    with tqdm(total=trials, desc=label, disable=not progress, leave=False) as bar:
-        params, losses, batch_of = search(lambda c: model.evaluate(c, objective, names), b,
-                                          trials, seed, on_batch=bar.update, sampler=sampler)
+    with tqdm(total=trials, desc=label, disable=progress is not True, leave=False) as bar:
+        scored = [0]
+
+        def on_batch(n: int) -> None:
+            bar.update(n)
+            if report is not None:
+                scored[0] += n
+                report("search", scored[0], trials)
+
+        params, losses, batch_of = search(lambda c: view.evaluate(c, objective), b,
+                                          trials, seed, on_batch=on_batch, sampler=sampler)
     t1 = time.perf_counter()
     starts = params[best_distinct(params, losses, b, n_starts)]
     newton: list[dict[str, Any]] = []
     if objective == "vp":
-        x, lx, newton = newton_refine(starts, lambda c: model.derivatives(c, names), b,
-                                      NewtonOptions())
+        x, lx, newton = _newton(view, starts, b, report)
         best = int(np.argmin(lx))
         vec, loss = x[best], float(lx[best])
     else:  # the comparison objectives have no derivatives: keep the best trial
         best = int(np.argmin(losses))
         vec, loss = params[best], float(losses[best])
     t2 = time.perf_counter()
-    vec = _tilt_without_depth(vec)
+    full, vec = _tilt_without_depth(view, vec)
     return BranchFit(
-        params={p: float(v) for p, v in zip(names, vec, strict=True)},
+        params=full,
         loss=loss,
-        trials=trial_record(params, losses, batch_of, branch, offset=branch * trials,
-                            names=names),
-        newton=[dict(step, branch=branch) for step in newton],
+        trials=trial_record(view.expand(params), losses, batch_of, branch,
+                            offset=branch * trials, names=view.names),
+        newton=[dict(step, branch=branch) for step in _with_fixed(view, newton)],
         on_box_edge=box_edges(vec, b),
         timings={"search_s": t1 - t0, "newton_s": t2 - t1},
     )
 
 
+def newton_fit(
+    view: FreeView, start: Mapping[str, float], box: Box, branch: Any = "refine",
+    progress: Progress = False,
+) -> BranchFit:
+    """Bounded trust-region Newton from one start (free names of ``box``)."""
+    t0 = time.perf_counter()
+    vec = np.array([[float(start[p]) for p in box.names]])
+    x, lx, steps = _newton(view, vec, box, callback_of(progress))
+    full, out = _tilt_without_depth(view, x[0])
+    return BranchFit(
+        params=full, loss=float(lx[0]), trials=[],
+        newton=[dict(st, branch=branch) for st in _with_fixed(view, steps)],
+        on_box_edge=box_edges(out, box), timings={"newton_s": time.perf_counter() - t0})
+
+
 def refine_rotation(
-    model: ThickSampleModel, theta: float, transpose: bool, params: Mapping[str, float],
+    view: FreeView, theta: float, transpose: bool, params: Mapping[str, float],
     box: Box, span_deg: float = 3.0, snap: Callable[[float], float] | None = None,
+    progress: Progress = False,
 ) -> tuple[float, BranchFit]:
     """Minimise the VP loss over θ near the COM estimate, then re-run Newton there.
 
@@ -85,34 +110,50 @@ def refine_rotation(
     Returns the refined θ; the Newton runs at ``snap(θ)`` (the angle as the caller will
     store it), and the model is left there.
     """
-    b, names = box, box.names
-    vec = np.array([[params[p] for p in names]])
+    vec = np.array([[params[p] for p in box.names]])
     # The trotter masks switch pixels in and out as θ moves, so L(θ) is only piecewise
     # smooth: fit a parabola to a grid instead of trusting a line search.
     grid = theta + np.radians(np.linspace(-span_deg, span_deg, ROTATION_GRID))
-    losses = model.evaluate_rotations(grid, transpose, vec, names)
+    losses = view.evaluate_rotations(grid, transpose, vec)
     a, b_, _ = np.polyfit(grid - theta, losses, 2)
     if a > 0:
         refined = theta + float(np.clip(-b_ / (2 * a), grid[0] - theta, grid[-1] - theta))
     else:
         refined = float(grid[int(np.argmin(losses))])
-    model.set_rotation(refined if snap is None else snap(refined), transpose)
-    t0 = time.perf_counter()
-    x, lx, steps = newton_refine(vec, lambda c: model.derivatives(c, names), b, NewtonOptions())
-    out = _tilt_without_depth(x[0])
-    return refined, BranchFit(
-        params={p: float(v) for p, v in zip(names, out, strict=True)}, loss=float(lx[0]),
-        trials=[], newton=[dict(st, branch="refined") for st in steps],
-        on_box_edge=box_edges(out, b),
-        timings={"rotation_refine_s": time.perf_counter() - t0})
+    view.set_rotation(refined if snap is None else snap(refined), transpose)
+    fit = newton_fit(view, params, box, branch="refined", progress=progress)
+    fit.timings = {"rotation_refine_s": fit.timings["newton_s"]}
+    return refined, fit
 
 
-def _tilt_without_depth(v: np.ndarray) -> np.ndarray:
-    """At zero depth spread the loss does not depend on tilt at all: report it as 0."""
-    v = v.copy()
-    if v[PARAMS.index("depth")] == 0.0:
-        v[PARAMS.index("tilt_row_mrad")] = v[PARAMS.index("tilt_col_mrad")] = 0.0
-    return v
+def _newton(
+    view: FreeView, starts: np.ndarray, box: Box, report: ProgressCallback | None,
+) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
+    bar = None if report is None else NewtonProgress(report, NewtonOptions().max_iterations)
+    out = newton_refine(starts, view.derivatives, box, NewtonOptions(),
+                        on_iteration=None if bar is None else bar.iteration)
+    if bar is not None:
+        bar.finish()
+    return out
+
+
+def _with_fixed(view: FreeView, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Newton steps with the held values in their params (records list every parameter)."""
+    if not view.fixed:
+        return steps
+    return [dict(st, params=view.full_params(st["params"])) for st in steps]
+
+
+def _tilt_without_depth(view: FreeView, free: np.ndarray) -> tuple[dict[str, float], np.ndarray]:
+    """At zero depth spread the loss does not depend on tilt at all: report it as 0.
+    Returns the full parameter dict and the free vector."""
+    v = view.expand(free[None])[0].copy()
+    names = view.names
+    if v[names.index("depth")] == 0.0:
+        v[names.index("tilt_row_mrad")] = v[names.index("tilt_col_mrad")] = 0.0
+    full = {p: float(x) for p, x in zip(names, v, strict=True)}
+    full.update(view.fixed)  # held values exactly as given
+    return full, v[view.free_index] if view.fixed else v
 
 
 def box_edges(v: np.ndarray, box: Box) -> list[str]:

@@ -11,7 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from ..physics.overlap import PARAMS
+from ..engine.protocol import Engine
+from ..params import JOINT
 from ..results import Bounds
 
 
@@ -20,43 +21,45 @@ class ModelDetachedError(RuntimeError):
 
 
 class ThickSampleModel:
-    def __init__(self, engine: Any, bounds: Bounds | None, theta: float, transpose: bool) -> None:
-        self.engine: Any = engine
+    def __init__(self, engine: Engine, bounds: Bounds | None, theta: float,
+                 transpose: bool) -> None:
+        self.engine: Engine | None = engine
         self.spectra: Any = engine.prepare(bounds)
         engine.set_rotation(self.spectra, theta, transpose)
         engine.models.append(self)
 
     @property
     def bounds(self) -> Bounds:
-        return self._live().spectra.bounds
+        self._live()
+        return self.spectra.bounds
 
-    def _live(self) -> ThickSampleModel:
+    def _live(self) -> Engine:
         if self.engine is None:
             raise ModelDetachedError("this model's session was closed; open a new Session")
-        return self
+        return self.engine
 
     def set_rotation(self, theta: float, transpose: bool) -> None:
-        self._live().engine.set_rotation(self.spectra, theta, transpose)
+        self._live().set_rotation(self.spectra, theta, transpose)
 
     def evaluate(
-        self, candidates: np.ndarray, objective: str = "vp", names: tuple[str, ...] = PARAMS
+        self, candidates: np.ndarray, objective: str = "vp", names: tuple[str, ...] = JOINT
     ) -> np.ndarray:
-        return self._live().engine.evaluate(self.spectra, candidates, objective, names)
+        return self._live().evaluate(self.spectra, candidates, objective, names)
 
     def evaluate_rotations(
         self, thetas: np.ndarray, transpose: bool, candidate: np.ndarray,
-        names: tuple[str, ...] = PARAMS,
+        names: tuple[str, ...] = JOINT,
     ) -> np.ndarray:
-        return self._live().engine.evaluate_rotations(self.spectra, thetas, transpose,
-                                                      candidate, names)
+        return self._live().evaluate_rotations(self.spectra, thetas, transpose,
+                                               candidate, names)
 
     def derivatives(
-        self, candidates: np.ndarray, names: tuple[str, ...] = PARAMS
+        self, candidates: np.ndarray, names: tuple[str, ...] = JOINT
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        return self._live().engine.derivatives(self.spectra, candidates, names)
+        return self._live().derivatives(self.spectra, candidates, names)
 
     def reconstruct(self, params: dict[str, float], upsample: int, method: str) -> np.ndarray:
-        return self._live().engine.reconstruct(self.spectra, params, upsample, method)
+        return self._live().reconstruct(self.spectra, params, upsample, method)
 
     def release(self) -> None:
         """Free this model's spectra now (e.g. a region replaced by a newer edit)."""

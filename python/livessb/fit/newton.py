@@ -15,16 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from .search import PERIODS, Box
-
-# Scale of each parameter for the trust region (Å, rad, mrad).
-SCALES: dict[str, float] = {
-    "C10": 10.0, "C12": 5.0, "phi12": 0.1, "tilt_row_mrad": 1.0, "tilt_col_mrad": 1.0,
-    "depth": 20.0, "C21": 50.0, "phi21": 0.1, "C23": 50.0, "phi23": 0.1, "C30": 2000.0}
-
-
-def scale_of(names: tuple[str, ...]) -> np.ndarray:
-    return np.array([SCALES[p] for p in names])
+from ..params import PERIODS, scale_of
+from .search import Box
 
 
 @dataclass
@@ -79,8 +71,9 @@ def fold_into_box(v: np.ndarray, box: Box) -> np.ndarray:
     for i, name in enumerate(box.names):
         if name not in PERIODS:
             continue
-        i_c = box.names.index("C" + name[3:])
-        if v[i_c] < 0:
+        magnitude = "C" + name[3:]
+        i_c = box.names.index(magnitude) if magnitude in box.names else None  # None: held
+        if i_c is not None and v[i_c] < 0:
             v[i_c] = -v[i_c]
             v[i] += PERIODS[name] / 2
         v[i] = box.wrap(name, v[i])

@@ -16,49 +16,22 @@ from typing import Any
 import numpy as np
 from scipy.stats import qmc
 
-from ..physics.overlap import PARAMS
+from ..params import DEFAULT_BOX, JOINT, MIRROR_SIGN, NON_NEGATIVE, PERIODS
 
-DEFAULT_BOX: dict[str, tuple[float, float]] = {
-    "C10": (-500.0, 500.0),
-    "C12": (0.0, 100.0),
-    "phi12": (-math.pi / 2, math.pi / 2),
-    "tilt_row_mrad": (-15.0, 15.0),
-    "tilt_col_mrad": (-15.0, 15.0),
-    "depth": (0.0, 500.0),
-    # Opt-in coefficients (Session.fit(extra=...)): coma, three-fold, spherical.
-    "C21": (0.0, 2000.0),
-    "phi21": (-math.pi, math.pi),
-    "C23": (0.0, 2000.0),
-    "phi23": (-math.pi / 3, math.pi / 3),
-    "C30": (-2e5, 2e5),
-}
-OPTIONAL: dict[str, tuple[str, ...]] = {
-    "C21": ("C21", "phi21"), "C23": ("C23", "phi23"), "C30": ("C30",)}
-# Angles and their period 2π/m; the magnitude C_nm of each is non-negative.
-PERIODS: dict[str, float] = {"phi12": math.pi, "phi21": 2 * math.pi, "phi23": 2 * math.pi / 3}
-NON_NEGATIVE = ("C12", "C21", "C23", "depth")
 ELITES = 8
 SPREAD_START = 0.12  # in unit-cube coordinates
 SPREAD_SHRINK = 0.6
-
-
-def fit_names(extra: tuple[str, ...] | list[str] = ()) -> tuple[str, ...]:
-    """The six joint parameters plus opted-in coefficients (and their angles)."""
-    unknown = [e for e in extra if e not in OPTIONAL]
-    if unknown:
-        raise ValueError(f"cannot opt {unknown} into the fit: choose from {sorted(OPTIONAL)}")
-    return PARAMS + tuple(n for key in OPTIONAL if key in extra for n in OPTIONAL[key])
 
 
 @dataclass(frozen=True)
 class Box:
     low: np.ndarray
     high: np.ndarray
-    names: tuple[str, ...] = PARAMS
+    names: tuple[str, ...] = JOINT
 
     @classmethod
     def from_mapping(
-        cls, box: Mapping[str, tuple[float, float]] | None, names: tuple[str, ...] = PARAMS
+        cls, box: Mapping[str, tuple[float, float]] | None, names: tuple[str, ...] = JOINT
     ) -> Box:
         merged = {n: DEFAULT_BOX[n] for n in names}
         for key, value in (box or {}).items():
@@ -99,8 +72,8 @@ class Box:
 
 
 # Under θ → θ+π the loss is invariant when every C_nm with even m and the tilt change
-# sign (C12's sign change is phi12 + π/2); odd-m coefficients (C21, C23) are unchanged.
-MIRROR_SIGN = {"C10": -1.0, "C30": -1.0, "tilt_row_mrad": -1.0, "tilt_col_mrad": -1.0}
+# sign (C12's sign change is phi12 + π/2); odd-m coefficients (C21, C23) are unchanged:
+# MIRROR_SIGN in the parameter table.
 
 
 def mirror_params(params: Mapping[str, float], box: Box) -> dict[str, float]:
@@ -258,7 +231,7 @@ def best_distinct(
 
 def trial_record(
     params: np.ndarray, losses: np.ndarray, batch_of: list[int], branch: int, offset: int = 0,
-    names: tuple[str, ...] = PARAMS,
+    names: tuple[str, ...] = JOINT,
 ) -> list[dict[str, Any]]:
     return [
         {"number": offset + i, "batch": int(batch_of[i]), "branch": branch,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -23,6 +23,7 @@ from ..physics.geometry import (
     scan_frame_frequencies,
     scan_frequencies_half,
 )
+from ..results import FitResult
 from .errors import (
     NoiseLevel,
     noise_level,
@@ -31,9 +32,9 @@ from .errors import (
     poisson_sigma2,
     standard_errors,
 )
-from .joint import box_edges
+from .fixed import FreeView
+from .joint import newton_fit
 from .model_choice import THICK_ONLY, ModelChoice, choose_model, edge_warnings, undetermined
-from .newton import NewtonOptions, newton_refine
 from .search import Box
 
 
@@ -75,8 +76,7 @@ def window_pixel_totals(engine: Any, dataset: Any, bounds: tuple[int, int, int, 
     bf = _bf_pixels(dataset)
     if (r0, r1, c0, c1) == (0, rows, 0, cols):
         return np.asarray(dataset.mean_pattern[bf.rows, bf.cols] * (rows * cols))
-    counts = (engine.resident_bf_counts() if hasattr(engine, "resident_bf_counts")
-              else engine._bf_counts)  # pre-protocol engines
+    counts = engine.resident_bf_counts()
     if getattr(engine, "name", "cpu") == "cuda":
         total = counts[:, r0:r1, c0:c1].sum(axis=(1, 2), dtype=np.float64)
     else:
@@ -109,72 +109,77 @@ def window_statistics(spectra: Any, dataset: Any, pixel_totals: np.ndarray,
     return float(spectra.energy), float(counts.sum()), n_object, s2p
 
 
-def _held_box(box: Box, held: Mapping[str, float]) -> Box:
-    """``box`` with the ``held`` parameters pinned (low = high = value)."""
-    low, high = box.low.copy(), box.high.copy()
-    for name, value in held.items():
-        i = box.names.index(name)
-        low[i] = high[i] = float(value)
-    return Box(low=low, high=high, names=box.names)
+def _sub_box(box: Box, names: tuple[str, ...]) -> Box:
+    idx = [box.names.index(n) for n in names]
+    return Box(low=box.low[idx].copy(), high=box.high[idx].copy(), names=names)
+
+
+def _hessian(view: FreeView, params: Mapping[str, float], box: Box) -> np.ndarray:
+    _, _, h = view.derivatives(np.array([[params[n] for n in box.names]]))
+    return np.asarray(h[0])
 
 
 def assess(
-    model: Any, box: Box, params: Mapping[str, float], loss: float, dataset: Any,
-    fixed: Mapping[str, float] | None = None, hessian: np.ndarray | None = None,
+    view: FreeView, box: Box, params: Mapping[str, float], loss: float, dataset: Any,
+    on_box_edge: list[str] | None = None, hessian: np.ndarray | None = None,
     choose: bool = True,
 ) -> Assessment:
     """Errors, undetermined names and the thin/thick choice of a refined VP fit.
 
-    ``fixed`` names parameters the user held (error 0, not listed as undetermined);
-    ``hessian`` (in ``box.names`` order, at ``params``) saves one derivatives call.
+    ``box`` holds the free parameters, ``view`` the held ones (error 0, not listed as
+    undetermined); ``params`` is the fit's full dict at the optimum, ``on_box_edge`` its
+    edges; ``hessian`` (free order, at ``params``) saves one derivatives call.
     """
     t0 = time.perf_counter()
-    names = box.names
-    held = dict(fixed or {})
+    model = view.model
     totals = window_pixel_totals(model.engine, dataset, model.spectra.bounds)
     energy, n_obs, n_object, s2p = window_statistics(model.spectra, dataset, totals)
-    vec = np.array([[params[n] for n in names]])
-    if hessian is None:
-        _, _, h = model.derivatives(vec, names)
-        hessian = h[0]
-    free = [n for n in names if n not in held]
-    noise = noise_level(loss, energy, n_obs, n_object, len(free), s2p)
-    kept_params, kept_loss, kept_hessian, kept_noise = dict(params), float(loss), hessian, noise
+    kept_hessian = _hessian(view, params, box) if hessian is None else hessian
+    noise = noise_level(loss, energy, n_obs, n_object, len(box.names), s2p)
+    kept_params, kept_loss, kept_noise, kept_box = dict(params), float(loss), noise, box
+    edges = list(on_box_edge or [])
     choice: ModelChoice | None = None
     thin_steps: list[dict[str, Any]] = []
     by_model: list[str] = []
-    thick_free = [n for n in THICK_ONLY if n in free]
     t1 = time.perf_counter()
-    if choose and "depth" in thick_free:
-        thin_held = {**held, **{n: 0.0 for n in THICK_ONLY if n in names and n not in held}}
-        start = vec.copy()
-        for n in THICK_ONLY:
-            if n in names:
-                start[0, names.index(n)] = thin_held.get(n, 0.0)
-        thin_box = _held_box(box, thin_held)
-        x, lx, thin_steps = newton_refine(start, lambda c: model.derivatives(c, names),
-                                          thin_box, NewtonOptions())
-        thin_free = [n for n in free if n not in THICK_ONLY]
-        choice = choose_model(float(lx[0]), float(loss), energy, noise, len(thin_free))
+    if choose and "depth" in box.names:
+        thick_free = [n for n in THICK_ONLY if n in box.names]
+        thin_box = _sub_box(box, tuple(n for n in box.names if n not in THICK_ONLY))
+        thin_view = FreeView(model, thin_box, {**view.fixed, **dict.fromkeys(thick_free, 0.0)})
+        thin = newton_fit(thin_view, params, thin_box, branch="thin")
+        choice = choose_model(thin.loss, float(loss), energy, noise, len(thin_box.names))
+        thin_steps = thin.newton
         if choice.kept == "thin":
             by_model = thick_free
-            kept_params = {n: float(v) for n, v in zip(names, x[0], strict=True)}
-            kept_loss = float(lx[0])
-            _, _, h = model.derivatives(x[:1], names)
-            kept_hessian = h[0]
-            free = thin_free
-            kept_noise = noise_level(kept_loss, energy, n_obs, n_object, len(free), s2p)
+            kept_params, kept_loss, kept_box, edges = (thin.params, thin.loss, thin_box,
+                                                       thin.on_box_edge)
+            kept_hessian = _hessian(thin_view, kept_params, thin_box)
+            kept_noise = noise_level(kept_loss, energy, n_obs, n_object, len(thin_box.names),
+                                     s2p)
     t2 = time.perf_counter()
-    bounds = box.to_dict()
-    box_t = {n: (float(v[0]), float(v[1])) for n, v in bounds.items()}
-    errors = standard_errors(kept_hessian, names, free, kept_noise, energy, box_t)
+    free = kept_box.names
+    box_t = {n: (float(lo), float(hi))
+             for n, lo, hi in zip(free, kept_box.low, kept_box.high, strict=True)}
+    errors = {n: 0.0 for n in kept_params}  # held: by the user or by the model choice
+    errors.update(standard_errors(kept_hessian, free, free, kept_noise, energy, box_t))
     undet = undetermined(kept_params, errors, box_t, free, by_model)
-    kept_vec = np.array([kept_params[n] for n in names])
-    edges = [n for n in box_edges(kept_vec, box) if n in free]
     warnings = edge_warnings({n: kept_params[n] for n in free}, errors, box_t, edges)
     return Assessment(params=kept_params, loss=kept_loss, errors=errors, undetermined=undet,
                       noise=kept_noise, model_choice=choice, warnings=warnings,
                       on_box_edge=edges,
                       timings={"errors_s": t1 - t0 + time.perf_counter() - t2,
                                "model_choice_s": t2 - t1},
-                      newton=[dict(s, branch="thin") for s in thin_steps])
+                      newton=thin_steps)
+
+
+def with_assessment(result: FitResult, a: Assessment) -> FitResult:
+    """``result`` with the kept model's parameters and loss, its errors, undetermined
+    names, edges, the thin model's Newton steps and the records of ``a``."""
+    spent = a.timings.get("errors_s", 0.0) + a.timings.get("model_choice_s", 0.0)
+    timings = {**result.timings, **a.timings}
+    if "total_s" in timings:
+        timings["total_s"] += spent
+    return replace(result, params=dict(a.params), loss=a.loss, errors=dict(a.errors),
+                   undetermined=list(a.undetermined), on_box_edge=list(a.on_box_edge),
+                   newton=result.newton + a.newton, timings=timings,
+                   provenance={**result.provenance, **a.provenance()})

@@ -1,4 +1,4 @@
-"""py4DSTEM / EMD 1.0 loader (HDF5 with ``emd_group_type`` data groups).
+"""py4DSTEM / EMD 1.0 layout (HDF5 with ``emd_group_type`` data groups).
 
 An EMD data group carries ``data`` plus one vector per axis (``dim1..dim4``, or
 ``dim0..dim3`` as written by ``emdfile``), each with ``name`` and ``units``
@@ -22,9 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from ..dataset import Dataset4D
-from ._common import FileFormatError, LoadOptions, ScanSource, stream_dataset
-from .hdf5 import _describe, _h5py, collect_metadata, find_dataset, is_numeric_dataset, open_hdf5
+from .errors import FileFormatError
+from .h5 import describe_candidates, find_dataset, h5py_module, is_numeric_dataset
 from .metadata import FileCalibration, normalise_unit, parse_attrs
 
 
@@ -44,7 +43,7 @@ def is_emd_group(obj: Any) -> bool:
 
 def emd_groups(f: Any) -> list[Any]:
     """EMD data groups holding a numeric 3D/4D ``data`` dataset."""
-    h5py = _h5py()
+    h5py = h5py_module()
     out: list[Any] = []
 
     def visit(path: str, obj: Any) -> None:
@@ -57,27 +56,8 @@ def emd_groups(f: Any) -> list[Any]:
     return out
 
 
-def looks_like_emd(f: Any) -> bool:
-    return bool(emd_groups(f)) or "emd_group_type" in f.attrs or "version_major" in f.attrs
-
-
-def load_emd(source: Any, opts: LoadOptions, dataset_path: str | None, name: str) -> Dataset4D:
-    with open_hdf5(source, name) as f:
-        return load_emd_file(f, opts, dataset_path, name)
-
-
-def load_emd_file(f: Any, opts: LoadOptions, dataset_path: str | None, name: str) -> Dataset4D:
-    """Load the EMD data group (or ``dataset_path``) from an open ``h5py.File``."""
-    group = _choose_group(f, dataset_path, name)
-    dset = group["data"] if "data" in group else find_dataset(f, dataset_path, name)
-    cal = dims_calibration(group, dset.ndim, f"{name}:{group.name}")
-    cal.update_missing(collect_metadata(f, dset, name))
-    src = ScanSource(dset, opts.scan_shape, f"{name}:{dset.name}")
-    return stream_dataset(src, opts, cal)
-
-
-def _choose_group(f: Any, dataset_path: str | None, name: str) -> Any:
-    h5py = _h5py()
+def choose_group(f: Any, dataset_path: str | None, name: str) -> Any:
+    h5py = h5py_module()
     if dataset_path is not None:
         obj = f.get(dataset_path)
         if isinstance(obj, h5py.Dataset):
@@ -98,9 +78,14 @@ def _choose_group(f: Any, dataset_path: str | None, name: str) -> Any:
     if len(top) > 1:
         raise FileFormatError(
             f"{name}: several EMD data groups could be the counts: "
-            f"{_describe([(g.name, tuple(g['data'].shape), str(g['data'].dtype)) for g in top])}"
+            f"{describe_candidates([_candidate(g) for g in top])}"
             "; pass dataset_path='<group>'")
     return top[0]
+
+
+def _candidate(group: Any) -> tuple[str, tuple[int, ...], str]:
+    data = group["data"]
+    return (group.name, tuple(data.shape), str(data.dtype))
 
 
 def _dim(group: Any, index: int, zero_based: bool) -> Any:

@@ -18,13 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from ..dataset import Dataset4D
-from ._common import (
-    CorruptFileError,
-    LoadOptions,
-    ScanSource,
-    UnsupportedFormatError,
-    stream_dataset,
-)
+from .errors import CorruptFileError, UnsupportedFormatError
+from .options import LoadOptions
+from .source import ScanSource
+from .stream import stream_dataset
 
 _DTYPES = {"U01": None, "U08": ">u1", "U16": ">u2", "U32": ">u4", "U64": ">u8", "R64": None}
 

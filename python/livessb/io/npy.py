@@ -10,8 +10,11 @@ from typing import Any
 import numpy as np
 
 from ..dataset import Dataset4D
-from ._common import CorruptFileError, FileFormatError, LoadOptions, ScanSource, stream_dataset
-from .metadata import parse_attrs
+from .errors import CorruptFileError, FileFormatError
+from .metadata import FileCalibration, parse_attrs
+from .options import LoadOptions
+from .source import ScanSource
+from .stream import stream_dataset
 
 
 def load_npy(path: Path, opts: LoadOptions) -> Dataset4D:
@@ -55,6 +58,12 @@ def load_npz(path: Path, opts: LoadOptions, dataset_path: str | None) -> Dataset
             ) from exc
     source = ScanSource(arr, opts.scan_shape, f"{path.name}[{key}]")
     return stream_dataset(source, opts, parse_attrs(meta, f"{path.name}"), allow_view=True)
+
+
+def read_npz_metadata(path: Path) -> FileCalibration:
+    """The calibration the archive's small members give (the counts are not read)."""
+    with np.load(path, allow_pickle=False) as npz:
+        return parse_attrs(_npz_metadata(npz, list(npz.files)), path.name)
 
 
 def _choose_member(npz: Any, names: list[str], dataset_path: str | None, name: str) -> str:

@@ -11,18 +11,9 @@ from typing import Any
 
 import numpy as np
 
-# (n, m) orders of the Krivanek polar coefficients C_nm accepted by chi().
-ABERRATION_ORDERS: tuple[tuple[int, int], ...] = (
-    (1, 0), (1, 2),
-    (2, 1), (2, 3),
-    (3, 0), (3, 2), (3, 4),
-    (4, 1), (4, 3), (4, 5),
-    (5, 0), (5, 2), (5, 4), (5, 6),
-)
-ABERRATION_KEYS: frozenset[str] = frozenset(
-    [f"C{n}{m}" for n, m in ABERRATION_ORDERS]
-    + [f"phi{n}{m}" for n, m in ABERRATION_ORDERS if m > 0]
-)
+from ..params import ABERRATION_KEYS, ABERRATION_ORDERS, GEOMETRY_KEYS
+
+__all__ = ["ABERRATION_KEYS", "ABERRATION_ORDERS"]  # the orders chi() sums, from the table
 
 _H = 6.62607015e-34  # Planck, J s
 _M0 = 9.1093837015e-31  # electron rest mass, kg
@@ -43,8 +34,7 @@ def wavelength_A(voltage_kV: float) -> float:
 
 def unknown_aberration_keys(coeffs: Mapping[str, float]) -> list[str]:
     """Keys of ``coeffs`` that are neither aberrations nor fit parameters."""
-    extra = {"tilt_row_mrad", "tilt_col_mrad", "depth"}
-    return sorted(k for k in coeffs if k not in ABERRATION_KEYS and k not in extra)
+    return sorted(k for k in coeffs if k not in ABERRATION_KEYS and k not in GEOMETRY_KEYS)
 
 
 def has_higher_order(coeffs: Mapping[str, float]) -> bool:

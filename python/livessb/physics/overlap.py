@@ -3,7 +3,7 @@
 Γ_b(ν) = S1·P(k-ν)P*(k) - S2·P*(k+ν)P(k),  S_i = sinc(β_i Δ/2),
 β1 = πλ(|k-ν|² - |k|²) + 2πν·τ,  β2 = -πλ(|k+ν|² - |k|²) + 2πν·τ.
 
-Parameters (order of ``PARAMS``): C10 Å, C12 Å, phi12 rad, tilt_row_mrad,
+Parameters (order of ``livessb.params.JOINT``): C10 Å, C12 Å, phi12 rad, tilt_row_mrad,
 tilt_col_mrad, depth Å. For these six, χ(k∓ν) - χ(k) is a polynomial in (k, ν),
 so everything below is elementwise over a (B, ν) grid; ``xp`` is numpy or cupy.
 """
@@ -17,11 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from ..params import JOINT, MRAD, N_JOINT
 from .optics import aperture, chi
-
-PARAMS: tuple[str, ...] = ("C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")
-N_PARAMS = len(PARAMS)
-MRAD = 1e-3
 
 
 def pairs_of(n: int) -> tuple[tuple[int, int], ...]:
@@ -29,7 +26,7 @@ def pairs_of(n: int) -> tuple[tuple[int, int], ...]:
     return tuple((i, j) for i in range(n) for j in range(i, n))
 
 
-PAIRS: tuple[tuple[int, int], ...] = pairs_of(N_PARAMS)  # the six joint parameters' pairs
+PAIRS: tuple[tuple[int, int], ...] = pairs_of(N_JOINT)  # the six joint parameters' pairs
 
 
 @dataclass
@@ -92,7 +89,7 @@ def gamma_derivatives(
     g: OverlapGrid, params: Mapping[str, float], order: int = 2, xp: Any = np
 ) -> tuple[Any, list[Any], list[Any]]:
     """Γ, [∂Γ/∂p_i] (6) and [∂²Γ/∂p_i∂p_j for (i, j) in PAIRS] (21) on the block."""
-    C10, C12, phi12 = (float(params.get(k, 0.0)) for k in PARAMS[:3])
+    C10, C12, phi12 = (float(params.get(k, 0.0)) for k in JOINT[:3])
     t_r = float(params.get("tilt_row_mrad", 0.0)) * MRAD
     t_c = float(params.get("tilt_col_mrad", 0.0)) * MRAD
     depth = float(params.get("depth", 0.0))
@@ -114,7 +111,7 @@ def gamma_derivatives(
     if order == 0:
         return gam, [], []
 
-    grads: list[Any] = [0] * N_PARAMS
+    grads: list[Any] = [0] * N_JOINT
     hess: list[Any] = [0] * len(PAIRS)
     for idx, (phase_sign, wave, S, dS, d2S, beta, (d10, dc, ds)) in enumerate(terms):
         sgn = 1.0 if idx == 0 else -1.0

@@ -1,0 +1,478 @@
+"""CuPy engine: resident BF counts, float32 half-plane spectra and fused CUDA kernels.
+
+Same protocol and semantics as the CPU engine (the NumPy reference is the reference):
+
+* BF counts are gathered once into a ``(B, Rr, Rc)`` device array in the counts'
+  native dtype (on the device when the dataset's counts already live there, see
+  ``livessb.bench.device_data.DeviceDataset4D``).
+* ``prepare`` stages windows of pixels (mean-subtracted, zero padded = padded with the
+  mean pattern) within the staging budget and takes batched ``rfft2``; the spectra
+  ``G`` (B, M) complex64 buffer is reused by the next preparation of the same shape.
+* Geometry is never stored per (b, ν): the kernels evaluate the trotter support
+  (float64, the NumPy formula) and the aperture from k_b and ν on the fly.
+* ``evaluate`` scores a (K, 6) batch, ``derivatives`` gives the exact loss, gradient and
+  Hessian of a batch, each in one launch; ``reconstruct`` runs on the (f·Nr, f·Nc) grid
+  in one launch plus one inverse FFT. The rest (other objectives, opted-in coefficients,
+  higher-order reconstruction) runs the NumPy reference over CuPy, float32 geometry.
+* Reductions have a fixed order (thread per ν, b ascending; fixed block trees; host
+  sums over block partials), so the same inputs give the same bits on one device.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from typing import Any
+
+import numpy as np
+
+from ...dataset import Dataset4D
+from ...params import JOINT, N_JOINT, to_vector
+from ...physics.geometry import fft_friendly_size
+from ...physics.optics import has_higher_order
+from ...physics.overlap import PAIRS
+from ...results import Bounds
+from .. import cuda_kernels as ck
+from ..lifetime import Lifetime
+from ..protocol import Detachable, DeviceMemoryError, Spectra
+from ..records import DatasetGeometry, PreparedSpectra, ReferenceGeometry
+from ..reference import (
+    RECON_EPS,
+    Reference,
+    check_method,
+    evaluate_rotations_per_theta,
+)
+from .launch import (
+    DERIV_SHARED_BYTES,
+    FILL_BLOCKS_DERIV,
+    BFComArgs,
+    KernelGeo,
+    ReconstructArgs,
+    VpDerivsFinishArgs,
+    VpEvalFinishArgs,
+    Window,
+    candidate_table,
+    energy_args,
+    eval_launches,
+    freq_blocks,
+    launch,
+    pixel_rows,
+    pixel_split,
+    vp_derivs_args,
+    vp_eval_args,
+)
+from .memory import DeviceMemory, device_bytes, plan_pool_bytes, planned_irfft2
+from .memory import upload_bf_counts as gather_bf_counts
+from .prepare import fine_grid, reference_geometry, stage_spectra, support_masks
+from .records import CUDAPart, FineMasks, RotationGeometry
+from .timing import add_seconds, timed
+
+GEOMETRY_CACHE = 8  # rotations whose device geometry rows are kept
+
+DeviceSpectra = PreparedSpectra[CUDAPart]
+
+
+class CUDAEngine:
+    """``engine.protocol.Engine`` on one CUDA device."""
+
+    name = "cuda"
+
+    def __init__(
+        self, dataset: Dataset4D, staging_budget_MiB: float = 256, eval_group: int = 4,
+        chunk_elements: int = 1 << 24,  # the reference (fallback) path only
+    ) -> None:
+        import cupy as cp
+
+        self.cp = cp
+        self.eval_group = int(eval_group)
+        if self.eval_group not in ck.EVAL_GROUPS:
+            raise ValueError(f"eval_group must be one of {ck.EVAL_GROUPS}")
+        self._geometry: dict[tuple[float, bool], RotationGeometry] = {}
+        self._closing = False
+        self.stats: dict[str, float] = {}
+        self.close_breakdown: dict[str, float] = {}
+        self.memory = DeviceMemory(cp, int(staging_budget_MiB * 2**20))
+        ck.module()  # compile (or load from CuPy's cache) before any timing-sensitive call
+        self.count_dtype = np.dtype(dataset.counts.dtype)
+        self.geo = DatasetGeometry.of(dataset)
+        self.reference = Reference(self.geo, cp, np.float32, chunk_elements,
+                                   irfft2=functools.partial(planned_irfft2, cp))
+        self.evaluations = 0
+        self._life = Lifetime(CUDAPart)
+        self.models: list[Detachable] = self._life.models
+        try:
+            self._bf_counts: Any = self.upload_bf_counts(dataset.counts)
+        except cp.cuda.memory.OutOfMemoryError as exc:
+            self._bf_counts = None
+            self._free_pool()
+            need = (self.geo.bf.count * int(np.prod(dataset.counts.shape[:2]))
+                    * self.count_dtype.itemsize)
+            raise DeviceMemoryError(
+                self.memory.oom_message("uploading the BF counts", need, exc)) from None
+        bf = self.geo.bf
+        self._k_px: Any = cp.asarray(bf.k_det / self.geo.edge_width)
+        self._anchors = ck.recurrence_anchors(bf.rows, bf.cols)
+        self._column_step = ck.column_step(bf.k_det, bf.rows, bf.cols)
+        self._kgeo = KernelGeo.of(self.geo.k_alpha, self.geo.edge_width, self.geo.wavelength)
+
+    @property
+    def closed(self) -> bool:
+        return self._life.closed
+
+    @property
+    def n_bf(self) -> int:
+        return int(self.geo.bf.count)
+
+    def _window(self, sp: DeviceSpectra) -> Window:
+        return Window.of(sp.G, sp.n_bf, sp.part.M, sp.shape, sp.part.nu_r, sp.part.nu_c)
+
+    def _at_rotation(self, sp: DeviceSpectra) -> tuple[Window, RotationGeometry]:
+        g = sp.part.geometry
+        assert g is not None  # require_rotation: set_rotation set it
+        return self._window(sp), g
+
+    # -- resident data -------------------------------------------------------------------
+    def upload_bf_counts(self, counts: Any) -> Any:
+        return gather_bf_counts(self.cp, counts, self.geo.bf)
+
+    def resident_bf_counts(self) -> Any:
+        self._life.check_open()
+        return self._bf_counts
+
+    def bf_center_of_mass(self) -> np.ndarray:
+        self._life.check_open()
+        cp = self.cp
+        B, Rr, Rc = self._bf_counts.shape
+        P = Rr * Rc
+        out = cp.empty((P, 2), dtype=cp.float64)
+        launch(ck.kernel("bf_com", self.count_dtype), (-(-P // 256),), (256,),
+               BFComArgs(self._bf_counts, np.int32(B), np.int64(P), self._k_px, out))
+        com: np.ndarray = cp.asnumpy(out).reshape(Rr, Rc, 2)
+        return com
+
+    # -- preparation ---------------------------------------------------------------------
+    @timed("prepare")
+    def prepare(self, bounds: Bounds | None = None) -> DeviceSpectra:
+        self._life.check_open()
+        Rr, Rc = self.geo.shape[:2]
+        b0, b1, b2, b3 = (0, Rr, 0, Rc) if bounds is None else (int(x) for x in bounds)
+        b: Bounds = (b0, b1, b2, b3)
+        h, w = b1 - b0, b3 - b2
+        shape = (fft_friendly_size(h), fft_friendly_size(w))
+        Nr, Nc = shape
+        Hc = Nc // 2 + 1
+        n_bf = self.geo.bf.count
+        M = Nr * Hc
+        need = n_bf * M * 8
+        with self.memory.guard(f"preparing the spectra of region {b}",
+                               need + self.memory.staging_bytes):
+            spectra = stage_spectra(self.cp, self.memory, self._bf_counts, self.count_dtype,
+                                    self.geo.step, b, shape, h, w, n_bf, M)
+        self._life.spectra.append(spectra)
+        return spectra
+
+    def set_rotation(self, spectra: Spectra, theta: float, transpose: bool) -> None:
+        self._life.check_open()
+        sp = self._life.own(spectra)
+        if sp.rotation == (theta, transpose):
+            return
+        self._rotate(sp, theta, transpose)
+
+    @timed("set_rotation")
+    def _rotate(self, sp: DeviceSpectra, theta: float, transpose: bool) -> None:
+        part = sp.part
+        part.geometry = self._geometry_at(theta, transpose)
+        part.fine_masks = None  # the reconstruction grid's masks belong to the old θ
+        seen = part.energies
+        if (theta, transpose) not in seen:
+            seen[theta, transpose] = self._energy(sp, part.geometry)
+        sp.energy, part.pairs = seen[theta, transpose]
+        sp.rotation = (theta, transpose)
+
+    def _geometry_at(self, theta: float, transpose: bool) -> RotationGeometry:
+        """Device geometry rows of one rotation, kept for the rotations in use (regions
+        reuse the full field's; geometry does not depend on the window)."""
+        key = (theta, transpose)
+        if key not in self._geometry:
+            if len(self._geometry) >= GEOMETRY_CACHE:
+                self._geometry.pop(next(iter(self._geometry)))
+            k, px, dk = self._pixel_rows([theta], transpose)
+            cp = self.cp
+            self._geometry[key] = RotationGeometry(cp.asarray(k[0]), cp.asarray(px[0]),
+                                                   cp.asarray(dk[0]))
+        return self._geometry[key]
+
+    def _pixel_rows(self, thetas: Any, transpose: bool) -> tuple[np.ndarray, ...]:
+        return pixel_rows(self.geo.bf, self.geo.k_alpha, self.geo.edge_width, self._anchors,
+                          self._column_step, thetas, transpose)
+
+    def _energy(self, sp: DeviceSpectra, g: RotationGeometry) -> tuple[float, int]:
+        """Sideband energy and in-trotter pair count at the spectra's new geometry (the
+        pixel loop split as in scoring: small windows have few frequency blocks)."""
+        cp = self.cp
+        M = sp.part.M
+        nblk = freq_blocks(M)
+        per, nsplit = pixel_split(M, sp.n_bf)
+        part = cp.empty((nsplit, nblk), dtype=cp.float64)
+        pairs = cp.empty((nsplit, nblk), dtype=cp.float64)
+        w = self._window(sp)
+        launch(ck.module().get_function("energy_kernel"), (nblk, nsplit), (ck.NT,),
+               energy_args(w, g.k64, g.px, self._kgeo, part, pairs, per))
+        return (float(np.sum(cp.asnumpy(part).ravel())),
+                int(np.sum(cp.asnumpy(pairs).ravel())))
+
+    # -- scoring -------------------------------------------------------------------------
+    @timed("evaluate", count=len)
+    def evaluate(
+        self, spectra: Spectra, candidates: np.ndarray, objective: str = "vp",
+        names: tuple[str, ...] = JOINT,
+    ) -> np.ndarray:
+        if names != JOINT or objective != "vp":  # leaves the kernels: the reference
+            return self._reference_evaluate(spectra, candidates, objective, names)
+        sp = self._life.live(spectra)
+        cand = np.asarray(candidates, dtype=np.float64).reshape(-1, N_JOINT)
+        K = len(cand)
+        if K == 0:
+            return np.empty(0)
+        sums = np.concatenate([
+            self._loss_launch(sp, cand[sl], kc, pixel_split(sp.part.M, sp.n_bf, min_blocks))
+            for sl, kc, min_blocks in eval_launches(K, self.eval_group)])
+        self.evaluations += K
+        return 1.0 - sums / sp.energy
+
+    def _loss_launch(self, sp: DeviceSpectra, cand: np.ndarray, kc: int,
+                     split: tuple[int, int]) -> np.ndarray:
+        """Σ_ν w |N|²/D for each candidate, kc to a thread (host sums over block partials)."""
+        cp = self.cp
+        w, g = self._at_rotation(sp)
+        K = len(cand)
+        table = candidate_table(cand, kc)
+        Kp = len(table)
+        M = sp.part.M
+        nblk = freq_blocks(M)
+        part = cp.empty((Kp, nblk), dtype=cp.float64)
+        per, nsplit = split
+        raw = cp.empty((Kp, nsplit, 3, M) if nsplit > 1 else 1, dtype=cp.float64)
+        launch(ck.module().get_function(ck.eval_kernel_name(kc)), (Kp // kc, nblk, nsplit),
+               (ck.NT,), vp_eval_args(w, g.k64, g.px, cp.asarray(table), self._kgeo, part, per,
+                                      raw, raw, g.dk))  # (energy output unused here)
+        if nsplit > 1:
+            launch(ck.module().get_function("vp_eval_finish"), (Kp, nblk), (ck.NT,),
+                   VpEvalFinishArgs(raw, np.int32(nsplit), np.int32(M), w.Nc, part))
+        host = cp.asnumpy(part)
+        sums: np.ndarray = host.sum(axis=1)[:K]
+        return sums
+
+    def evaluate_rotations(
+        self, spectra: Spectra, thetas: np.ndarray, transpose: bool,
+        candidate: np.ndarray, names: tuple[str, ...] = JOINT,
+    ) -> np.ndarray:
+        """VP loss of one six-parameter vector at each rotation, energies included, in one
+        launch: the same sums as set_rotation + evaluate per θ (bit for bit where those do
+        not split the pixel loop, i.e. windows of ≥ 512 frequency blocks; here the rotations
+        fill the device instead). The spectra's own rotation is left as it was. Opted-in
+        coefficients (``names`` other than the six) take the per-θ reference path."""
+        if names != JOINT:
+            return evaluate_rotations_per_theta(self, spectra, thetas, transpose, candidate,
+                                                names)
+        self._life.check_open()
+        sp = self._life.own(spectra)
+        thetas = np.asarray(thetas, dtype=np.float64).ravel()
+        cand = np.asarray(candidate, dtype=np.float64).reshape(1, N_JOINT)
+        if len(thetas) == 0:
+            return np.empty(0)
+        return self._fused_rotations(sp, thetas, transpose, cand)
+
+    @timed("evaluate_rotations", count=len)
+    def _fused_rotations(self, sp: DeviceSpectra, thetas: np.ndarray, transpose: bool,
+                         cand: np.ndarray) -> np.ndarray:
+        cp = self.cp
+        R, M = len(thetas), sp.part.M
+        k, px, dk = self._pixel_rows(thetas, transpose)
+        nblk = freq_blocks(M)
+        part = cp.empty((R, nblk), dtype=cp.float64)
+        energy = cp.empty((R, nblk), dtype=cp.float64)
+        w = self._window(sp)
+        launch(ck.module().get_function(ck.eval_kernel_name(1, rotations=True)),
+               (R, nblk, 1), (ck.NT,),
+               vp_eval_args(w, cp.asarray(k), cp.asarray(px), cp.asarray(candidate_table(cand)),
+                            self._kgeo, part, sp.n_bf, part, energy, cp.asarray(dk)))
+        sums = cp.asnumpy(part).sum(axis=1)
+        energies = np.array([float(np.sum(row)) for row in cp.asnumpy(energy)])
+        self.evaluations += R
+        losses: np.ndarray = 1.0 - sums / energies
+        return losses
+
+    @timed("derivatives", count=lambda out: len(out[0]))
+    def derivatives(
+        self, spectra: Spectra, candidates: np.ndarray, names: tuple[str, ...] = JOINT,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if names != JOINT:
+            return self._reference_derivatives(spectra, candidates, names)
+        sp = self._life.live(spectra)
+        cp = self.cp
+        cand = np.asarray(candidates, dtype=np.float64).reshape(-1, N_JOINT)
+        K = len(cand)
+        if K == 0:
+            return np.empty(0), np.empty((0, N_JOINT)), np.empty((0, N_JOINT, N_JOINT))
+        w, g = self._at_rotation(sp)
+        M = sp.part.M
+        nblk = freq_blocks(M)
+        part = cp.empty((K, ck.NQ, nblk), dtype=cp.float64)
+        fn = ck.module().get_function("vp_derivs")
+        smem = DERIV_SHARED_BYTES
+        fin = ck.module().get_function("vp_derivs_finish")
+        for f in (fn, fin):
+            if f.max_dynamic_shared_size_bytes < smem:
+                f.max_dynamic_shared_size_bytes = smem
+        # One candidate alone (a Newton start refined last) fills the device only split.
+        per, nsplit = pixel_split(M, sp.n_bf, min_blocks=FILL_BLOCKS_DERIV // K)
+        table = cp.asarray(candidate_table(cand))
+        raw = cp.empty((K, nsplit, 3 + ck.NA, M) if nsplit > 1 else 1, dtype=cp.float64)
+        launch(fn, (K, nblk, nsplit), (ck.NT,),
+               vp_derivs_args(w, g.k64, g.px, table, self._kgeo, part, per, raw),
+               shared_mem=smem)
+        if nsplit > 1:
+            launch(fin, (K, nblk), (ck.NT,),
+                   VpDerivsFinishArgs(raw, np.int32(nsplit), np.int32(M), w.Nc, w.nu_r, w.nu_c,
+                                      table, self._kgeo.g_ka2, self._kgeo.pilam, part),
+                   shared_mem=smem)
+        s = cp.asnumpy(part).sum(axis=2)  # (K, 28)
+        E = sp.energy
+        losses = 1.0 - s[:, 0] / E
+        grads = -s[:, 1:7] / E
+        hess = np.empty((K, N_JOINT, N_JOINT))
+        for n, (i, j) in enumerate(PAIRS):
+            hess[:, i, j] = hess[:, j, i] = -s[:, 7 + n] / E
+        self.evaluations += K
+        return losses, grads, hess
+
+    # -- reconstruction ------------------------------------------------------------------
+    @timed("reconstruct")
+    def reconstruct(
+        self, spectra: Spectra, params: dict[str, float], upsample: int = 1,
+        method: str = "ssb",
+    ) -> np.ndarray:
+        sp = self._life.live(spectra)
+        check_method(method)
+        if has_higher_order(params):  # leaves the quadratic fast path: the reference
+            ref = self._reference_geometry(sp)
+            image = self.reference.reconstruct(sp, ref, params, upsample, method)
+            host: np.ndarray = self.cp.asnumpy(image)
+            return host
+        return self._reconstruct(sp, params, int(upsample), method)
+
+    def _reconstruct(self, sp: DeviceSpectra, params: dict[str, float], f: int,
+                     method: str) -> np.ndarray:
+        cp = self.cp
+        w, g = self._at_rotation(sp)
+        Nr, Nc = sp.shape
+        Fr, Fc = f * Nr, f * Nc
+        Hf = Fc // 2 + 1
+        part = sp.part
+        if f not in part.fine:
+            part.fine[f] = fine_grid(cp, sp.shape, self.geo.step, f)
+        fine = part.fine[f]
+        if part.fine_masks is None or part.fine_masks.upsample != f:  # per rotation
+            part.fine_masks = FineMasks(f, *support_masks(
+                cp, self.memory, sp.n_bf, g, fine.nu_r, fine.nu_c, Fr * Hf, Hf, self._kgeo))
+        masks = part.fine_masks
+        vec = to_vector(params, JOINT, default=0.0).reshape(1, N_JOINT)
+        MF = Fr * Hf
+        with self.memory.guard(f"reconstructing on the {Fr}x{Fc} grid", MF * 8 * 3):
+            O = cp.empty(MF, dtype=cp.complex64)
+            ev = [cp.cuda.Event() for _ in range(3)]
+            ev[0].record()
+            launch(ck.module().get_function("reconstruct_kernel"), (-(-MF // ck.NT),), (ck.NT,),
+                   ReconstructArgs(
+                       w.G, w.B, w.M, w.Nr, w.Nc, np.int32(Fr), np.int32(Fc), fine.nu_r,
+                       fine.nu_c, fine.alias, g.k64, g.px, masks.masks, np.int32(masks.tiles),
+                       cp.asarray(candidate_table(vec)), self._kgeo.g_ka2, self._kgeo.g_ka,
+                       self._kgeo.g_inv_w, self._kgeo.g_twopilam, self._kgeo.pilam,
+                       np.float32(RECON_EPS), np.int32(0 if method == "ssb" else 1), O))
+            ev[1].record()
+            image = self.reference.object_spectrum_to_image(sp, O, f).astype(np.complex64)
+            ev[2].record()
+            t0 = time.perf_counter()
+            out: np.ndarray = cp.asnumpy(image)
+            st = self.stats
+            add_seconds(st, "reconstruct_kernel_s", cp.cuda.get_elapsed_time(ev[0], ev[1]) / 1e3)
+            add_seconds(st, "reconstruct_ifft_s", cp.cuda.get_elapsed_time(ev[1], ev[2]) / 1e3)
+            add_seconds(st, "reconstruct_download_s", time.perf_counter() - t0)
+        return out
+
+    # -- the reference operations over CuPy: non-VP objectives, opted-in coefficients --
+    def _reference_geometry(self, sp: DeviceSpectra) -> ReferenceGeometry:
+        return reference_geometry(self.reference, sp, self._at_rotation(sp)[1])
+
+    def _reference_evaluate(self, spectra: Spectra, candidates: np.ndarray, objective: str,
+                            names: tuple[str, ...]) -> np.ndarray:
+        sp = self._life.live(spectra)
+        out = self.reference.evaluate(sp, self._reference_geometry(sp), candidates, objective,
+                                      names)
+        self.evaluations += len(candidates)
+        return out
+
+    def _reference_derivatives(self, spectra: Spectra, candidates: np.ndarray,
+                               names: tuple[str, ...]
+                               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        sp = self._life.live(spectra)
+        out = self.reference.derivatives(sp, self._reference_geometry(sp), candidates, names)
+        self.evaluations += len(candidates)
+        return out
+
+    # -- lifetime and diagnostics --------------------------------------------------------
+    def release(self, spectra: Spectra) -> None:
+        sp = self._life.own(spectra)
+        G = sp.G
+        if G is not None and not self.closed and not self._closing:
+            self.memory.buffers.keep(G)  # reused by the next preparation of this shape
+        self._life.forget(sp)
+        sp.G = None
+        sp.part = CUDAPart(None, None, sp.part.M)
+
+    def memory_info(self) -> dict[str, Any]:
+        cp = self.cp
+        live = self._life.spectra
+        counts = 0 if self.closed or self._bf_counts is None else int(self._bf_counts.nbytes)
+        spectra = sum(int(s.G.nbytes) for s in live if s.G is not None)
+        cached = self.memory.buffers.nbytes()
+        geometry = device_bytes([*(a for g in self._geometry.values() for a in g.arrays()),
+                                 *(a for s in live for a in s.part.arrays())], cp.ndarray)
+        pool = self.memory.pool_bytes()
+        return {"live_bytes": counts + spectra + cached + geometry, "bf_counts_bytes": counts,
+                "geometry_and_mask_bytes": geometry,
+                "fft_plan_pool_bytes": plan_pool_bytes(),
+                "spectra_bytes": spectra, "reusable_buffer_bytes": cached,
+                "pool_used_bytes": pool["used_bytes"], "pool_total_bytes": pool["total_bytes"],
+                "pool_baseline": self.memory.baseline}
+
+    def live_spectra(self) -> tuple[Spectra, ...]:
+        return tuple(self._life.spectra)
+
+    def spectra_info(self, spectra: Spectra) -> dict[str, int]:
+        sp = self._life.own(spectra)
+        return {"n_bf": sp.n_bf, "half_plane": sp.part.M, "trotter_pairs": sp.part.pairs,
+                "spectra_bytes": 0 if sp.G is None else int(sp.G.nbytes)}
+
+    def stage_timings(self) -> dict[str, float]:
+        return dict(self.stats)
+
+    def close_timings(self) -> dict[str, float]:
+        return dict(self.close_breakdown)
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        t0 = time.perf_counter()
+        self._closing = True
+        self.memory.buffers.clear()
+        self._geometry.clear()
+        self._k_px = None
+        self._life.close(self.release)
+        self._bf_counts = None
+        self._free_pool()
+        self.close_breakdown["total_s"] = time.perf_counter() - t0
+
+    def _free_pool(self) -> None:
+        self.close_breakdown.update(self.memory.free_pools())

@@ -1,0 +1,355 @@
+"""Launch geometry and argument records of the CUDA kernels (host side, no CuPy).
+
+Each ``*Args`` record lists its kernel's parameters by name, in the order and with
+the scalar dtypes of the kernel's signature in ``kernels/*.cu`` (a test parses the
+source and checks them): ``args()`` is the tuple a launch passes. Array fields are
+device arrays (``Any``); scalar fields are NumPy scalars of the C type (int →
+np.int32, long long → np.int64, float → np.float32, double → np.float64).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar
+
+import numpy as np
+
+from ...params import MRAD, N_JOINT
+from ...physics.geometry import BFPixels, scan_frame_frequencies
+from ...physics.optics import aperture
+from .. import cuda_kernels as ck
+
+# Frequency blocks × pixel splits that fill the device for a launch of few candidates:
+# about five waves of resident blocks (H200: 132 SMs × 6 of vp_eval<1>, × 3 of vp_derivs).
+FILL_BLOCKS_EVAL = 4096
+FILL_BLOCKS_DERIV = 2048
+MAX_GRID_Z = 65535  # CUDA's limit on gridDim.z (stage_window: one z per staged pixel)
+DERIV_SHARED_BYTES = ck.NA * ck.NT * 8  # vp_derivs' float64 accumulators
+
+
+@dataclass(frozen=True)
+class KernelArgs:
+    """Base of the argument records: ``KERNEL`` names the kernel (without template)."""
+
+    KERNEL: ClassVar[str] = ""
+
+    def args(self) -> tuple[Any, ...]:
+        names = _FIELD_NAMES.get(type(self))
+        if names is None:
+            names = _FIELD_NAMES[type(self)] = tuple(f.name for f in fields(self))
+        return tuple(getattr(self, name) for name in names)
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # per record class, in field order
+
+
+def launch(kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], args: KernelArgs,
+           shared_mem: int = 0) -> None:
+    """One launch of a compiled kernel with a record's arguments."""
+    if shared_mem:
+        kernel(grid, block, args.args(), shared_mem=shared_mem)
+    else:
+        kernel(grid, block, args.args())
+
+
+@dataclass(frozen=True)
+class KernelGeo:
+    """The geometry scalars every scoring kernel takes, and πλ."""
+
+    g_ka2: np.float64  # k_alpha² (trotter mask, float64)
+    g_ka: np.float32  # k_alpha
+    g_inv_w: np.float32  # 1 / edge width
+    g_twopilam: np.float32  # 2πλ
+    pilam: np.float64  # πλ
+
+    @classmethod
+    def of(cls, k_alpha: float, edge_width: float, wavelength: float) -> KernelGeo:
+        ka2, ka, inv_w, twopilam = ck.geo_args(k_alpha, edge_width, wavelength)
+        return cls(ka2, ka, inv_w, twopilam, np.float64(math.pi * wavelength))
+
+
+@dataclass(frozen=True)
+class Window:
+    """The spectra's leading kernel arguments: G (B, M) and the half-plane frequencies."""
+
+    G: Any
+    B: np.int32
+    M: np.int32
+    Nr: np.int32
+    Nc: np.int32
+    nu_r: Any
+    nu_c: Any
+
+    @classmethod
+    def of(cls, G: Any, n_bf: int, M: int, shape: tuple[int, int], nu_r: Any,
+           nu_c: Any) -> Window:
+        return cls(G, np.int32(n_bf), np.int32(M), np.int32(shape[0]), np.int32(shape[1]),
+                   nu_r, nu_c)
+
+
+# -- argument records, one per kernel (fields in signature order) ---------------------
+@dataclass(frozen=True)
+class GatherBFArgs(KernelArgs):
+    KERNEL: ClassVar[str] = "gather_bf"
+    counts: Any
+    npos: np.int64
+    pos0: np.int64
+    K: np.int32
+    idx: Any
+    B: np.int32
+    P: np.int64
+    bf: Any
+
+
+@dataclass(frozen=True)
+class BFComArgs(KernelArgs):
+    KERNEL: ClassVar[str] = "bf_com"
+    bf: Any
+    B: np.int32
+    P: np.int64
+    kpx: Any
+    out: Any
+
+
+@dataclass(frozen=True)
+class WindowMeanArgs(KernelArgs):
+    KERNEL: ClassVar[str] = "window_mean"
+    bf: Any
+    Rr: np.int32
+    Rc: np.int32
+    R0: np.int32
+    C0: np.int32
+    h: np.int32
+    w: np.int32
+    mean: Any
+
+
+@dataclass(frozen=True)
+class StageWindowArgs(KernelArgs):
+    KERNEL: ClassVar[str] = "stage_window"
+    bf: Any
+    Rr: np.int32
+    Rc: np.int32
+    b0: np.int32
+    R0: np.int32
+    C0: np.int32
+    h: np.int32
+    w: np.int32
+    Nr: np.int32
+    Nc: np.int32
+    mean: Any
+    out: Any
+
+
+@dataclass(frozen=True)
+class _PixelWalkArgs(KernelArgs):
+    """The leading parameters of the kernels that walk the BF pixels per frequency."""
+
+    G: Any
+    B: np.int32
+    M: np.int32
+    Nr: np.int32
+    Nc: np.int32
+    nu_r: Any
+    nu_c: Any
+    k64: Any
+    px: Any
+
+
+@dataclass(frozen=True)
+class VpDerivsArgs(_PixelWalkArgs):
+    KERNEL: ClassVar[str] = "vp_derivs"
+    cand: Any
+    g_ka2: np.float64
+    g_ka: np.float32
+    g_inv_w: np.float32
+    g_twopilam: np.float32
+    pilam: np.float64
+    partial: Any
+    bsplit: np.int32
+    raw: Any
+
+
+@dataclass(frozen=True)
+class VpEvalArgs(VpDerivsArgs):  # vp_derivs' parameters, then the energy output and dk
+    KERNEL: ClassVar[str] = "vp_eval"
+    energy: Any
+    dk: Any
+
+
+@dataclass(frozen=True)
+class VpEvalFinishArgs(KernelArgs):
+    KERNEL: ClassVar[str] = "vp_eval_finish"
+    raw: Any
+    nsplit: np.int32
+    M: np.int32
+    Nc: np.int32
+    partial: Any
+
+
+@dataclass(frozen=True)
+class VpDerivsFinishArgs(KernelArgs):
+    KERNEL: ClassVar[str] = "vp_derivs_finish"
+    raw: Any
+    nsplit: np.int32
+    M: np.int32
+    Nc: np.int32
+    nu_r: Any
+    nu_c: Any
+    cand: Any
+    ka2: np.float64
+    pilam: np.float64
+    partial: Any
+
+
+@dataclass(frozen=True)
+class EnergyArgs(_PixelWalkArgs):
+    KERNEL: ClassVar[str] = "energy_kernel"
+    g_ka2: np.float64
+    g_ka: np.float32
+    g_inv_w: np.float32
+    g_twopilam: np.float32
+    partial: Any
+    pairs: Any
+    bsplit: np.int32
+
+
+@dataclass(frozen=True)
+class SupportMaskArgs(KernelArgs):
+    KERNEL: ClassVar[str] = "support_mask"
+    B: np.int32
+    M: np.int32
+    H: np.int32
+    nu_r: Any
+    nu_c: Any
+    px: Any
+    ka2: np.float64
+    ka: np.float32
+    masks: Any
+
+
+@dataclass(frozen=True)
+class ReconstructArgs(KernelArgs):
+    KERNEL: ClassVar[str] = "reconstruct_kernel"
+    G: Any
+    B: np.int32
+    M: np.int32
+    Nr: np.int32
+    Nc: np.int32
+    Fr: np.int32
+    Fc: np.int32
+    nu_r: Any
+    nu_c: Any
+    row_alias: Any
+    k64: Any
+    px: Any
+    masks: Any
+    mask_stride: np.int32
+    cand: Any
+    g_ka2: np.float64
+    g_ka: np.float32
+    g_inv_w: np.float32
+    g_twopilam: np.float32
+    pilam: np.float64
+    eps: np.float32
+    mode: np.int32
+    out: Any
+
+
+ARG_RECORDS: tuple[type[KernelArgs], ...] = (
+    GatherBFArgs, BFComArgs, WindowMeanArgs, StageWindowArgs, VpEvalArgs, VpEvalFinishArgs,
+    VpDerivsArgs, VpDerivsFinishArgs, EnergyArgs, SupportMaskArgs, ReconstructArgs)
+
+
+# -- builders of the records the scoring kernels share ---------------------------------
+def vp_eval_args(w: Window, k64: Any, px: Any, cand: Any, geo: KernelGeo, partial: Any,
+                 bsplit: int, raw: Any, energy: Any, dk: Any) -> VpEvalArgs:
+    return VpEvalArgs(w.G, w.B, w.M, w.Nr, w.Nc, w.nu_r, w.nu_c, k64, px, cand, geo.g_ka2,
+                      geo.g_ka, geo.g_inv_w, geo.g_twopilam, geo.pilam, partial,
+                      np.int32(bsplit), raw, energy, dk)
+
+
+def vp_derivs_args(w: Window, k64: Any, px: Any, cand: Any, geo: KernelGeo, partial: Any,
+                   bsplit: int, raw: Any) -> VpDerivsArgs:
+    return VpDerivsArgs(w.G, w.B, w.M, w.Nr, w.Nc, w.nu_r, w.nu_c, k64, px, cand, geo.g_ka2,
+                        geo.g_ka, geo.g_inv_w, geo.g_twopilam, geo.pilam, partial,
+                        np.int32(bsplit), raw)
+
+
+def energy_args(w: Window, k64: Any, px: Any, geo: KernelGeo, partial: Any, pairs: Any,
+                bsplit: int) -> EnergyArgs:
+    return EnergyArgs(w.G, w.B, w.M, w.Nr, w.Nc, w.nu_r, w.nu_c, k64, px, geo.g_ka2, geo.g_ka,
+                      geo.g_inv_w, geo.g_twopilam, partial, pairs, np.int32(bsplit))
+
+
+# -- launch geometry -------------------------------------------------------------------
+def freq_blocks(M: int) -> int:
+    """Blocks of NT frequencies over a half plane of M."""
+    return -(-M // ck.NT)
+
+
+def pixel_split(M: int, n_bf: int, min_blocks: int = 0) -> tuple[int, int]:
+    """(pixels per split, splits) of the b loop: small windows split the BF pixels
+    over blocks (then a finish kernel adds the splits in order). Depends on the
+    window only (scoring, derivatives and energy add in the same order), unless a
+    launch of few candidates asks for ``min_blocks`` frequency blocks × splits."""
+    nblk = freq_blocks(M)
+    B = n_bf
+    if nblk >= 512:
+        if nblk >= min_blocks:
+            return B, 1
+        want = math.ceil(min_blocks / nblk)
+    else:
+        want = min(16, math.ceil(2048 / nblk))
+    per = math.ceil(math.ceil(B / want) / ck.BT) * ck.BT
+    return per, math.ceil(B / per)
+
+
+def eval_launches(K: int, eval_group: int) -> list[tuple[slice, int, int]]:
+    """(candidates, per thread, min_blocks) of each scoring launch of a batch of K.
+
+    Candidates go eval_group to a thread; a lone leftover (a batch of 25 in groups of
+    4) gets its own launch of one candidate per thread, split over the pixels to fill
+    the device, instead of three padded copies of itself."""
+    kc = eval_group
+    while kc > 1 and kc >= 2 * K:
+        kc //= 2
+    if kc > 1 and K > kc and K % kc == 1:
+        return [(slice(0, K - 1), kc, 0), (slice(K - 1, K), 1, FILL_BLOCKS_EVAL)]
+    return [(slice(0, K), kc, 0)]
+
+
+def candidate_table(candidates: np.ndarray, pad_to: int = 1) -> np.ndarray:
+    """(K, 8) float64 rows: C10, C12, cos 2φ, sin 2φ, τr (rad), τc (rad), Δ, 0."""
+    c = np.asarray(candidates, dtype=np.float64).reshape(-1, N_JOINT)
+    K = len(c)
+    Kp = -(-K // pad_to) * pad_to
+    out = np.zeros((Kp, 8))
+    out[:K, 0] = c[:, 0]
+    out[:K, 1] = c[:, 1]
+    out[:K, 2] = np.cos(2 * c[:, 2])
+    out[:K, 3] = np.sin(2 * c[:, 2])
+    out[:K, 4] = c[:, 3] * MRAD
+    out[:K, 5] = c[:, 4] * MRAD
+    out[:K, 6] = c[:, 5]
+    if Kp > K:
+        out[K:] = out[K - 1]
+    return out
+
+
+def pixel_rows(
+    bf: BFPixels, k_alpha: float, edge_width: float, anchors: np.ndarray,
+    column_step: np.ndarray, thetas: Any, transpose: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Scan-frame BF frequencies (R, B, 2) float64; the kernels' per-pixel rows
+    (k_r, k_c, aperture, anchor) as float32 (R, B, 4), one 16-byte load per pixel;
+    and the scan-frame step of one detector column (R, 2) float64 (vp_eval's
+    recurrences advance by it from pixel to pixel, re-anchoring where anchor ≠ 0)."""
+    k = np.stack([scan_frame_frequencies(bf.k_det, t, transpose) for t in thetas])
+    px = np.zeros((*k.shape[:2], 4), dtype=np.float32)
+    px[..., :2] = k
+    px[..., 2] = aperture(k[..., 0], k[..., 1], k_alpha, edge_width, np)
+    px[..., 3] = anchors
+    dk = np.stack([scan_frame_frequencies(column_step, t, transpose)[0] for t in thetas])
+    return np.ascontiguousarray(k), px, dk

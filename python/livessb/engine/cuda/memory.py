@@ -1,0 +1,173 @@
+"""Device memory of the CUDA engine: pools, cuFFT plans, out-of-memory messages, the BF
+upload and the reusable spectra buffers. Importing this module does not import CuPy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+
+from ...physics.geometry import BFPixels
+from .. import cuda_kernels as ck
+from ..protocol import DeviceMemoryError
+from .launch import GatherBFArgs, launch
+
+MAX_PLANS = 16
+
+# cuFFT plans live for the process, keyed by shape, and take their work areas from a
+# dedicated pool: closing a session then returns the default pool to its baseline
+# without destroying plans (cufftDestroy costs ~10 ms each), and the next session
+# reuses them. ``plan_pool_bytes()`` reports what they hold.
+_PLANS: dict[tuple[Any, ...], Any] = {}
+_PLAN_POOL: Any = None
+
+
+def fft_plan(x: Any, value_type: str, shape: tuple[int, int] | None = None) -> Any:
+    global _PLAN_POOL
+    import cupy as cp
+    import cupyx.scipy.fft as cfft
+
+    key = (x.shape, x.dtype.str, value_type, shape, cp.cuda.runtime.getDevice())
+    plan = _PLANS.pop(key, None)
+    if plan is None:
+        if _PLAN_POOL is None:
+            _PLAN_POOL = cp.cuda.MemoryPool()
+        with cp.cuda.using_allocator(_PLAN_POOL.malloc):
+            plan = cfft.get_fft_plan(x, shape=shape, axes=(-2, -1), value_type=value_type)
+        while len(_PLANS) >= MAX_PLANS:
+            _PLANS.pop(next(iter(_PLANS)))
+    _PLANS[key] = plan  # most recently used last
+    return plan
+
+
+def planned_irfft2(cp: Any, H: Any, shape: tuple[int, int]) -> Any:
+    """``cp.fft.irfft2`` with a process-cached cuFFT plan."""
+    with fft_plan(H, "C2R", shape):
+        return cp.fft.irfft2(H, s=shape)
+
+
+def plan_pool_bytes() -> int:
+    return 0 if _PLAN_POOL is None else int(_PLAN_POOL.total_bytes())
+
+
+def device_bytes(arrays: Iterable[Any], array_type: type) -> int:
+    """Bytes of the distinct ``array_type`` arrays among ``arrays``: geometry rows shared
+    by several windows count once."""
+    distinct: dict[int, Any] = {id(a): a for a in arrays if isinstance(a, array_type)}
+    return sum(int(a.nbytes) for a in distinct.values())
+
+
+def device_array_of(counts: Any) -> Any:
+    """The CuPy array behind ``counts`` (a cupy.ndarray or a DeviceCounts), else None."""
+    dev = getattr(counts, "device_array", None)
+    if dev is not None:
+        return dev
+    try:
+        import cupy as cp
+    except ImportError:  # pragma: no cover
+        return None
+    return counts if isinstance(counts, cp.ndarray) else None
+
+
+def upload_bf_counts(cp: Any, counts: Any, bf: BFPixels) -> Any:
+    """BF pixels of every pattern as (B, Rr, Rc) in the counts' native dtype."""
+    Rr, Rc = counts.shape[:2]
+    B = bf.count
+    P = Rr * Rc
+    out = cp.empty((B, Rr, Rc), dtype=counts.dtype)
+    dev = device_array_of(counts)
+    if dev is not None:  # gather on the device, a slab of scan rows at a time
+        kr, kc = counts.shape[2:]
+        idx = cp.asarray((bf.rows * kc + bf.cols).astype(np.int32))
+        flat = cp.ascontiguousarray(dev).reshape(P, kr * kc)
+        kern = ck.kernel("gather_bf", counts.dtype)
+        rows_per = max(1, (1 << 22) // max(1, Rc))
+        for r0 in range(0, Rr, rows_per):
+            npos = min(rows_per, Rr - r0) * Rc
+            launch(kern, (-(-npos // ck.GATHER_TILE), -(-B // ck.GATHER_TILE)), (256,),
+                   GatherBFArgs(flat, np.int64(npos), np.int64(r0 * Rc), np.int32(kr * kc),
+                                idx, np.int32(B), np.int64(P), out))
+        return out
+    rows, cols = bf.rows, bf.cols
+    for r in range(Rr):  # host counts (memmaps too): one scan row at a time
+        row = np.ascontiguousarray(np.asarray(counts[r])[:, rows, cols].T)  # (B, Rc)
+        out[:, r, :] = cp.asarray(row)
+    return out
+
+
+class SpectraBuffers:
+    """Released spectra buffers by shape, reused by the next preparation of that shape."""
+
+    def __init__(self, cp: Any) -> None:
+        self._cp = cp
+        self._by_shape: dict[tuple[int, int], Any] = {}
+
+    def take(self, shape: tuple[int, int]) -> Any:
+        buf = self._by_shape.pop(shape, None)
+        if buf is None:
+            buf = self._cp.empty(shape, dtype=self._cp.complex64)
+        return buf
+
+    def keep(self, G: Any) -> None:
+        if G.shape not in self._by_shape:
+            self._by_shape[G.shape] = G
+
+    def nbytes(self) -> int:
+        return sum(int(b.nbytes) for b in self._by_shape.values())
+
+    def clear(self) -> None:
+        self._by_shape.clear()
+
+
+class DeviceMemory:
+    """The default pool's baseline and state, out-of-memory messages, freeing the pools."""
+
+    def __init__(self, cp: Any, staging_bytes: int) -> None:
+        self._cp = cp
+        self.staging_bytes = staging_bytes
+        self.buffers = SpectraBuffers(cp)
+        self.baseline = self.pool_bytes()
+
+    def pool_bytes(self) -> dict[str, int]:
+        pool = self._cp.get_default_memory_pool()
+        return {"used_bytes": int(pool.used_bytes()), "total_bytes": int(pool.total_bytes())}
+
+    def oom_message(self, what: str, need: int, exc: Exception) -> str:
+        free, total = self._cp.cuda.runtime.memGetInfo()
+        return (
+            f"the GPU ran out of memory while {what}: about {need / 2**30:.2f} GiB needed, "
+            f"{free / 2**30:.2f} of {total / 2**30:.2f} GiB free on the device ({exc}). "
+            f"Options: a smaller staging budget (Session(..., staging_budget_MiB=...), now "
+            f"{self.staging_bytes / 2**20:.0f} MiB), a smaller scan window "
+            "(livessb.load(..., scan_region=...)), cropping the detector to the BF disk "
+            "(crop_to_bf), or device='cpu'. The session is still usable.")
+
+    @contextlib.contextmanager
+    def guard(self, what: str, need: int) -> Iterator[None]:
+        """Turn CuPy's out-of-memory error into a DeviceMemoryError naming the options."""
+        try:
+            yield
+        except self._cp.cuda.memory.OutOfMemoryError as exc:
+            msg = self.oom_message(what, need, exc)
+            self._cp.get_default_memory_pool().free_all_blocks()
+            raise DeviceMemoryError(msg) from None
+
+    def free_pools(self) -> dict[str, float]:
+        """Return pooled memory to the device; the seconds each step took."""
+        cp = self._cp
+        t0 = time.perf_counter()
+        if _PLAN_POOL is not None:  # unused blocks only; live plans keep their work areas
+            _PLAN_POOL.free_all_blocks()
+        t1 = time.perf_counter()
+        cp.get_default_memory_pool().free_all_blocks()
+        t2 = time.perf_counter()
+        pinned = cp.get_default_pinned_memory_pool()
+        pinned_blocks = int(pinned.n_free_blocks())
+        if pinned_blocks:  # (CuPy's own transfers leave a few blocks there)
+            pinned.free_all_blocks()
+        return {"plan_pool_s": t1 - t0, "free_all_blocks_s": t2 - t1,
+                "pinned_s": time.perf_counter() - t2, "pinned_free_blocks": pinned_blocks}

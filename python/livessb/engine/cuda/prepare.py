@@ -1,0 +1,114 @@
+"""Preparing a window on the device: its spectra (window means, staging, batched FFT), its
+reconstruction grids and support masks, and the float32 geometry the reference reads."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...results import Bounds
+from .. import cuda_kernels as ck
+from ..records import PreparedSpectra, ReferenceGeometry
+from ..reference import Reference
+from .launch import (
+    MAX_GRID_Z,
+    KernelGeo,
+    StageWindowArgs,
+    SupportMaskArgs,
+    WindowMeanArgs,
+    freq_blocks,
+    launch,
+)
+from .memory import DeviceMemory, fft_plan
+from .records import CUDAPart, FineGrid, RotationGeometry
+
+
+def stage_spectra(
+    cp: Any, memory: DeviceMemory, bf: Any, count_dtype: Any, step: tuple[float, float],
+    b: Bounds, shape: tuple[int, int], h: int, w: int, n_bf: int, M: int,
+) -> PreparedSpectra[CUDAPart]:
+    """Spectra of the window ``b`` (h × w measured positions) of the (B, Rr, Rc) BF
+    counts ``bf``, padded to ``shape`` with the window's mean pattern: the window mean
+    per pixel, then staging chunks of pixels (within the staging budget) and their
+    batched R2C FFT straight into G's rows (G is a reusable buffer of ``memory``)."""
+    from cupy.cuda import cufft
+
+    Nr, Nc = shape
+    Hc = Nc // 2 + 1
+    G = memory.buffers.take((n_bf, M))
+    try:
+        mean = cp.empty(n_bf, dtype=cp.float64)
+        launch(ck.kernel("window_mean", count_dtype), (n_bf,), (256,),
+               WindowMeanArgs(bf, np.int32(bf.shape[1]), np.int32(bf.shape[2]),
+                              np.int32(b[0]), np.int32(b[2]), np.int32(h), np.int32(w),
+                              mean))
+        per_pixel = Nr * Nc * 4 + M * 8 * 2  # staging in, FFT out (+ its copy)
+        chunk = int(max(1, min(n_bf, memory.staging_bytes // per_pixel, MAX_GRID_Z)))
+        stage = cp.zeros((chunk, Nr, Nc), dtype=cp.float32)
+        stage_k = ck.kernel("stage_window", count_dtype)
+        plan = fft_plan(stage, "R2C")  # one plan per shape: the last chunk is padded
+        for s in range(0, n_bf, chunk):
+            n = min(chunk, n_bf - s)
+            launch(stage_k, (-(-Nc // ck.NT), Nr, n), (ck.NT,),
+                   StageWindowArgs(bf, np.int32(bf.shape[1]), np.int32(bf.shape[2]),
+                                   np.int32(s), np.int32(b[0]), np.int32(b[2]),
+                                   np.int32(h), np.int32(w), np.int32(Nr), np.int32(Nc),
+                                   mean, stage))
+            if n == chunk:  # straight into G's rows: no temporary spectrum, no copy
+                out = G[s:s + n].reshape(n, Nr, Hc)
+                plan.check_output_array(stage, out)
+                plan.fft(stage, out, cufft.CUFFT_FORWARD)
+            else:  # the padded last chunk: through a temporary
+                with plan:
+                    spec = cp.fft.rfft2(stage)
+                G[s:s + n] = spec[:n].reshape(n, M)
+                del spec
+        del stage
+        # DC of each pixel: the window sum plus the padding's mean pattern.
+        G[:, 0] = (mean * (Nr * Nc)).astype(cp.float32)
+    except BaseException:
+        del G
+        raise
+    nu_r = np.fft.fftfreq(Nr, step[0])
+    nu_c = np.fft.rfftfreq(Nc, step[1])
+    dc = float(cp.asnumpy(mean).mean() * (Nr * Nc))
+    return PreparedSpectra(shape=shape, bounds=b, n_bf=n_bf, G=G, dc=dc,
+                           part=CUDAPart(cp.asarray(nu_r), cp.asarray(nu_c), M))
+
+
+def reference_geometry(reference: Reference, sp: PreparedSpectra[CUDAPart],
+                       rows: RotationGeometry) -> ReferenceGeometry:
+    """float32 geometry (like the spectra) for the reference path, which stores (B, M)
+    amplitudes; its k is the float64 rows (the fine reconstruction grid reads them)."""
+    ref = reference.half_plane(sp.shape)
+    ref.k = rows.k64
+    ref.grids = [reference.grid(rows.k64[sl].astype(np.float32), ref.nu_r, ref.nu_c)[1]
+                 for sl in reference.chunks(sp.n_bf, sp.G.shape[1])]
+    return ref
+
+
+def fine_grid(cp: Any, shape: tuple[int, int], step: tuple[float, float], f: int) -> FineGrid:
+    """Frequencies and row alias of the f-times finer grid of a window of ``shape``."""
+    Nr, Nc = shape
+    Fr, Fc = f * Nr, f * Nc
+    nu_r, nu_c = np.fft.fftfreq(Fr, step[0] / f), np.fft.rfftfreq(Fc, step[1] / f)
+    alias = (np.round(np.fft.fftfreq(Fr) * Fr).astype(np.int64) % Nr).astype(np.int32)
+    return FineGrid(cp.asarray(nu_r), cp.asarray(nu_c), cp.asarray(alias))
+
+
+def support_masks(
+    cp: Any, memory: DeviceMemory, n_bf: int, rows: RotationGeometry, nu_r: Any, nu_c: Any,
+    M: int, H: int, geo: KernelGeo,
+) -> tuple[Any, int]:
+    """Per-warp masks of the pixels that may be in the trotter of some frequency of
+    the warp, for the (rows, H) grid at the current rotation: (uint32 (rows·tiles·4),
+    tiles per row)."""
+    nblk = freq_blocks(M)
+    tiles = -(-n_bf // ck.BT)
+    with memory.guard("building the support masks", nblk * ck.NT // 32 * tiles * 16):
+        masks = cp.empty(nblk * ck.NT // 32 * tiles * 4, dtype=cp.uint32)
+    launch(ck.module().get_function("support_mask"), (nblk,), (ck.NT,),
+           SupportMaskArgs(np.int32(n_bf), np.int32(M), np.int32(H), nu_r, nu_c, rows.px,
+                           geo.g_ka2, geo.g_ka, masks))
+    return masks, tiles

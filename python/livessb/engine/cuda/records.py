@@ -1,0 +1,66 @@
+"""The CUDA engine's typed part of a prepared-spectra record, and its device rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(eq=False)
+class RotationGeometry:
+    """Device rows of one rotation, shared by every window at it (geometry does not
+    depend on the window): scan-frame BF frequencies, per-pixel rows, column step."""
+
+    k64: Any  # (B, 2) float64
+    px: Any  # (B, 4) float32: k_r, k_c, aperture, anchor (one 16-byte load per pixel)
+    dk: Any  # (2,) float64 scan-frame step of one detector column
+
+    def arrays(self) -> list[Any]:
+        return [self.k64, self.px, self.dk]
+
+
+@dataclass(eq=False)
+class FineGrid:
+    """Frequencies of the f-times finer reconstruction grid and its row alias (per
+    upsampling factor; independent of the rotation)."""
+
+    nu_r: Any  # (f·Nr,) float64
+    nu_c: Any  # (f·Nc//2+1,) float64
+    alias: Any  # (f·Nr,) int32 coarse row of each fine row
+
+
+@dataclass(eq=False)
+class FineMasks:
+    """Per-warp support masks of the reconstruction grid at the current rotation."""
+
+    upsample: int
+    masks: Any  # uint32 (rows·tiles·4)
+    tiles: int  # tiles of BT pixels per mask row
+
+
+@dataclass(eq=False)
+class CUDAPart:
+    """What the CUDA engine keeps per window besides the common record."""
+
+    nu_r: Any  # (Nr,) float64 on the device
+    nu_c: Any  # (Nc//2+1,) float64 on the device
+    M: int  # half-plane frequencies, Nr·(Nc//2+1)
+    geometry: RotationGeometry | None = None  # at the current rotation
+    # The fit returns to rotations it has visited (branch θ, its mirror θ+π): their
+    # energies and in-trotter pair counts are kept per window, computed once.
+    energies: dict[tuple[float, bool], tuple[float, int]] = field(default_factory=dict)
+    pairs: int = 0  # in-trotter (b, ν) pairs at the current rotation
+    fine: dict[int, FineGrid] = field(default_factory=dict)  # by upsampling factor
+    fine_masks: FineMasks | None = None  # the current rotation's (set_rotation drops it)
+
+    def arrays(self) -> list[Any]:
+        """Every array this part references (device arrays and others; callers count the
+        distinct device ones)."""
+        out = [self.nu_r, self.nu_c]
+        if self.geometry is not None:
+            out += self.geometry.arrays()
+        for g in self.fine.values():
+            out += [g.nu_r, g.nu_c, g.alias]
+        if self.fine_masks is not None:
+            out.append(self.fine_masks.masks)
+        return out

@@ -1,0 +1,53 @@
+"""What every engine tracks for its lifetime: bound models, live spectra, closed or not."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic
+
+from .protocol import Detachable, EngineClosedError, Spectra
+from .records import PartT, PreparedSpectra, own
+
+
+class Lifetime(Generic[PartT]):
+    """The models bound to one engine and its live spectra (records whose part is a
+    ``part_type``); ``close`` detaches the models (breaking the engine↔model cycle
+    explicitly) and releases every handle."""
+
+    def __init__(self, part_type: type[PartT]) -> None:
+        self.part_type = part_type
+        self.models: list[Detachable] = []
+        self.spectra: list[PreparedSpectra[PartT]] = []
+        self.closed = False
+
+    def check_open(self) -> None:
+        if self.closed:
+            raise EngineClosedError("this engine was closed; open a new Session")
+
+    def own(self, spectra: Spectra) -> PreparedSpectra[PartT]:
+        """``spectra`` as this engine's record (a clear error for another engine's)."""
+        return own(spectra, self.part_type)
+
+    def live(self, spectra: Spectra) -> PreparedSpectra[PartT]:
+        """This engine's record, the engine open and a rotation set."""
+        self.check_open()
+        sp = self.own(spectra)
+        require_rotation(sp)
+        return sp
+
+    def forget(self, spectra: PreparedSpectra[PartT]) -> None:
+        if spectra in self.spectra:
+            self.spectra.remove(spectra)
+
+    def close(self, release: Callable[[PreparedSpectra[PartT]], None]) -> None:
+        for model in self.models:
+            model.detach()
+        self.models.clear()
+        for s in list(self.spectra):
+            release(s)
+        self.closed = True
+
+
+def require_rotation(spectra: Spectra) -> None:
+    if spectra.rotation is None:
+        raise RuntimeError("set_rotation() must be called on these spectra first")

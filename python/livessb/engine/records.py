@@ -1,0 +1,118 @@
+"""Typed records an engine keeps per prepared scan window and per dataset.
+
+Every engine hands out a ``PreparedSpectra`` (the part every engine shares: window,
+spectra G, DC, energy, rotation) whose ``part`` holds its own typed geometry: the
+NumPy reference geometry on the host (``HostPart``), device rows on CUDA
+(``engine.cuda.records.CUDAPart``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar, cast
+
+import numpy as np
+
+from ..dataset import Dataset4D
+from ..physics.geometry import BFPixels, bright_field_pixels
+from ..physics.overlap import OverlapGrid
+from ..results import Bounds
+
+PartT = TypeVar("PartT")
+
+
+@dataclass(eq=False)  # identity: two windows with equal fields are still two buffers
+class PreparedSpectra(Generic[PartT]):
+    """Half-plane spectra G_b(ν) of one scan window; ``part`` is the engine's own."""
+
+    shape: tuple[int, int]  # padded scan shape
+    bounds: Bounds  # measured positions, full-scan pixels
+    n_bf: int
+    G: Any  # (B, M) complex, M = Nr·(Nc//2+1) flattened half plane
+    dc: float  # mean over BF pixels of G_b(0): the object's DC term
+    part: PartT
+    energy: float = 0.0
+    rotation: tuple[float, bool] | None = None
+
+
+def own(spectra: object, part_type: type[PartT]) -> PreparedSpectra[PartT]:
+    """``spectra`` as this engine's record, or a clear error for another engine's handle."""
+    if isinstance(spectra, PreparedSpectra) and isinstance(spectra.part, part_type):
+        return cast(PreparedSpectra[PartT], spectra)
+    raise TypeError(
+        f"these spectra were not prepared by this engine ({type(spectra).__name__}); "
+        "prepare them with the engine that scores them")
+
+
+@dataclass(eq=False)
+class ReferenceGeometry:
+    """What the NumPy reference operations read besides the common record: the half-plane
+    frequencies and weights, the scan-frame BF frequencies k and the overlap grids per
+    BF chunk at the current rotation."""
+
+    nu_r: Any  # (M,)
+    nu_c: Any  # (M,)
+    weights: Any  # (M,) 1 or 2 per rfft column
+    k: Any = None  # (B, 2)
+    grids: list[OverlapGrid] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class TrotterPairs:
+    """(b, ν) pairs inside a trotter, grouped by ν (CSR), with their geometry and G: the
+    Numba kernels' input."""
+
+    indptr: np.ndarray
+    k_r: np.ndarray
+    k_c: np.ndarray
+    amp_m: np.ndarray
+    amp_p: np.ndarray
+    G: np.ndarray
+    det_r: np.ndarray
+    det_c: np.ndarray
+
+
+@dataclass(eq=False)
+class FinePairs:
+    """Trotter pairs of the f-times finer reconstruction grid and its frequencies."""
+
+    pairs: TrotterPairs
+    nu_r: np.ndarray
+    nu_c: np.ndarray
+
+
+@dataclass(eq=False)
+class HostPart:
+    """The CPU engine's part: reference geometry plus the Numba kernels' pair packs (all
+    belong to the current rotation; set_rotation replaces them)."""
+
+    geometry: ReferenceGeometry
+    pairs: TrotterPairs | None = None
+    to_det: np.ndarray | None = None  # scan-frame → detector-frame (2, 2)
+    fine: dict[int, FinePairs] = field(default_factory=dict)  # by upsampling factor
+
+
+@dataclass(frozen=True)
+class DatasetGeometry:
+    """The dataset constants an engine computes with."""
+
+    shape: tuple[int, ...]  # counts shape (Rr, Rc, Kr, Kc)
+    detector_shape: tuple[int, int]
+    step: tuple[float, float]  # scan step, Å
+    wavelength: float  # Å
+    k_alpha: float  # aperture radius, 1/Å
+    edge_width: float  # one detector pixel, 1/Å
+    bf_center: tuple[float, float]  # detector px
+    bf: BFPixels
+
+    @classmethod
+    def of(cls, dataset: Dataset4D) -> DatasetGeometry:
+        bf = dataset.bright_field
+        center = (float(bf.center_row), float(bf.center_col))
+        return cls(
+            shape=tuple(dataset.counts.shape), detector_shape=dataset.detector_shape,
+            step=dataset.scan_step_A, wavelength=dataset.wavelength_A,
+            k_alpha=dataset.k_alpha, edge_width=dataset.detector_pixel_inv_A,
+            bf_center=center,
+            bf=bright_field_pixels(dataset.detector_shape, (bf.center_row, bf.center_col),
+                                   dataset.detector_pixel_inv_A, dataset.k_alpha))

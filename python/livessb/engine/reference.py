@@ -1,0 +1,358 @@
+"""The NumPy reference operations, written once over an array module ``xp``.
+
+A component, not a base class: the CPU engine calls it with NumPy and its host
+record (its Numba kernels are tested against it), the CUDA engine calls it with
+CuPy and a float32 geometry for what its kernels do not cover (other objectives,
+opted-in coefficients, higher-order reconstruction). Reductions run in a fixed
+order (BF chunks in index order, candidates one after another), so the same
+inputs give the same losses bit for bit on the same device.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+
+from ..params import JOINT, from_vector
+from ..physics import objective as obj
+from ..physics.geometry import (
+    BFPixels,
+    half_plane_weights,
+    scan_frame_frequencies,
+    trotter_support,
+)
+from ..physics.optics import has_higher_order
+from ..physics.overlap import (
+    OverlapGrid,
+    gamma,
+    gamma_derivatives,
+    gamma_general,
+    gamma_general_derivatives,
+    overlap_grid,
+    pairs_of,
+)
+from .protocol import Engine, Spectra
+from .records import DatasetGeometry, PreparedSpectra, ReferenceGeometry
+
+RECON_EPS = 1e-2  # floor of |Γ| in the SSB correction (Γ ~ 1 inside the trotters)
+WIENER_EPS = 1e-3  # Wiener regulariser per BF pixel
+RECON_METHODS = ("ssb", "wiener")
+
+AnySpectra = PreparedSpectra[Any]
+
+
+class Reference:
+    """Reference prepare geometry, scoring, derivatives and reconstruction over ``xp``."""
+
+    def __init__(
+        self, geo: DatasetGeometry, xp: Any, real_dtype: Any, chunk_elements: int,
+        irfft2: Callable[[Any, tuple[int, int]], Any] | None = None,
+    ) -> None:
+        self.geo = geo
+        self.xp = xp
+        self.real_dtype = real_dtype
+        self.complex_dtype = np.result_type(real_dtype, np.complex64)
+        self.chunk_elements = chunk_elements
+        self.irfft2 = irfft2 if irfft2 is not None else (
+            lambda H, shape: xp.fft.irfft2(H, s=shape))
+
+    # -- geometry ------------------------------------------------------------------------
+    def half_plane(self, shape: tuple[int, int]) -> ReferenceGeometry:
+        """Frequencies and rfft weights of the half plane of ``shape``, in ``real_dtype``."""
+        xp = self.xp
+        nu_r, nu_c = (xp.asarray(a.astype(self.real_dtype))
+                      for a in half_plane_grid(shape, self.geo.step))
+        weights = xp.asarray(np.broadcast_to(
+            half_plane_weights(shape[1]), (shape[0], shape[1] // 2 + 1)).ravel()
+            .astype(self.real_dtype))
+        return ReferenceGeometry(nu_r=nu_r, nu_c=nu_c, weights=weights)
+
+    def spectra(self, window: Any, shape: tuple[int, int], staging_bytes: int) -> Any:
+        """(B, M) half-plane spectra of a (h, w, B) window of BF counts, padded to ``shape``
+        with its mean pattern, staged a chunk of BF pixels at a time."""
+        xp = self.xp
+        n_bf = window.shape[2]
+        G = xp.empty((n_bf, shape[0] * (shape[1] // 2 + 1)), dtype=self.complex_dtype)
+        per_pixel = shape[0] * shape[1] * np.dtype(self.complex_dtype).itemsize * 2
+        chunk = max(1, staging_bytes // per_pixel)
+        for s in range(0, n_bf, chunk):
+            block = window[:, :, s:s + chunk].astype(self.real_dtype)
+            if block.shape[:2] != shape:
+                block = self._pad_with_mean(block, shape)
+            spec = xp.fft.rfft2(block, axes=(0, 1))
+            G[s:s + chunk] = xp.moveaxis(spec, 2, 0).reshape(block.shape[2], -1)
+        return G
+
+    def _pad_with_mean(self, block: Any, shape: tuple[int, int]) -> Any:
+        # Padding with the mean pattern keeps every measured position and adds only DC.
+        mean = block.mean(axis=(0, 1), keepdims=True)
+        out = self.xp.broadcast_to(mean, (*shape, block.shape[2])).copy()
+        out[:block.shape[0], :block.shape[1]] = block
+        return out
+
+    def chunks(self, n_bf: int, m: int) -> list[slice]:
+        """BF pixel chunks of at most ``chunk_elements`` (b, ν) pairs."""
+        step = max(1, self.chunk_elements // m)
+        return [slice(s, min(s + step, n_bf)) for s in range(0, n_bf, step)]
+
+    def grid(self, k: Any, nu_r: Any, nu_c: Any) -> tuple[Any, OverlapGrid]:
+        """Trotter support and overlap geometry of BF frequencies ``k`` on (ν_r, ν_c)."""
+        geo = self.geo
+        mask = trotter_support(k, nu_r, nu_c, geo.k_alpha, self.xp)
+        return mask, overlap_grid(k, nu_r, nu_c, mask, geo.wavelength, geo.k_alpha,
+                                  geo.edge_width, self.xp)
+
+    def rotate(self, G: Any, n_bf: int, ref: ReferenceGeometry, theta: float,
+               transpose: bool) -> float:
+        """Set ``ref``'s k and grids for this rotation; returns the sideband energy."""
+        xp = self.xp
+        k = xp.asarray(scan_frame_frequencies(self.geo.bf.k_det, theta, transpose)
+                       .astype(self.real_dtype))
+        ref.k = k
+        ref.grids = []
+        energy = 0.0
+        for sl in self.chunks(n_bf, G.shape[1]):
+            mask, g = self.grid(k[sl], ref.nu_r, ref.nu_c)
+            ref.grids.append(g)
+            Gc = G[sl]
+            energy += float(xp.sum(mask * (Gc.real**2 + Gc.imag**2) * ref.weights))
+        return energy
+
+    # -- scoring -------------------------------------------------------------------------
+    def evaluate(
+        self, spectra: AnySpectra, ref: ReferenceGeometry, candidates: np.ndarray,
+        objective: str = "vp", names: tuple[str, ...] = JOINT,
+    ) -> np.ndarray:
+        out = np.empty(len(candidates))
+        for i, v in enumerate(np.asarray(candidates, dtype=np.float64)):
+            params = from_vector(v, names)
+            if objective == "vp":
+                out[i] = self._vp_loss(spectra, ref, params)
+            elif objective == "coherence":
+                out[i] = self._coherence_loss(spectra, ref, params)
+            elif objective == "phase_variance":
+                phase = self.xp.angle(self.object_spectrum_to_image(
+                    spectra, self.ssb_spectrum(spectra, params, ref.grids), 1))
+                out[i] = obj.phase_variance_loss(phase, self.xp)
+            else:
+                raise ValueError(
+                    f"unknown objective {objective!r}: use 'vp', 'coherence' or 'phase_variance'")
+        return out
+
+    def _vp_loss(self, spectra: AnySpectra, ref: ReferenceGeometry,
+                 params: Mapping[str, float]) -> float:
+        xp = self.xp
+        M = spectra.G.shape[1]
+        N = xp.zeros(M, dtype=self.complex_dtype)
+        D = xp.zeros(M, dtype=self.real_dtype)
+        for sl, g in zip(self.chunks(spectra.n_bf, M), ref.grids, strict=True):
+            gam = self.gamma_for(g, params)
+            N += xp.sum(gam.conj() * spectra.G[sl], axis=0)
+            D += xp.sum(gam.real**2 + gam.imag**2, axis=0)
+        return obj.vp_loss(N, D, ref.weights, spectra.energy, xp)
+
+    def _coherence_loss(self, spectra: AnySpectra, ref: ReferenceGeometry,
+                        params: Mapping[str, float]) -> float:
+        C = self.ssb_spectrum(spectra, params, ref.grids) * spectra.n_bf
+        return obj.coherence_loss(C, ref.weights, spectra.energy, spectra.n_bf, self.xp)
+
+    def derivatives(
+        self, spectra: AnySpectra, ref: ReferenceGeometry, candidates: np.ndarray,
+        names: tuple[str, ...] = JOINT,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        xp = self.xp
+        K, P = len(candidates), len(names)
+        pairs = pairs_of(P)
+        losses, grads, hessians = np.empty(K), np.empty((K, P)), np.empty((K, P, P))
+        M = spectra.G.shape[1]
+        for i, v in enumerate(np.asarray(candidates, dtype=np.float64)):
+            params = from_vector(v, names)
+            N = xp.zeros(M, dtype=self.complex_dtype)
+            D = xp.zeros(M, dtype=self.real_dtype)
+            dN = xp.zeros((P, M), dtype=self.complex_dtype)
+            dD = xp.zeros((P, M), dtype=self.real_dtype)
+            d2N = xp.zeros((len(pairs), M), dtype=self.complex_dtype)
+            d2D = xp.zeros((len(pairs), M), dtype=self.real_dtype)
+            for sl, g in zip(self.chunks(spectra.n_bf, M), ref.grids, strict=True):
+                G = spectra.G[sl]
+                if names == JOINT:
+                    gam, dg, d2g = gamma_derivatives(g, params, 2, xp)
+                else:
+                    gam, dg, d2g = gamma_general_derivatives(g, params, names, xp)
+                gc = gam.conj()
+                N += xp.sum(gc * G, axis=0)
+                D += xp.sum(gam.real**2 + gam.imag**2, axis=0)
+                for p in range(P):
+                    dN[p] += xp.sum(dg[p].conj() * G, axis=0)
+                    dD[p] += xp.sum(2 * (gc * dg[p]).real, axis=0)
+                for n, (p, q) in enumerate(pairs):
+                    d2N[n] += xp.sum(d2g[n].conj() * G, axis=0)
+                    d2D[n] += xp.sum(2 * (dg[q].conj() * dg[p] + gc * d2g[n]).real, axis=0)
+            losses[i], grads[i], hessians[i] = obj.vp_loss_derivatives(
+                N, D, dN, dD, d2N, d2D, ref.weights, spectra.energy, xp)
+        return losses, grads, hessians
+
+    # -- reconstruction ------------------------------------------------------------------
+    def reconstruct(
+        self, spectra: AnySpectra, ref: ReferenceGeometry, params: Mapping[str, float],
+        upsample: int = 1, method: str = "ssb",
+    ) -> Any:
+        """Complex64 object on the (f·Nr, f·Nc) grid, on ``xp``'s device."""
+        f = int(upsample)
+        grids, index, conj = self.fine_grids(spectra, ref, f)
+        if method == "ssb":
+            O = self.ssb_spectrum(spectra, params, grids, index, conj)
+        else:
+            O = self._wiener_spectrum(spectra, params, grids, index, conj)
+        return self.object_spectrum_to_image(spectra, O, f).astype(np.complex64)
+
+    def fine_grids(
+        self, spectra: AnySpectra, ref: ReferenceGeometry, f: int
+    ) -> tuple[list[OverlapGrid], Any, Any]:
+        """Overlap geometry on the f-times finer grid and the map to the coarse spectra."""
+        xp = self.xp
+        Nr, Nc = spectra.shape
+        if f == 1:
+            return ref.grids, None, None
+        fine_shape = (f * Nr, f * Nc)
+        step = (self.geo.step[0] / f, self.geo.step[1] / f)
+        nu_r, nu_c = (xp.asarray(a.astype(self.real_dtype))
+                      for a in half_plane_grid(fine_shape, step))
+        index, conj = (xp.asarray(a) for a in alias_map(spectra.shape, fine_shape))
+        grids = []
+        step_b = max(1, self.chunk_elements // nu_r.size)
+        for s in range(0, spectra.n_bf, step_b):
+            grids.append(self.grid(ref.k[s:s + step_b], nu_r, nu_c)[1])
+        return grids, index, conj
+
+    def _coarse_values(self, G_all: Any, sl: slice, index: Any, conj: Any) -> Any:
+        G = G_all[sl]
+        if index is None:
+            return G
+        vals = G[:, index]
+        return self.xp.where(conj[None, :], vals.conj(), vals)
+
+    def gamma_for(self, g: OverlapGrid, params: Mapping[str, float]) -> Any:
+        if has_higher_order(params):
+            return gamma_general(g, params, self.xp)
+        return gamma(g, params, self.xp)
+
+    def ssb_spectrum(
+        self, spectra: AnySpectra, params: Mapping[str, float],
+        grids: list[OverlapGrid], index: Any = None, conj: Any = None,
+    ) -> Any:
+        """O(ν) = (1/B) Σ_b m_b G_b conj(Γ_b)/max(|Γ_b|, ε) on the half plane."""
+        xp = self.xp
+        O = None
+        for sl, g in zip(_grid_slices(grids), grids, strict=True):
+            gam = self.gamma_for(g, params)
+            G = self._coarse_values(spectra.G, sl, index, conj)
+            part = xp.sum(G * gam.conj() / xp.maximum(xp.abs(gam), RECON_EPS), axis=0)
+            O = part if O is None else O + part
+        assert O is not None
+        return O / spectra.n_bf
+
+    def _wiener_spectrum(
+        self, spectra: AnySpectra, params: Mapping[str, float],
+        grids: list[OverlapGrid], index: Any, conj: Any,
+    ) -> Any:
+        """O = N/(D + ε): the least-squares object of the VP objective."""
+        xp = self.xp
+        N = D = None
+        for sl, g in zip(_grid_slices(grids), grids, strict=True):
+            gam = self.gamma_for(g, params)
+            G = self._coarse_values(spectra.G, sl, index, conj)
+            n_part = xp.sum(gam.conj() * G, axis=0)
+            d_part = xp.sum(gam.real**2 + gam.imag**2, axis=0)
+            N = n_part if N is None else N + n_part
+            D = d_part if D is None else D + d_part
+        assert N is not None and D is not None
+        return N / (D + WIENER_EPS * spectra.n_bf)
+
+    def object_spectrum_to_image(self, spectra: AnySpectra, O: Any, f: int) -> Any:
+        """O(ν) is anti-Hermitian off DC, so O(r) = DC + i·irfft2(-i·O): one inverse FFT."""
+        Nr, Nc = spectra.shape
+        shape = (f * Nr, f * Nc)
+        H = (-1j * O).reshape(shape[0], shape[1] // 2 + 1)
+        H[0, 0] = 0
+        h = self.irfft2(H, shape)
+        dc = spectra.dc / (shape[0] * shape[1])
+        return dc + 1j * h
+
+
+def check_method(method: str) -> None:
+    if method not in RECON_METHODS:
+        raise ValueError(f"unknown method {method!r}: use 'ssb' or 'wiener'")
+
+
+def evaluate_rotations_per_theta(
+    engine: Engine, spectra: Spectra, thetas: np.ndarray, transpose: bool,
+    candidate: np.ndarray, names: tuple[str, ...] = JOINT,
+) -> np.ndarray:
+    """VP loss of one parameter vector at each rotation θ through ``engine``'s own
+    set_rotation + evaluate per θ, so the spectra end at the last θ."""
+    cand = np.asarray(candidate, dtype=np.float64).reshape(1, -1)
+    out = np.empty(len(thetas))
+    for i, t in enumerate(thetas):
+        engine.set_rotation(spectra, float(t), transpose)
+        out[i] = engine.evaluate(spectra, cand, "vp", names)[0]
+    return out
+
+
+def host_bf_counts(counts: Any, bf: BFPixels) -> np.ndarray:
+    """BF pixels of every pattern, (Rr, Rc, B) in the counts' dtype, read row by row."""
+    rows, cols = bf.rows, bf.cols
+    out = np.empty((*counts.shape[:2], rows.size), dtype=counts.dtype)
+    for r in range(counts.shape[0]):
+        out[r] = np.asarray(counts[r])[:, rows, cols]
+    return out
+
+
+def bf_center_of_mass(bf_counts: np.ndarray, geo: DatasetGeometry) -> np.ndarray:
+    """COM of each pattern over the BF pixels, detector px from the BF centre: (Rr, Rc, 2)."""
+    k_px = np.asarray(geo.bf.k_det / geo.edge_width)  # edge width = one detector pixel
+    out = np.empty((*bf_counts.shape[:2], 2))
+    for r in range(bf_counts.shape[0]):
+        row = bf_counts[r].astype(np.float64)
+        total = row.sum(axis=1, keepdims=True)
+        out[r] = (row @ k_px) / np.where(total > 0, total, 1.0)
+    return out
+
+
+def _grid_slices(grids: list[OverlapGrid]) -> list[slice]:
+    out, s = [], 0
+    for g in grids:
+        n = int(g.k_r.shape[0])
+        out.append(slice(s, s + n))
+        s += n
+    return out
+
+
+def half_plane_grid(
+    shape: tuple[int, int], step: tuple[float, float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Flattened (ν_r, ν_c) of the rfft half plane, row-major."""
+    nr = np.fft.fftfreq(shape[0], step[0])
+    nc = np.fft.rfftfreq(shape[1], step[1])
+    R, C = np.meshgrid(nr, nc, indexing="ij")
+    return R.ravel(), C.ravel()
+
+
+def alias_map(
+    coarse: tuple[int, int], fine: tuple[int, int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """For each fine half-plane frequency: index into the coarse half plane, and conj flag.
+
+    Fine and coarse grids share the frequency spacing, so fine index n maps to n mod N;
+    columns past the coarse half plane are read from -ν by Hermitian symmetry.
+    """
+    Nr, Nc = coarse
+    nr = np.round(np.fft.fftfreq(fine[0]) * fine[0]).astype(np.int64) % Nr
+    nc = np.arange(fine[1] // 2 + 1) % Nc
+    R, C = np.meshgrid(nr, nc, indexing="ij")
+    conj = C > Nc // 2
+    R = np.where(conj, (-R) % Nr, R)
+    C = np.where(conj, Nc - C, C)
+    return (R * (Nc // 2 + 1) + C).ravel(), conj.ravel()

@@ -1,0 +1,39 @@
+"""Fit progress: tqdm bars (``progress=True``) or a callback ``(stage, done, total)``.
+
+Stages are "search" (trials scored of this search's total), "newton" (iterations of
+the maximum; reported as done when Newton stops) and "reconstruct" (reported by
+callers that reconstruct after a fit, e.g. the widget).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+ProgressCallback = Callable[[str, int, int], None]
+Progress = bool | ProgressCallback
+
+
+def callback_of(progress: Progress) -> ProgressCallback | None:
+    """The callback of ``progress``, or None for the bool forms."""
+    if isinstance(progress, bool):
+        return None
+    if not callable(progress):
+        raise ValueError(f"progress must be True, False or a callable (stage, done, total), "
+                         f"got {progress!r}")
+    return progress
+
+
+class NewtonProgress:
+    """Reports Newton iterations of ``total`` to ``report``: 0 on start, each iteration,
+    and ``total`` once it stops (converged early or not)."""
+
+    def __init__(self, report: ProgressCallback, total: int) -> None:
+        self.report, self.total, self.done = report, total, 0
+        report("newton", 0, total)
+
+    def iteration(self) -> None:
+        self.done = min(self.done + 1, self.total)
+        self.report("newton", self.done, self.total)
+
+    def finish(self) -> None:
+        self.report("newton", self.total, self.total)
