@@ -240,17 +240,21 @@ class Session:
         model = (self._full_model(theta, transpose) if b is None
                  else ThickSampleModel(engine, b, theta, transpose))
         try:
-            fit = newton_fit(FreeView(model, fit_box, held), start, fit_box, progress=progress)
+            view = FreeView(model, fit_box, held)
+            fit = newton_fit(view, start, fit_box, progress=progress)
+            # Errors at the refined point; the model is the caller's (no thin/thick choice).
+            checked = assess(view, fit_box, fit.params, fit.loss, self.dataset,
+                             fit.on_box_edge, choose=False)
         finally:
             if b is not None:
                 model.release()
-        return FitResult(
+        return with_assessment(FitResult(
             params=fit.params, loss=fit.loss, rotation_deg=float(self.rotation_deg or 0.0),
             transpose=transpose, trials=[], newton=fit.newton,
             timings={**fit.timings, "total_s": time.perf_counter() - t0},
             provenance=self._provenance(0, None, fit_box, "vp", mode="refine", fixed=held,
                                         start=dict(start)),
-            on_box_edge=fit.on_box_edge, bounds=b)
+            on_box_edge=fit.on_box_edge, bounds=b), checked)
 
     def _refine_start(
         self, params: Mapping[str, float], fixed: Mapping[str, float] | None,
