@@ -128,3 +128,17 @@ def test_box_edge_and_interval_warnings() -> None:
     assert len(warns) == 2
     assert warns[0].startswith("C10 = 500") and "box edge" in warns[0]
     assert warns[1].startswith("C12 = 95") and "±2σ" in warns[1]  # depth ≥ 0 is physical
+
+
+def test_fit_result_round_trips_errors_and_loads_files_without_them() -> None:
+    from livessb.results import FitResult
+
+    fit = FitResult(params={"C10": -50.0, "depth": 0.0}, loss=0.5, rotation_deg=12.0,
+                    transpose=False, errors={"C10": 0.2, "depth": 0.0},
+                    undetermined=["depth"])
+    back = FitResult.from_dict(fit.to_dict())
+    assert back.errors == fit.errors and back.undetermined == ["depth"]
+    old = fit.to_dict()
+    del old["errors"], old["undetermined"]  # a calibration file written before
+    restored = FitResult.from_dict(old)
+    assert restored.errors == {} and restored.undetermined == []
