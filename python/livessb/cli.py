@@ -53,6 +53,7 @@ def run_demo_headless(out: Path, device: str, trials: int, seed: int) -> dict[st
             reg = s.fit_region(bounds, trials=trials, seed=seed, region_id=name, progress=True)
             _write_png(out / f"region_{name}.png", reg.phase)
             regions[name] = {"bounds": list(bounds), "params": reg.params, "loss": reg.fit.loss,
+                             **_trust(reg.fit),
                              "truth_C10": truth.local_C10(bounds),
                              "C10_error_A": reg.params["C10"] - truth.local_C10(bounds),
                              "timings": reg.timings}
@@ -60,7 +61,7 @@ def run_demo_headless(out: Path, device: str, trials: int, seed: int) -> dict[st
         summary = {
             "dataset": repr(ds), "device": s.device, "trials": trials, "seed": seed,
             "truth": truth.to_dict(),
-            "full_field": {"params": full.params, "loss": full.loss,
+            "full_field": {"params": full.params, "loss": full.loss, **_trust(full),
                            "rotation_deg": full.rotation_deg, "transpose": full.transpose,
                            "rotation_error_deg": (full.rotation_deg - truth.rotation_deg + 180)
                            % 360 - 180, "timings": full.timings},
@@ -77,6 +78,13 @@ EXAMPLES = {"voltage_kV": "200", "semiangle_mrad": "20", "scan_step_A": "0.6"}
 
 class UsageError(ValueError):
     """Command-line input that cannot work; the message names the flags to fix."""
+
+
+def _trust(fit: Any) -> dict[str, Any]:
+    """Errors, the names not determined, the model kept and the warnings of a fit."""
+    choice = fit.provenance.get("model_choice") or {}
+    return {"errors": fit.errors, "not_determined": fit.undetermined,
+            "model": choice.get("kept"), "warnings": fit.provenance.get("warnings", [])}
 
 
 def _calibration_kwargs(args: argparse.Namespace) -> dict[str, Any]:

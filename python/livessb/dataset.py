@@ -12,6 +12,7 @@ import numpy as np
 
 from .dataset_base import SUPPORTED_DTYPES as SUPPORTED_DTYPES
 from .dataset_base import DatasetError as DatasetError
+from .physics.bright_field import BrightFieldError, estimate_disk
 from .physics.optics import wavelength_A
 from .plausible import implausibility, unusual_allowed
 
@@ -49,22 +50,13 @@ class BrightField:
 
 
 def measure_bright_field(mean_pattern: np.ndarray) -> BrightField:
-    """Centre (sub-pixel centroid) and radius (from the area) of the BF disk."""
-    pattern = np.asarray(mean_pattern, dtype=np.float64)
-    peak = float(pattern.max())
-    if not peak > 0:
-        raise DatasetError("the mean diffraction pattern is empty (all zero counts): no BF disk")
-    # Half of a robust maximum separates the disk from the dark field.
-    level = 0.5 * float(np.percentile(pattern[pattern > 0.1 * peak], 90))
-    disk = pattern >= level
-    area = float(disk.sum())
-    rows, cols = np.nonzero(disk)
-    w = pattern[rows, cols]
-    return BrightField(
-        center_row=float((rows * w).sum() / w.sum()),
-        center_col=float((cols * w).sum() / w.sum()),
-        radius_px=math.sqrt(area / math.pi),
-    )
+    """Centre and radius of the BF disk, robust to hot/dead pixels (physics.bright_field)."""
+    try:
+        disk = estimate_disk(mean_pattern)
+    except BrightFieldError as exc:
+        raise DatasetError(str(exc)) from None
+    return BrightField(center_row=disk.center_row, center_col=disk.center_col,
+                       radius_px=disk.radius_px)
 
 
 class Dataset4D:

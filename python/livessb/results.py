@@ -36,6 +36,12 @@ class FitResult(Pretty):
     on_box_edge: list[str] = field(default_factory=list)
     branches: list[dict[str, Any]] = field(default_factory=list)
     bounds: Bounds | None = None
+    # 1-σ standard errors, same keys as params (fit.errors; 0.0 for a parameter held
+    # fixed by the user or by the thin-model choice). Empty for the comparison
+    # objectives, which are not least squares. Files written before load with {} / [].
+    errors: dict[str, float] = field(default_factory=dict)
+    # Parameters the data do not determine (fit.model_choice), in params order.
+    undetermined: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -27,6 +27,7 @@ from .fit.joint import joint_fit, newton_fit
 from .fit.model import ThickSampleModel
 from .fit.progress import Progress, callback_of
 from .fit.search import Box
+from .fit.uncertainty import assess, with_assessment
 from .memory import check_reconstruct_memory, check_session_memory
 from .params import JOINT, OPTIONAL, fit_names
 from .physics.geometry import auto_upsample
@@ -159,6 +160,11 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         result = fit_full_field(
             self._full_model, engine.bf_center_of_mass, self.dataset.scan_step_A, spec,
             self._provenance(trials, seed, fit_box, objective, mode="full_field", fixed=held))
+        if objective == "vp":  # errors, undetermined names, thin or thick (fit.uncertainty)
+            view = FreeView(self._full_model(math.radians(result.rotation_deg),
+                                             result.transpose), fit_box, held)
+            result = with_assessment(result, assess(view, fit_box, result.params, result.loss,
+                                                    self.dataset, result.on_box_edge))
         self.rotation_deg = result.rotation_deg
         self.transpose = result.transpose
         self.full_fit = result
@@ -191,14 +197,17 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         model = ThickSampleModel(engine, b, theta, transpose)
         try:
             t_prep = time.perf_counter()
-            fit = joint_fit(FreeView(model, fit_box, held), trials, seed, fit_box, objective,
+            view = FreeView(model, fit_box, held)
+            fit = joint_fit(view, trials, seed, fit_box, objective,
                             progress=progress, label=f"region {b}", sampler=sampler)
+            checked = (assess(view, fit_box, fit.params, fit.loss, self.dataset, fit.on_box_edge)
+                       if objective == "vp" else None)
         finally:
             model.release()
         t_fit = time.perf_counter()
         if report is not None:
             report("reconstruct", 0, 1)
-        rec = self.reconstruct(fit.params)
+        rec = self.reconstruct(checked.params if checked is not None else fit.params)
         if report is not None:
             report("reconstruct", 1, 1)
         crop = rec.crop(b)
@@ -211,6 +220,8 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
             provenance=self._provenance(trials, seed, fit_box, objective, mode="region",
                                         fixed=held, sampler=sampler),
             on_box_edge=fit.on_box_edge, bounds=b)
+        if checked is not None:
+            result = with_assessment(result, checked)
         rid = region_id or self._next_region_id()
         region = RegionResult(id=rid, bounds=b, fit=result, crop=crop, timings=timings)
         self.regions[rid] = region
@@ -238,17 +249,21 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         model = (self._full_model(theta, transpose) if b is None
                  else ThickSampleModel(engine, b, theta, transpose))
         try:
-            fit = newton_fit(FreeView(model, fit_box, held), start, fit_box, progress=progress)
+            view = FreeView(model, fit_box, held)
+            fit = newton_fit(view, start, fit_box, progress=progress)
+            # Errors at the refined point; the model is the caller's (no thin/thick choice).
+            checked = assess(view, fit_box, fit.params, fit.loss, self.dataset,
+                             fit.on_box_edge, choose=False)
         finally:
             if b is not None:
                 model.release()
-        return FitResult(
+        return with_assessment(FitResult(
             params=fit.params, loss=fit.loss, rotation_deg=float(self.rotation_deg or 0.0),
             transpose=transpose, trials=[], newton=fit.newton,
             timings={**fit.timings, "total_s": time.perf_counter() - t0},
             provenance=self._provenance(0, None, fit_box, "vp", mode="refine", fixed=held,
                                         start=dict(start)),
-            on_box_edge=fit.on_box_edge, bounds=b)
+            on_box_edge=fit.on_box_edge, bounds=b), checked)
 
     def _refine_start(
         self, params: Mapping[str, float], fixed: Mapping[str, float] | None,

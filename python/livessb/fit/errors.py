@@ -1,0 +1,246 @@
+"""Standard errors of a VP fit from the exact Hessian and a noise level from the data.
+
+The estimator (docs/uncertainty.md has the derivation):
+
+* The VP loss is L = R/E, R the residual sum of squares over the trotter support with
+  the object eliminated, summed over the stored half plane with weights w (an rfft
+  column other than the first and the Nyquist one stands for ν and -ν; the first and
+  last columns hold both ±ν_row themselves). Every independent complex residual is
+  thus counted twice: R = 2 Σ_j r_j² over independent real residuals r_j.
+* Counting noise: δG_b(ν) = Σ_R δI(R, k_b) e^{-2πiν·R} has E|δG_b|² = σ_b² =
+  Σ_R var I(R, k_b), the same at every ν ≠ 0 (= Σ_R I(R, k_b) for Poisson counts);
+  each real part carries σ_b²/2.
+* Least squares: cov(θ) = 2 s² (∂²S)⁻¹ for S = Σ r_j² with var r_j = s². With
+  R = 2S and s² = σ²/2 this is cov(θ) = 2σ² (∂²R)⁻¹ = (2σ²/E) (∂²L)⁻¹.
+* σ² from the residual at the optimum (the default): E[R_min] = σ² (n_obs - n_object
+  - P) with n_obs = Σ_ν w·#{b: m_b(ν)} the real observations (each independent
+  complex value counted twice by w, two real parts each), n_object = Σ_ν w·[ν has
+  support] the eliminated object's real degrees of freedom and P the fitted
+  parameters. It needs no detector gain, and it absorbs model error (it is then
+  conservative). The Poisson level Σ_R I(R, k_b), averaged over the BF pixels with
+  their trotter counts as weights, is recorded beside it: the ratio of the two is the
+  excess of the misfit over counting noise (≈ 1 for data the model describes; the
+  detector gain, for counts in ADU).
+* The eliminated object is itself estimated from the noisy data: per frequency the
+  gradient of the profiled loss carries a noise×noise term beside the signal×noise
+  one, which adds the factor (1 + σ²/|c_ν|²) to that frequency's share of the
+  variance (|c_ν|² the signal energy the model explains there; a Neyman–Scott effect
+  of one nuisance per frequency). With one factor for all frequencies it is
+  κ = 1 + σ² n_object / S, S = E(1 - L) - σ² n_object the explained signal energy
+  net of the noise the object absorbs, and cov(θ) = κ (2σ²/E)(∂²L)⁻¹. κ ≈ 1 at high
+  signal per frequency (the demo: 1.03); a weak object at low dose reaches 1.5-3.
+  Below S ≈ σ² n_object (κ ≳ 5) the estimate is no longer Gaussian and the errors are
+  only indicative.
+
+Assumptions: noise independent between scan positions and detector pixels (no
+detector cross-talk), one σ² for all BF pixels (their counts differ little), the
+linear model holds near the optimum (errors small against the scale on which the
+loss is quadratic), and the optimum is interior in the parameters that get an error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from ..physics.geometry import half_plane_weights, scan_frequencies_half
+
+# Eigenvalues of the box-scaled Hessian below this fraction of the largest are treated
+# as flat directions (an inseparable combination): their error is the box width.
+FLAT_CURVATURE_REL = 1e-10
+KAPPA_MAX = 1e6  # no signal above the noise: every error reaches its box width
+
+
+@dataclass(frozen=True)
+class NoiseLevel:
+    """σ² = E|δG_b(ν)|² per stored complex value, with the counts behind it."""
+
+    sigma2: float  # the estimate the errors use (the residual one)
+    sigma2_residual: float
+    sigma2_poisson: float  # Σ_R I(R, k_b), trotter-weighted over BF pixels
+    n_observations: float  # real observations n_obs
+    n_object: float  # real degrees of freedom of the eliminated object
+    n_parameters: int
+    kappa: float = 1.0  # variance factor of the profiled object (see the module docstring)
+    estimator: str = "residual"
+
+    @property
+    def dof(self) -> float:
+        return self.n_observations - self.n_object - self.n_parameters
+
+    @property
+    def excess(self) -> float:
+        """σ²_residual / σ²_Poisson: 1 for counting noise alone (gain 1, model exact)."""
+        return self.sigma2_residual / self.sigma2_poisson if self.sigma2_poisson > 0 else math.inf
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["dof"] = self.dof
+        d["excess_over_poisson"] = self.excess if math.isfinite(self.excess) else None
+        return d
+
+
+def lens_area(d: np.ndarray, radius: float) -> np.ndarray:
+    """Area of the intersection of two discs of ``radius`` with centres ``d`` apart."""
+    d = np.minimum(np.abs(np.asarray(d, dtype=np.float64)), 2 * radius)
+    return np.asarray(2 * radius**2 * np.arccos(d / (2 * radius))
+                      - 0.5 * d * np.sqrt(np.maximum(4 * radius**2 - d * d, 0.0)))
+
+
+def trotter_fraction(nu: np.ndarray, k_alpha: float) -> np.ndarray:
+    """Fraction of the BF disk in exactly one of the discs shifted by ±ν (|ν| given).
+
+    m_b(ν) = [|k_b-ν| ≤ k_α] xor [|k_b+ν| ≤ k_α]; the two discs' common part lies
+    inside the BF disk, so the area is 2·lens(|ν|) - 2·lens(2|ν|).
+    """
+    nu = np.asarray(nu, dtype=np.float64)
+    area = 2 * lens_area(nu, k_alpha) - 2 * lens_area(2 * nu, k_alpha)
+    return np.asarray(area / (math.pi * k_alpha**2))
+
+
+def observation_counts(
+    n_bf: int, nu_r: np.ndarray, nu_c: np.ndarray, weights: np.ndarray, k_alpha: float,
+) -> tuple[float, float]:
+    """(n_obs, n_object) over the half plane, from the trotter area (no B×M masks).
+
+    The count of BF pixels in a trotter is B × its area fraction; summed over every ν
+    of the half plane the pixel-lattice rounding averages out (tests compare it with
+    the exact masks). A frequency carries an object degree of freedom when its trotter
+    holds at least one pixel (the expected count reaches ½).
+    """
+    nu = np.hypot(np.asarray(nu_r, dtype=np.float64), np.asarray(nu_c, dtype=np.float64))
+    w = np.asarray(weights, dtype=np.float64)
+    counts = n_bf * trotter_fraction(nu, k_alpha)
+    counts[nu == 0] = 0.0  # DC is set from the mean, never fitted
+    return float(np.sum(w * counts)), float(np.sum(w * (counts >= 0.5)))
+
+
+def _disc_chords(center: np.ndarray, nu_r: np.ndarray, k_alpha: float,
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per (pixel, frequency row): the chord [lo, hi] of the disc of radius k_α around
+    each ``center`` (B, 2) on that row, and whether the row meets the disc."""
+    dr = nu_r[None, :] - center[:, 0:1]
+    h2 = k_alpha * k_alpha - dr * dr
+    h = np.sqrt(np.maximum(h2, 0.0))
+    return center[:, 1:2] - h, center[:, 1:2] + h, h2 >= 0
+
+
+def _weight_in(lo: np.ndarray, hi: np.ndarray, ok: np.ndarray, dnu: float,
+               cum_w: np.ndarray) -> np.ndarray:
+    """Summed weight of the rfft columns j·dnu (j = 0 … J) inside each chord [lo, hi]:
+    the columns are evenly spaced, so the run is [ceil(lo/dnu), floor(hi/dnu)]."""
+    last = cum_w.size - 2
+    j_lo = np.clip(np.ceil(lo / dnu), 0, last + 1).astype(np.int64)
+    j_hi = np.clip(np.floor(hi / dnu) + 1, 0, last + 1).astype(np.int64)
+    return np.where(ok & (j_hi > j_lo), cum_w[j_hi] - cum_w[np.minimum(j_lo, j_hi)], 0.0)
+
+
+def pixel_trotter_counts(
+    k: np.ndarray, shape: tuple[int, int], step_A: tuple[float, float], k_alpha: float,
+    rows_per_chunk: int = 512,
+) -> np.ndarray:
+    """Exact Σ_ν w m_b(ν) over the stored half plane for each BF pixel: (B,).
+
+    m_b(ν) = [|k_b-ν| ≤ k_α] xor [|k_b+ν| ≤ k_α], the sum the residual R runs over,
+    half-plane weights included. Counted row by row (a disc meets a frequency row in
+    one chord, and a chord holds a run of the evenly spaced rfft columns):
+    O(B·N_rows), no B×M mask.
+    """
+    k = np.asarray(k, dtype=np.float64)
+    nu_r, _ = scan_frequencies_half(shape, step_A)
+    dnu = 1.0 / (shape[1] * step_A[1])
+    cum_w = np.concatenate([[0.0], np.cumsum(half_plane_weights(shape[1]))])
+    total = np.zeros(k.shape[0], dtype=np.float64)
+    for s in range(0, k.shape[0], rows_per_chunk):
+        kb = k[s:s + rows_per_chunk]
+        lo_p, hi_p, ok_p = _disc_chords(kb, nu_r, k_alpha)
+        lo_m, hi_m, ok_m = _disc_chords(-kb, nu_r, k_alpha)
+        both = _weight_in(np.maximum(lo_p, lo_m), np.minimum(hi_p, hi_m), ok_p & ok_m,
+                          dnu, cum_w)
+        n = (_weight_in(lo_p, hi_p, ok_p, dnu, cum_w)
+             + _weight_in(lo_m, hi_m, ok_m, dnu, cum_w) - 2 * both)
+        total[s:s + rows_per_chunk] = n.sum(axis=1)
+    return total
+
+
+def poisson_sigma2(pixel_totals: np.ndarray, pixel_counts: np.ndarray) -> float:
+    """Σ_R I(R, k_b) averaged over BF pixels weighted by their trotter counts: the
+    counting-noise σ² of the stored values the residual R sums over."""
+    t, w = np.asarray(pixel_totals, dtype=np.float64), np.asarray(pixel_counts, np.float64)
+    return float(np.sum(t * w) / max(float(np.sum(w)), 1e-300))
+
+
+def noise_level(
+    loss: float, energy: float, n_obs: float, n_object: float, n_parameters: int,
+    sigma2_poisson: float,
+) -> NoiseLevel:
+    """σ² from the residual R = L·E at the optimum over its degrees of freedom."""
+    dof = n_obs - n_object - n_parameters
+    if not dof > 0:
+        raise ValueError(f"no degrees of freedom left for a noise estimate ({n_obs:.0f} "
+                         f"observations, {n_object:.0f} object, {n_parameters} parameters)")
+    s2 = max(float(loss), 0.0) * float(energy) / dof
+    return NoiseLevel(sigma2=s2, sigma2_residual=s2, sigma2_poisson=float(sigma2_poisson),
+                      n_observations=float(n_obs), n_object=float(n_object),
+                      n_parameters=int(n_parameters),
+                      kappa=profile_inflation(loss, energy, s2, n_object))
+
+
+def profile_inflation(loss: float, energy: float, sigma2: float, n_object: float) -> float:
+    """κ = 1 + σ² n_object / S with S = E(1 - L) - σ² n_object (module docstring);
+    ``KAPPA_MAX`` when the explained energy does not exceed what noise alone gives."""
+    absorbed = sigma2 * n_object
+    signal = energy * (1.0 - loss) - absorbed
+    if not signal > absorbed / (KAPPA_MAX - 1.0):
+        return KAPPA_MAX
+    return float(1.0 + absorbed / signal)
+
+
+def covariance(
+    hessian: np.ndarray, sigma2: float, energy: float, widths: np.ndarray,
+) -> np.ndarray:
+    """(2σ²/E)·(∂²L)⁻¹ in the parameters' units (σ² here includes κ); flat directions
+    get the box width².
+
+    The Hessian is scaled by the box widths first, so "flat" means flat on the scale of
+    the box; a negative curvature (not at a minimum in that direction) is flat too.
+    """
+    H = 0.5 * (np.asarray(hessian, dtype=np.float64) + np.asarray(hessian).T)
+    w = np.asarray(widths, dtype=np.float64)
+    Hs = H * np.outer(w, w)
+    evals, evecs = np.linalg.eigh(Hs)
+    scale = 2.0 * sigma2 / energy
+    top = max(float(np.max(np.abs(evals))), 1e-300)
+    flat = evals <= FLAT_CURVATURE_REL * top
+    inv = np.where(flat, 0.0, 1.0 / np.where(flat, 1.0, evals))
+    cov_s = (evecs * inv) @ evecs.T * scale
+    # A flat direction says nothing within the box: unit variance in box widths.
+    cov_s += (evecs[:, flat] @ evecs[:, flat].T)
+    return np.asarray(cov_s * np.outer(w, w))
+
+
+def standard_errors(
+    hessian: np.ndarray, names: Sequence[str], free: Sequence[str], noise: NoiseLevel,
+    energy: float, box: Mapping[str, tuple[float, float]],
+) -> dict[str, float]:
+    """1-σ errors of the ``free`` parameters (a subset of ``names``, the Hessian's order);
+    every other name gets 0.0 (held: fixed by the user or by the model choice).
+
+    An error is capped at its box width: beyond that the box, not the data, bounds it.
+    """
+    idx = [names.index(n) for n in free]
+    out = {n: 0.0 for n in names}
+    if not idx:
+        return out
+    widths = np.array([box[n][1] - box[n][0] for n in free], dtype=np.float64)
+    widths = np.where(widths > 0, widths, 1.0)
+    sub = np.asarray(hessian, dtype=np.float64)[np.ix_(idx, idx)]
+    cov = covariance(sub, noise.sigma2 * noise.kappa, energy, widths)
+    for i, n in enumerate(free):
+        err = math.sqrt(max(float(cov[i, i]), 0.0))
+        out[n] = float(min(err, widths[i])) if math.isfinite(err) else float(widths[i])
+    return out

@@ -1,0 +1,198 @@
+"""A fit's uncertainty record: errors, undetermined names, model choice, warnings.
+
+``assess`` is the one hook the full-field and regional fits call after their Newton
+refinement: it measures the noise level of the model's window, runs the thin model
+(depth and tilt held at 0, Newton from the thick optimum) when the thick one was
+free, keeps one by the rule of fit.model_choice, and derives the errors from the
+exact Hessian at the kept optimum (fit.errors).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ..physics.geometry import (
+    BFPixels,
+    bright_field_pixels,
+    half_plane_weights,
+    scan_frame_frequencies,
+    scan_frequencies_half,
+)
+from ..results import FitResult
+from .errors import (
+    NoiseLevel,
+    noise_level,
+    observation_counts,
+    pixel_trotter_counts,
+    poisson_sigma2,
+    standard_errors,
+)
+from .fixed import FreeView
+from .joint import newton_fit
+from .model_choice import THICK_ONLY, ModelChoice, choose_model, edge_warnings, undetermined
+from .search import Box
+
+
+@dataclass
+class Assessment:
+    """What ``assess`` adds to a fit; ``params``/``loss`` are the kept model's."""
+
+    params: dict[str, float]
+    loss: float
+    errors: dict[str, float]
+    undetermined: list[str]
+    noise: NoiseLevel
+    model_choice: ModelChoice | None
+    warnings: list[str]
+    on_box_edge: list[str]  # the kept model's free parameters on a box edge
+    newton: list[dict[str, Any]] = field(default_factory=list)  # the thin model's steps
+    timings: dict[str, float] = field(default_factory=dict)  # errors_s, model_choice_s
+
+    def provenance(self) -> dict[str, Any]:
+        return {"noise": self.noise.to_dict(),
+                "model_choice": None if self.model_choice is None else self.model_choice.to_dict(),
+                "warnings": list(self.warnings),
+                "errors_rule": "1-sigma from kappa*2*sigma2/E*inv(Hessian of L); 0 for held"}
+
+
+def _host(a: Any) -> np.ndarray:
+    return np.asarray(a.get() if hasattr(a, "get") else a)
+
+
+def window_pixel_totals(engine: Any, dataset: Any, bounds: tuple[int, int, int, int],
+                        ) -> np.ndarray:
+    """Σ_R I(R, k_b) over the window's measured positions for every BF pixel: (B,).
+
+    The full field is the mean pattern times the positions; a region sums the engine's
+    resident BF counts (CPU: scan rows, scan cols, BF pixels; CUDA: BF pixels first).
+    """
+    r0, r1, c0, c1 = bounds
+    rows, cols = dataset.scan_shape
+    bf = _bf_pixels(dataset)
+    if (r0, r1, c0, c1) == (0, rows, 0, cols):
+        return np.asarray(dataset.mean_pattern[bf.rows, bf.cols] * (rows * cols))
+    counts = engine.resident_bf_counts()
+    if getattr(engine, "name", "cpu") == "cuda":
+        total = counts[:, r0:r1, c0:c1].sum(axis=(1, 2), dtype=np.float64)
+    else:
+        total = counts[r0:r1, c0:c1].sum(axis=(0, 1), dtype=np.float64)
+    return _host(total).astype(np.float64)
+
+
+def _bf_pixels(dataset: Any) -> BFPixels:
+    """The BF pixel set the engines use (same function, same order)."""
+    bf = dataset.bright_field
+    return bright_field_pixels(dataset.detector_shape, (bf.center_row, bf.center_col),
+                               dataset.detector_pixel_inv_A, dataset.k_alpha)
+
+
+POISSON_SAMPLE_PIXELS = 1024  # exact trotter counts on this many BF pixels at most
+
+
+def window_statistics(spectra: Any, dataset: Any, pixel_totals: np.ndarray,
+                      ) -> tuple[float, float, float, float]:
+    """(energy E, n_obs, n_object, Poisson σ²) of a prepared window at its rotation.
+
+    n_obs and n_object from the trotter areas (fit.errors.observation_counts, within a
+    few 1e-4 of the exact masks); the Poisson level weights each BF pixel's counts by its
+    exact trotter count, on an evenly strided subset of at most
+    ``POISSON_SAMPLE_PIXELS`` pixels (the counts vary slowly over the disk; the exact
+    count costs O(B·N_rows) on the host).
+    """
+    if spectra.rotation is None:
+        raise RuntimeError("the window has no rotation set: set_rotation() first")
+    theta, transpose = spectra.rotation
+    step, k_alpha = dataset.scan_step_A, dataset.k_alpha
+    nu_r, nu_c = scan_frequencies_half(spectra.shape, step)
+    R, C = np.meshgrid(nu_r, nu_c, indexing="ij")
+    weights = np.broadcast_to(half_plane_weights(spectra.shape[1]), R.shape)
+    n_obs, n_object = observation_counts(spectra.n_bf, R.ravel(), C.ravel(), weights.ravel(),
+                                         k_alpha)
+    k = scan_frame_frequencies(_bf_pixels(dataset).k_det, theta, transpose)
+    s2p = 0.0
+    if len(pixel_totals) == len(k):
+        stride = max(1, -(-len(k) // POISSON_SAMPLE_PIXELS))
+        counts = pixel_trotter_counts(k[::stride], spectra.shape, step, k_alpha)
+        s2p = poisson_sigma2(pixel_totals[::stride], counts)
+    return float(spectra.energy), n_obs, n_object, s2p
+
+
+def _sub_box(box: Box, names: tuple[str, ...]) -> Box:
+    idx = [box.names.index(n) for n in names]
+    return Box(low=box.low[idx].copy(), high=box.high[idx].copy(), names=names)
+
+
+def _hessian(view: FreeView, params: Mapping[str, float], box: Box) -> np.ndarray:
+    _, _, h = view.derivatives(np.array([[params[n] for n in box.names]]))
+    return np.asarray(h[0])
+
+
+def assess(
+    view: FreeView, box: Box, params: Mapping[str, float], loss: float, dataset: Any,
+    on_box_edge: list[str] | None = None, hessian: np.ndarray | None = None,
+    choose: bool = True,
+) -> Assessment:
+    """Errors, undetermined names and the thin/thick choice of a refined VP fit.
+
+    ``box`` holds the free parameters, ``view`` the held ones (error 0, not listed as
+    undetermined); ``params`` is the fit's full dict at the optimum, ``on_box_edge`` its
+    edges; ``hessian`` (free order, at ``params``) saves one derivatives call.
+    """
+    t0 = time.perf_counter()
+    model = view.model
+    totals = window_pixel_totals(model.engine, dataset, model.spectra.bounds)
+    energy, n_obs, n_object, s2p = window_statistics(model.spectra, dataset, totals)
+    kept_hessian = _hessian(view, params, box) if hessian is None else hessian
+    noise = noise_level(loss, energy, n_obs, n_object, len(box.names), s2p)
+    kept_params, kept_loss, kept_noise, kept_box = dict(params), float(loss), noise, box
+    edges = list(on_box_edge or [])
+    choice: ModelChoice | None = None
+    thin_steps: list[dict[str, Any]] = []
+    by_model: list[str] = []
+    t1 = time.perf_counter()
+    if choose and "depth" in box.names:
+        thick_free = [n for n in THICK_ONLY if n in box.names]
+        thin_box = _sub_box(box, tuple(n for n in box.names if n not in THICK_ONLY))
+        thin_view = FreeView(model, thin_box, {**view.fixed, **dict.fromkeys(thick_free, 0.0)})
+        thin = newton_fit(thin_view, params, thin_box, branch="thin")
+        choice = choose_model(thin.loss, float(loss), energy, noise, len(thin_box.names))
+        thin_steps = thin.newton
+        if choice.kept == "thin":
+            by_model = thick_free
+            kept_params, kept_loss, kept_box, edges = (thin.params, thin.loss, thin_box,
+                                                       thin.on_box_edge)
+            kept_hessian = _hessian(thin_view, kept_params, thin_box)
+            kept_noise = noise_level(kept_loss, energy, n_obs, n_object, len(thin_box.names),
+                                     s2p)
+    t2 = time.perf_counter()
+    free = kept_box.names
+    box_t = {n: (float(lo), float(hi))
+             for n, lo, hi in zip(free, kept_box.low, kept_box.high, strict=True)}
+    errors = {n: 0.0 for n in kept_params}  # held: by the user or by the model choice
+    errors.update(standard_errors(kept_hessian, free, free, kept_noise, energy, box_t))
+    undet = undetermined(kept_params, errors, box_t, free, by_model)
+    warnings = edge_warnings({n: kept_params[n] for n in free}, errors, box_t, edges)
+    return Assessment(params=kept_params, loss=kept_loss, errors=errors, undetermined=undet,
+                      noise=kept_noise, model_choice=choice, warnings=warnings,
+                      on_box_edge=edges,
+                      timings={"errors_s": t1 - t0 + time.perf_counter() - t2,
+                               "model_choice_s": t2 - t1},
+                      newton=thin_steps)
+
+
+def with_assessment(result: FitResult, a: Assessment) -> FitResult:
+    """``result`` with the kept model's parameters and loss, its errors, undetermined
+    names, edges, the thin model's Newton steps and the records of ``a``."""
+    spent = a.timings.get("errors_s", 0.0) + a.timings.get("model_choice_s", 0.0)
+    timings = {**result.timings, **a.timings}
+    if "total_s" in timings:
+        timings["total_s"] += spent
+    return replace(result, params=dict(a.params), loss=a.loss, errors=dict(a.errors),
+                   undetermined=list(a.undetermined), on_box_edge=list(a.on_box_edge),
+                   newton=result.newton + a.newton, timings=timings,
+                   provenance={**result.provenance, **a.provenance()})

@@ -1,0 +1,111 @@
+"""Calibrated errors: over independent Poisson realisations of data the model describes,
+the simulator's truth lies within ±2 errors in at least 90 % of cases, for every
+parameter the fit determines.
+
+Thin: the full-field fit, the whole pipeline (rotation from the COM, search, Newton,
+model choice, errors). Thick tilted slab: the whole scan fitted as a region with the
+rotation held at the truth: at this weak phase the COM rotation of a thick slab on a
+24² scan is off by up to 10° in some realisations, and the refinement (±3°) cannot
+reach the global optimum from there; the rotation's own uncertainty is not in the
+errors (docs/uncertainty.md), so what is tested is the noise error of the rest.
+
+The objects are weak (0.04-0.05 rad peak phase) and |C10| small, so the weak-phase and
+detector-discretisation C10 bias of SSB (|C10| 0.6-1.5 % low at 0.2 rad; a few % on
+this 32² detector) stays well below the noise error. The thick linear model reads a
+150 Å multislice slab ~5 Å shallow: below the error at this dose (~10 Å), not at ten
+times the dose. Small data (24² scan × 32² detector); 64 trials in a ±box around the
+truth are enough for the search to land in the global basin every time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import livessb
+from livessb.simulate import simulate_4dstem
+
+pytestmark = pytest.mark.slow
+
+REALISATIONS = 20
+COVERAGE = 0.9
+THIN = {"aberrations": {"C10": -15.0, "C12": 10.0, "phi12": 0.4}, "dose": 2e5,
+        "phase_peak_rad": 0.04, "rotation_deg": 12.0}
+THICK = {"aberrations": {"C10": 30.0, "C12": 8.0, "phi12": 0.3}, "depth_A": 150.0,
+         "phase_peak_rad": 0.05, "tilt_mrad": (6.0, -3.0), "dose": 1e5}
+BOX = {"C10": (-150.0, 150.0), "C12": (0.0, 40.0)}
+
+
+def _realisations(settings: dict[str, Any], full_field: bool,
+                  ) -> list[tuple[Any, dict[str, float]]]:
+    out = []
+    for seed in range(REALISATIONS):
+        ds, truth = simulate_4dstem(scan_shape=(24, 24), detector_shape=(32, 32),
+                                    seed=100 + seed, **settings)
+        with livessb.Session(ds, device="cpu") as s:
+            if full_field:
+                fit = s.fit(trials=64, seed=seed, box=BOX, progress=False)
+            else:  # the whole scan as a region, the rotation held at the truth
+                s.rotation_deg, s.transpose = truth.rotation_deg, truth.transpose
+                fit = s.fit_region((0, 24, 0, 24), trials=100, seed=seed, box=BOX).fit
+        out.append((fit, truth.params))
+    return out
+
+
+@pytest.fixture(scope="module")
+def thin_fits() -> list[tuple[Any, dict[str, float]]]:
+    return _realisations(THIN, full_field=True)
+
+
+@pytest.fixture(scope="module")
+def thick_fits() -> list[tuple[Any, dict[str, float]]]:
+    return _realisations(THICK, full_field=False)
+
+
+def _deviation(name: str, value: float, truth: float) -> float:
+    if name == "phi12":  # on its circle of period π
+        return (value - truth + np.pi / 2) % np.pi - np.pi / 2
+    return value - truth
+
+
+def _coverage(fits: list[tuple[Any, dict[str, float]]], names: tuple[str, ...]) -> dict[str, float]:
+    inside = {n: 0 for n in names}
+    for fit, truth in fits:
+        for n in names:
+            assert fit.errors[n] > 0 and np.isfinite(fit.errors[n])
+            inside[n] += abs(_deviation(n, fit.params[n], truth[n])) <= 2 * fit.errors[n]
+    return {n: inside[n] / len(fits) for n in names}
+
+
+def test_thin_errors_are_calibrated_and_the_thin_model_is_kept(thin_fits) -> None:  # type: ignore[no-untyped-def]
+    kept = [fit.provenance["model_choice"]["kept"] for fit, _ in thin_fits]
+    assert kept.count("thin") >= COVERAGE * REALISATIONS
+    thin = [(f, t) for f, t in thin_fits if f.provenance["model_choice"]["kept"] == "thin"]
+    for fit, _ in thin:
+        assert fit.params["depth"] == 0.0 and fit.errors["depth"] == 0.0
+        assert {"depth", "tilt_row_mrad", "tilt_col_mrad"} <= set(fit.undetermined)
+        assert set(fit.errors) == set(fit.params)
+    cover = _coverage(thin, ("C10", "C12", "phi12"))
+    assert min(cover.values()) >= COVERAGE, cover
+
+
+THICK_NAMES = ("C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")
+
+
+def test_thick_model_is_kept_and_its_errors_cover_the_truth_in_80_percent(thick_fits) -> None:  # type: ignore[no-untyped-def]
+    assert all(fit.provenance["model_choice"]["kept"] == "thick" for fit, _ in thick_fits)
+    assert all(fit.undetermined == [] for fit, _ in thick_fits)
+    cover = _coverage(thick_fits, THICK_NAMES)
+    assert min(cover.values()) >= 0.8, cover
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "measured: coverage C10 0.95, C12 0.85, phi12 1.0, tilt 0.95/0.85, depth 0.80 over these "
+    "20 realisations: the linear thick model reads this multislice slab 0.5-1 errors "
+    "shallow (a model bias, not noise), and, likely, the one-factor κ under-weights the "
+    "noise of the high frequencies that carry depth and tilt"))
+def test_thick_errors_are_calibrated_to_90_percent(thick_fits) -> None:  # type: ignore[no-untyped-def]
+    cover = _coverage(thick_fits, THICK_NAMES)
+    assert min(cover.values()) >= COVERAGE, cover
