@@ -18,26 +18,88 @@ Why hats, and why complex objects:
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Mapping
 
 import numpy as np
 
+from .params import PERIODS
 
-def hat_weights(centers_px: np.ndarray, n_out: int, upsample: int) -> np.ndarray:
-    """(len(centers), n_out) weights of the output pixels along one axis: piecewise-linear
-    hats on the strictly increasing ``centers_px`` (scan px), clamped at the ends."""
+
+def hat_weights_at(centers_px: np.ndarray, x_px: np.ndarray) -> np.ndarray:
+    """(len(centers), len(x)) weights at positions ``x_px``: piecewise-linear hats on the
+    strictly increasing ``centers_px`` (scan px), clamped at the ends, summing to 1."""
     c = np.asarray(centers_px, dtype=np.float64)
-    w = np.zeros((len(c), n_out), dtype=np.float64)
+    n = len(x_px)
+    w = np.zeros((len(c), n), dtype=np.float64)
     if len(c) == 1:
         w[0] = 1.0
         return w
-    x = np.clip(np.arange(n_out) / upsample, c[0], c[-1])
+    x = np.clip(np.asarray(x_px, dtype=np.float64), c[0], c[-1])
     k = np.clip(np.searchsorted(c, x, side="right") - 1, 0, len(c) - 2)
     t = (x - c[k]) / (c[k + 1] - c[k])
-    cols = np.arange(n_out)
-    w[k, cols] = 1.0 - t
-    w[k + 1, cols] += t
+    w[k, np.arange(n)] = 1.0 - t
+    w[k + 1, np.arange(n)] += t
     return w
+
+
+def hat_weights(centers_px: np.ndarray, n_out: int, upsample: int) -> np.ndarray:
+    """Hat weights of the output pixels along one axis (pixel u at scan px u / f)."""
+    return hat_weights_at(centers_px, np.arange(n_out) / upsample)
+
+
+def _linear_components(params: Mapping[str, float]) -> dict[str, float]:
+    """Parameters in which χ is linear: each angle phi_nm with its magnitude C_nm becomes
+    (C_nm cos mφ, C_nm sin mφ), so interpolating them interpolates χ itself."""
+    out = dict(params)
+    for name, period in PERIODS.items():
+        mag = "C" + name[3:]
+        if name in out and mag in out:
+            m = 2 * np.pi / period
+            c, phi = out.pop(mag), out.pop(name)
+            out[mag + ":cos"], out[mag + ":sin"] = c * np.cos(m * phi), c * np.sin(m * phi)
+    return out
+
+
+def _from_components(comp: Mapping[str, float]) -> dict[str, float]:
+    out = {k: float(v) for k, v in comp.items() if ":" not in k}
+    for name, period in PERIODS.items():
+        mag = "C" + name[3:]
+        if mag + ":cos" in comp:
+            m = 2 * np.pi / period
+            x, y = comp[mag + ":cos"], comp[mag + ":sin"]
+            out[mag], out[name] = float(np.hypot(x, y)), float(np.arctan2(y, x) / m)
+    return out
+
+
+def _refined_axis(centers: np.ndarray, density: int) -> tuple[np.ndarray, np.ndarray]:
+    """Centres with ``density - 1`` evenly spaced ones inserted between neighbours, and
+    their hat weights on the original centres (interpolation of the tile parameters)."""
+    c = np.asarray(centers, dtype=np.float64)
+    if len(c) == 1 or density == 1:
+        return c, np.eye(len(c))
+    fine = np.concatenate([np.linspace(a, b, density, endpoint=False)
+                           for a, b in itertools.pairwise(c)] + [c[-1:]])
+    return fine, hat_weights_at(c, fine).T
+
+
+def refine_tiles(
+    tile_params: list[list[dict[str, float]]], row_centers: np.ndarray,
+    col_centers: np.ndarray, density: int,
+) -> tuple[list[list[dict[str, float]]], np.ndarray, np.ndarray]:
+    """Virtual tiles ``density`` times denser: their parameters the bilinear interpolation
+    of the tiles' (in χ-linear components), their centres in between the tiles'."""
+    rows, wr = _refined_axis(row_centers, density)
+    cols, wc = _refined_axis(col_centers, density)
+    if density == 1:
+        return tile_params, rows, cols
+    comps = [[_linear_components(p) for p in row] for row in tile_params]
+    keys = list(comps[0][0])
+    grid = np.array([[[c[k] for k in keys] for c in row] for row in comps])  # (R, C, P)
+    fine = np.einsum("ir,jc,rcp->ijp", wr, wc, grid)
+    out = [[_from_components(dict(zip(keys, fine[i, j], strict=True)))
+            for j in range(len(cols))] for i in range(len(rows))]
+    return out, rows, cols
 
 
 def _support(w: np.ndarray) -> slice:

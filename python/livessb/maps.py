@@ -115,7 +115,8 @@ class MapResult:
         """Reconstruct through ``session`` (held weakly: the map keeps no session alive)."""
         self._session = weakref.ref(session)
 
-    def reconstruct(self, upsample: int | str = "auto", method: str = "ssb") -> Reconstruction:
+    def reconstruct(self, upsample: int | str = "auto", method: str = "ssb",
+                    density: int = 2) -> Reconstruction:
         """Full field, each place corrected with its local fit (``Session.reconstruct_map``)."""
         session = self._session() if self._session is not None else None
         if session is None:
@@ -124,7 +125,7 @@ class MapResult:
                 "record, or its session is gone): open a Session on the same data and call "
                 "session.reconstruct_map(map)")
         result: Reconstruction = session.reconstruct_map(self, upsample=upsample,
-                                                         method=method)
+                                                         method=method, density=density)
         return result
 
     # -- views ------------------------------------------------------------------------
