@@ -21,14 +21,10 @@ HELD = {"depth": 0.0, "tilt_row_mrad": 0.0, "tilt_col_mrad": 0.0}
 
 
 @pytest.fixture(scope="module")
-def demo_map(demo_with_truth: Any) -> Any:
-    """The demo (C10 gradient 0.8 Å per column) fitted, and a 3x3 map of 32² tiles."""
-    ds, truth = demo_with_truth
-    s = livessb.Session(ds, device="cpu")
-    s.fit(trials=TRIALS, progress=False)
-    m = s.fit_map(tile=(32, 32), trials=TRIALS, progress=False)
-    yield s, m, truth
-    s.close()
+def demo_map(demo_session: Any, demo_with_truth: Any) -> Any:
+    """The fitted demo (C10 gradient 0.8 Å per column) and a 3x3 map of 32² tiles."""
+    m = demo_session.fit_map(tile=(32, 32), trials=TRIALS, progress=False)
+    return demo_session, m, demo_with_truth[1]
 
 
 @pytest.fixture(scope="module")
@@ -208,3 +204,20 @@ def test_reconstruct_after_close_says_so() -> None:
     assert m.params["C10"].shape == (2, 2)  # the record stays valid
     with pytest.raises(SessionClosedError, match="closed"):
         m.reconstruct()
+
+
+def test_benchmark_map_workload_runs_on_the_cpu(tmp_path: Any) -> None:
+    from livessb.bench.runner import run_benchmark
+
+    out = tmp_path / "bench.json"
+    doc = run_benchmark(out, scan=(24, 24), detector=(32, 32), runs=1, trials=12, seed=3,
+                        device="cpu", map_tiles=2)
+    assert json.loads(out.read_text())["workload"]["map_tiles"] == 2
+    for op in ("map_fit", "map_reconstruct", "map_reconstruct_density1", "map_total"):
+        assert doc["times_s"][op]["all"][0] > 0
+    assert doc["vs_target"]["map_total"]["target_s"] == 3.0
+    stages = doc["stages"][0]
+    assert stages["map_grid"] == [2, 2] and stages["map_tile"] == [12, 12]
+    assert stages["map"]["tiles"] == 4.0 and stages["map_reconstruction_shape"][0] >= 24
+    assert set(doc["fits"][0]["map"]) == {"C10_gradient_row_col", "C10_rms_vs_truth",
+                                          "losses_sum"}
