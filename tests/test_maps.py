@@ -11,7 +11,7 @@ import pytest
 
 import livessb
 from livessb.fit.maps import MapGridError, tile_grid
-from livessb.map_blend import hat_weights
+from livessb.map_blend import auto_density, hat_weights, refine_tiles
 from livessb.maps import MapResult, MapSessionError
 from livessb.session import FitRequiredError, SessionClosedError
 from livessb.simulate import simulate_4dstem
@@ -106,6 +106,24 @@ def test_hat_weights_are_a_partition_of_unity() -> None:
     assert w[0, 0] == 1.0 and w[2, -1] == 1.0  # clamped beyond the outer centres
     assert w[1, 95] == pytest.approx(1.0)  # output pixel 95 at scan px 47.5
     assert np.allclose(hat_weights(np.array([10.0]), 8, 1), 1.0)
+
+
+def test_virtual_tiles_interpolate_the_aberration_not_the_angle_numbers() -> None:
+    a = {"C10": -80.0, "C12": 10.0, "phi12": 1.5}
+    b = {"C10": -40.0, "C12": 10.0, "phi12": -1.5}  # 0.14 rad from a across the π wrap
+    tiles, rows, cols = refine_tiles([[a, b]], np.array([8.0]), np.array([8.0, 24.0]), 2)
+    assert cols.tolist() == [8.0, 16.0, 24.0] and rows.tolist() == [8.0]
+    mid = tiles[0][1]
+    assert mid["C10"] == pytest.approx(-60.0)
+    assert abs(abs(mid["phi12"]) - np.pi / 2) < 1e-9  # through the wrap, not through 0
+    assert mid["C12"] == pytest.approx(10.0 * np.cos(0.5 * (np.pi - 3.0) * 2), rel=1e-9)
+    assert tiles[0][0] == pytest.approx(a) and tiles[0][2] == pytest.approx(b)
+    # auto: the demo's 25 Å between tile centres is 1.26 rad of χ at the aperture edge
+    ds = livessb.simulate.demo_dataset()
+    c = dict(a, phi12=0.5)
+    assert auto_density([[c, dict(c, C10=-80.0 + 25.2)]], ds.wavelength_A, ds.k_alpha) == 2
+    assert auto_density([[c, dict(c, C10=-78.0)]], ds.wavelength_A, ds.k_alpha) == 1
+    assert auto_density([[c, dict(c, C10=400.0)]], ds.wavelength_A, ds.k_alpha) == 4
 
 
 def test_tiles_and_centres_cover_the_scan() -> None:

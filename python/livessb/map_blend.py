@@ -24,6 +24,13 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from .params import PERIODS
+from .physics.optics import chi
+
+# density="auto": neighbouring (virtual) tiles differ by at most this much aberration
+# phase inside the aperture, so blending their objects neither attenuates nor bends the
+# corrected sidebands much; capped to bound the reconstruction count (density² per tile).
+MAX_PHASE_STEP_RAD = np.pi / 4
+MAX_DENSITY = 4
 
 
 def hat_weights_at(centers_px: np.ndarray, x_px: np.ndarray) -> np.ndarray:
@@ -100,6 +107,30 @@ def refine_tiles(
     out = [[_from_components(dict(zip(keys, fine[i, j], strict=True)))
             for j in range(len(cols))] for i in range(len(rows))]
     return out, rows, cols
+
+
+def phase_step_rad(a: Mapping[str, float], b: Mapping[str, float], wavelength_A: float,
+                   k_alpha: float) -> float:
+    """Largest |χ_a(q) − χ_b(q)| over the aperture (rings at k_α and k_α/2, 64 angles)."""
+    angle = np.linspace(0.0, 2 * np.pi, 64, endpoint=False)
+    radius = np.array([0.5, 1.0])[:, None] * k_alpha
+    q_row, q_col = radius * np.cos(angle), radius * np.sin(angle)
+    diff = chi(q_row, q_col, wavelength_A, a) - chi(q_row, q_col, wavelength_A, b)
+    return float(np.abs(diff).max())
+
+
+def auto_density(tile_params: list[list[dict[str, float]]], wavelength_A: float,
+                 k_alpha: float) -> int:
+    """The density at which neighbouring virtual tiles differ by ≤ MAX_PHASE_STEP_RAD."""
+    step = 0.0
+    for i, row in enumerate(tile_params):
+        for j, p in enumerate(row):
+            if j + 1 < len(row):
+                step = max(step, phase_step_rad(p, row[j + 1], wavelength_A, k_alpha))
+            if i + 1 < len(tile_params):
+                step = max(step, phase_step_rad(p, tile_params[i + 1][j], wavelength_A,
+                                                k_alpha))
+    return int(min(MAX_DENSITY, max(1, np.ceil(step / MAX_PHASE_STEP_RAD))))
 
 
 def _support(w: np.ndarray) -> slice:

@@ -116,7 +116,7 @@ class MapResult:
         self._session = weakref.ref(session)
 
     def reconstruct(self, upsample: int | str = "auto", method: str = "ssb",
-                    density: int = 2) -> Reconstruction:
+                    density: int | str = "auto") -> Reconstruction:
         """Full field, each place corrected with its local fit (``Session.reconstruct_map``)."""
         session = self._session() if self._session is not None else None
         if session is None:

@@ -29,7 +29,7 @@ from .fit.model import ThickSampleModel
 from .fit.progress import Progress, callback_of
 from .fit.region import WindowSpec, fit_window
 from .fit.search import Box
-from .map_blend import blend_tiles, refine_tiles
+from .map_blend import auto_density, blend_tiles, refine_tiles
 from .maps import MapResult
 from .params import JOINT, OPTIONAL, fit_names
 from .physics.geometry import auto_upsample
@@ -290,21 +290,27 @@ class Session:
 
     def reconstruct_map(
         self, map_result: MapResult, upsample: int | str = "auto", method: str = "ssb",
-        density: int = 2,
+        density: int | str = "auto",
     ) -> Reconstruction:
         """Full field, each place corrected with its local fit: the field reconstructed
         once per tile, blended with hats on the tile-centre grid (``livessb.map_blend``).
         ``density`` > 1 inserts virtual tiles between the tiles' centres, their parameters
         interpolated bilinearly (density² times the reconstructions, closer to a correction
-        that varies continuously). ``params`` of the result: the tiles' mean."""
+        that varies continuously); "auto" picks the smallest (≤ 4) at which neighbours
+        differ by ≤ π/4 of aberration phase in the aperture. ``params`` of the result: the
+        tiles' mean."""
         self._check_open()
         f = self._upsample_factor(upsample)
-        if not isinstance(density, int) or density < 1:
-            raise ValueError(f"density must be a positive integer, got {density!r}")
+        tile_params = [[fit.params for fit in row] for row in map_result.fits]
+        if density == "auto":
+            density = auto_density(tile_params, self.dataset.wavelength_A,
+                                   self.dataset.k_alpha)
+        if not isinstance(density, int) or isinstance(density, bool) or density < 1:
+            raise ValueError(f"density must be 'auto' or a positive integer, got {density!r}")
         rows, cols = self.dataset.scan_shape
         tiles, row_centers, col_centers = refine_tiles(
-            [[fit.params for fit in row] for row in map_result.fits],
-            map_result.centers_px[:, 0, 0], map_result.centers_px[0, :, 1], density)
+            tile_params, map_result.centers_px[:, 0, 0], map_result.centers_px[0, :, 1],
+            density)
         obj = blend_tiles(lambda p: self.reconstruct(p, f, method).object, tiles,
                           row_centers, col_centers, (f * rows, f * cols), f)
         mean = {n: float(np.mean(v)) for n, v in map_result.params.items()}
