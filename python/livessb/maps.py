@@ -40,7 +40,7 @@ def _tile_errors(fit: FitResult, names: list[str], fixed: dict[str, float]) -> l
     return out
 
 
-@dataclass
+@dataclass(eq=False)  # arrays inside: compare fields explicitly
 class MapResult:
     """Tile grid (rows × cols of tiles), each tile's fit and the arrays derived from them.
 
