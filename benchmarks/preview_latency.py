@@ -44,6 +44,8 @@ SWEEP_A = 50.0  # C10 from fit - 50 Å to fit + 50 Å
 
 
 def _commit() -> str:
+    if os.environ.get("LIVESSB_COMMIT"):  # a copied tree (the GPU machine) has no usable .git
+        return os.environ["LIVESSB_COMMIT"]
     try:
         return subprocess.check_output(["git", "rev-parse", "HEAD"], cwd=REPO, text=True).strip()
     except Exception:

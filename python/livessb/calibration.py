@@ -28,7 +28,10 @@ def calibration_document(
     full_fit: FitResult | None,
     regions: list[tuple[str, FitResult]],
     provenance: dict[str, Any],
+    maps: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """The calibration record; ``maps`` (optional, ``MapResult.to_dict`` records) is
+    written only when there are maps, and files without it load as before."""
     return {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
@@ -42,6 +45,7 @@ def calibration_document(
         "regions": [{"id": rid, "bounds": list(fit.bounds or ()), "fit": fit.to_dict()}
                     for rid, fit in regions],
         "provenance": provenance,
+        **({"maps": maps} if maps else {}),
     }
 
 

@@ -284,6 +284,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--trials", type=int, default=200)
     b.add_argument("--seed", type=int, default=42)
     b.add_argument("--device", default="cuda", choices=["auto", "cpu", "cuda"])
+    b.add_argument("--map", type=int, default=0, metavar="N",
+                   help="also time a map of N×N tiles and its reconstruction (8 on 512²)")
     return p
 
 
@@ -327,7 +329,7 @@ def main(argv: list[str] | None = None) -> int:
 
             run_benchmark(args.json, scan=tuple(args.scan), detector=tuple(args.detector),
                           dtype=args.dtype, runs=args.runs, trials=args.trials, seed=args.seed,
-                          device=args.device)
+                          device=args.device, map_tiles=args.map)
             print(f"wrote {args.json}")
     except KeyboardInterrupt:
         print(f"livessb {args.command}: interrupted", file=sys.stderr)

@@ -23,11 +23,15 @@ from .engine import make_engine
 from .engine.protocol import Engine
 from .fit.fixed import FreeView, check_fixed, free_names
 from .fit.full_field import FullFieldSearch, fit_full_field
-from .fit.joint import joint_fit, newton_fit
+from .fit.joint import newton_fit
+from .fit.maps import fit_map, tile_grid
 from .fit.model import ThickSampleModel
 from .fit.progress import Progress, callback_of
+from .fit.region import WindowSpec, fit_window
 from .fit.search import Box
 from .fit.uncertainty import assess, with_assessment
+from .map_blend import auto_density, blend_tiles, refine_tiles
+from .maps import MapResult
 from .memory import check_reconstruct_memory, check_session_memory
 from .params import JOINT, OPTIONAL, fit_names
 from .physics.geometry import auto_upsample
@@ -72,6 +76,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         self._full: ThickSampleModel | None = None
         self.full_fit: FitResult | None = None
         self.regions: dict[str, RegionResult] = {}
+        self.maps: list[MapResult] = []
         self.rotation_deg: float | None = None
         self.transpose: bool | None = None
         self._evaluations_at_close = 0
@@ -194,34 +199,22 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         report = callback_of(progress)
         theta, transpose = self._theta, bool(self.transpose)
         t0 = time.perf_counter()
-        model = ThickSampleModel(engine, b, theta, transpose)
-        try:
-            t_prep = time.perf_counter()
-            view = FreeView(model, fit_box, held)
-            fit = joint_fit(view, trials, seed, fit_box, objective,
-                            progress=progress, label=f"region {b}", sampler=sampler)
-            checked = (assess(view, fit_box, fit.params, fit.loss, self.dataset, fit.on_box_edge)
-                       if objective == "vp" else None)
-        finally:
-            model.release()
+        spec = WindowSpec(trials, seed, fit_box, held, objective, sampler, self.dataset)
+        result = fit_window(
+            engine, b, theta, float(self.rotation_deg or 0.0), transpose, spec,
+            self._provenance(trials, seed, fit_box, objective, mode="region", fixed=held,
+                             sampler=sampler), progress=progress)
         t_fit = time.perf_counter()
         if report is not None:
             report("reconstruct", 0, 1)
-        rec = self.reconstruct(checked.params if checked is not None else fit.params)
+        rec = self.reconstruct(result.params)
         if report is not None:
             report("reconstruct", 1, 1)
         crop = rec.crop(b)
         t_end = time.perf_counter()
-        timings = {"prepare_s": t_prep - t0, "fit_s": t_fit - t_prep,
-                   "reconstruct_crop_s": t_end - t_fit, "total_s": t_end - t0, **fit.timings}
-        result = FitResult(
-            params=fit.params, loss=fit.loss, rotation_deg=float(self.rotation_deg or 0.0),
-            transpose=transpose, trials=fit.trials, newton=fit.newton, timings=timings,
-            provenance=self._provenance(trials, seed, fit_box, objective, mode="region",
-                                        fixed=held, sampler=sampler),
-            on_box_edge=fit.on_box_edge, bounds=b)
-        if checked is not None:
-            result = with_assessment(result, checked)
+        timings = {**result.timings, "reconstruct_crop_s": t_end - t_fit,
+                   "total_s": t_end - t0}
+        result.timings = timings
         rid = region_id or self._next_region_id()
         region = RegionResult(id=rid, bounds=b, fit=result, crop=crop, timings=timings)
         self.regions[rid] = region
@@ -290,6 +283,61 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
                              "with a wider box instead")
         return fit_box, held, start
 
+    def fit_map(
+        self, tile: Any = (64, 64), step: Any = None, trials: int = 200, seed: int = 42,
+        fixed: Mapping[str, float] | None = None,
+        box: Mapping[str, tuple[float, float]] | None = None, progress: Progress = True,
+        extra: Sequence[str] = (),
+    ) -> MapResult:
+        """The joint fit (rotation held) on every tile of a grid (``livessb.fit.maps``):
+        ``tile`` (rows, cols) positions, every ``step`` (None: the tile; smaller:
+        overlapping tiles), the last tiles aligned to the scan edge. ``fixed``, ``box``,
+        ``extra`` as in :meth:`fit_region`, for every tile; ``progress``: a tqdm bar over
+        tiles or a callable (stage "map", done, total). Kept in ``maps`` (saved with the
+        calibration); ``MapResult.reconstruct`` reconstructs through this session."""
+        engine = self._check_open()
+        grid = tile_grid(self.dataset.scan_shape, tile, step)
+        fit_box, held = self._fit_box(box, extra, fixed)
+        callback_of(progress)
+        theta, transpose = self._theta, bool(self.transpose)
+        provenance = self._provenance(trials, seed, fit_box, "vp", mode="map", fixed=held)
+        result = fit_map(engine, grid, theta, float(self.rotation_deg or 0.0), transpose,
+                         WindowSpec(trials, seed, fit_box, held, dataset=self.dataset),
+                         provenance, progress)
+        result.attach(self)
+        self.maps.append(result)
+        return result
+
+    def reconstruct_map(
+        self, map_result: MapResult, upsample: int | str = "auto", method: str = "ssb",
+        density: int | str = "auto",
+    ) -> Reconstruction:
+        """Full field, each place corrected with its local fit: the field reconstructed
+        once per tile, blended with hats on the tile-centre grid (``livessb.map_blend``).
+        ``density`` > 1 inserts virtual tiles between the tiles' centres, their parameters
+        interpolated bilinearly (density² times the reconstructions, closer to a correction
+        that varies continuously); "auto" picks the smallest (≤ 4) at which neighbours
+        differ by ≤ π/4 of aberration phase in the aperture. ``params`` of the result: the
+        tiles' mean."""
+        self._check_open()
+        f = self._upsample_factor(upsample)
+        tile_params = [[fit.params for fit in row] for row in map_result.fits]
+        if density == "auto":
+            density = auto_density(tile_params, self.dataset.wavelength_A,
+                                   self.dataset.k_alpha)
+        if not isinstance(density, int) or isinstance(density, bool) or density < 1:
+            raise ValueError(f"density must be 'auto' or a positive integer, got {density!r}")
+        rows, cols = self.dataset.scan_shape
+        tiles, row_centers, col_centers = refine_tiles(
+            tile_params, map_result.centers_px[:, 0, 0], map_result.centers_px[0, :, 1],
+            density)
+        obj = blend_tiles(lambda p: self.reconstruct(p, f, method).object, tiles,
+                          row_centers, col_centers, (f * rows, f * cols), f)
+        mean = {n: float(np.mean(v)) for n, v in map_result.params.items()}
+        step = self.dataset.scan_step_A
+        return Reconstruction(object=obj, params=mean, upsample=f,
+                              sampling_A=(step[0] / f, step[1] / f), method=method)
+
     def remove_region(self, region_id: str) -> None:
         self.regions.pop(region_id, None)
 
@@ -321,12 +369,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
             raise ValueError(f"unknown parameter(s) {unknown}: use {', '.join(JOINT)} or "
                              f"aberrations up to fifth order ({', '.join(OPTIONAL)}, …, C56, "
                              "phi56: livessb.params.TABLE)")
-        if upsample == "auto":
-            f = self.upsample_factor
-        elif isinstance(upsample, int) and upsample >= 1:
-            f = upsample
-        else:
-            raise ValueError(f"upsample must be 'auto' or a positive integer, got {upsample!r}")
+        f = self._upsample_factor(upsample)
         check_reconstruct_memory(self, f)  # refuse before allocating the f-times grid
         model = self._full_model(self._theta, bool(self.transpose))
         obj = model.reconstruct(dict(params), f, method)
@@ -335,6 +378,13 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         return Reconstruction(
             object=np.ascontiguousarray(obj[:f * rows, :f * cols]), params=dict(params),
             upsample=f, sampling_A=(step[0] / f, step[1] / f), method=method)
+
+    def _upsample_factor(self, upsample: int | str) -> int:
+        if upsample == "auto":
+            return self.upsample_factor
+        if isinstance(upsample, int) and upsample >= 1:
+            return upsample
+        raise ValueError(f"upsample must be 'auto' or a positive integer, got {upsample!r}")
 
     # -- diagnostics --------------------------------------------------------------
     def loss_evaluator(self, bounds: Bounds | None = None) -> Callable[[np.ndarray], np.ndarray]:
@@ -374,7 +424,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         doc = calibration_document(
             self.dataset, self.rotation_deg, bool(self.transpose), self.upsample_factor,
             self.full_fit, [(rid, r.fit) for rid, r in self.regions.items()],
-            {"device": self.device})
+            {"device": self.device}, maps=[m.to_dict() for m in self.maps])
         return save_calibration(path, doc)
 
     def _restore(self, path: str | Path, force: bool) -> None:
@@ -384,12 +434,18 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
             self.transpose = bool(doc["transpose"])
             self.full_fit = FitResult.from_dict(doc["full_fit"]) if doc["full_fit"] else None
             fits = [(r["id"], FitResult.from_dict(r["fit"])) for r in doc["regions"]]
+            maps = [MapResult.from_dict(m) for m in doc.get("maps", [])]  # older files: none
         except (KeyError, TypeError, ValueError) as exc:
             raise CalibrationError(f"calibration file {path} is corrupt: {exc!r}") from None
         for rid, fit in fits:
             b = self.check_bounds(fit.bounds)
             crop = self.reconstruct(fit.params).crop(b)
             self.regions[rid] = RegionResult(id=rid, bounds=b, fit=fit, crop=crop)
+        for m in maps:
+            for b in m.tile_bounds():
+                self.check_bounds(b)
+            m.attach(self)
+            self.maps.append(m)
 
     @property
     def diagnostics(self) -> SessionDiagnostics:

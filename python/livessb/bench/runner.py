@@ -7,6 +7,8 @@
 3. ``runs`` runs in one process (first + warm), each through the public Session API:
    open, full-field fit (both rotation branches), Auto reconstruction, regions
    256², 128², moved 128², resized 127×128, close. First, warm median and p90.
+   With ``map_tiles=N`` (``--map N``) each run also fits a map of N×N tiles and
+   reconstructs it (``livessb.bench.map_workload``; 8 on 512²: tiles of 64²).
 4. Per-candidate evaluation time on the full field and its floor (bytes of spectra
    read / measured copy bandwidth; flops / measured fp32 FMA peak), memory figures.
 
@@ -42,6 +44,7 @@ def run_benchmark(
     seed: int = 42,
     device: str = "cuda",
     parity: bool = True,
+    map_tiles: int = 0,
 ) -> dict[str, Any]:
     from ..session import Session
 
@@ -52,7 +55,8 @@ def run_benchmark(
         "commit": git_commit(), "versions": versions(__version__),
         "device": backend.device_name,
         "workload": {"scan": list(scan), "detector": list(detector), "dtype": dtype,
-                     "runs": runs, "trials": trials, "seed": seed, "engine": device},
+                     "runs": runs, "trials": trials, "seed": seed, "engine": device,
+                     **({"map_tiles": map_tiles} if map_tiles else {})},
         "targets_s": TARGETS_S, "reference_rtx_pro_6000_s": REFERENCE_S,
     }
     if parity and on_gpu:
@@ -75,6 +79,10 @@ def run_benchmark(
     times: dict[str, list[float]] = {k: [] for k in
                                      ("open", "fit_full_both_branches", "reconstruct_auto",
                                       *regions, "close")}
+    if map_tiles:
+        from .map_workload import MAP_OPERATIONS, run_map
+
+        times.update({k: [] for k in MAP_OPERATIONS})
     stages: list[dict[str, Any]] = []
     memory: list[dict[str, Any]] = []
     fits: list[dict[str, Any]] = []
@@ -114,6 +122,15 @@ def run_benchmark(
                         "engine": delta(snap, diag.stats)}
             reg_fits[name] = {"params": reg.params, "loss": reg.fit.loss,
                               "truth_C10": truth.local_C10(bounds)}
+        fit_record: dict[str, Any] = {"full": {"params": full.params, "loss": full.loss,
+                                               "rotation_deg": full.rotation_deg},
+                                      "regions": reg_fits}
+        if map_tiles:
+            map_times, map_stages, fit_record["map"] = run_map(
+                s, diag, scan, map_tiles, trials, seed, truth)
+            for k, v in map_times.items():
+                times[k].append(v)
+            st.update(map_stages)
         mem_before_close = s.memory_info()
         evals = s.evaluations
         if run == 0:  # after the run's own figures, so they cover the workload only
@@ -142,14 +159,18 @@ def run_benchmark(
                        "pool_back_to_baseline": after["used_bytes"] <= before["used_bytes"]
                        and after["total_bytes"] <= before["total_bytes"]})
         stages.append({**st, "evaluations": evals})
-        fits.append({"full": {"params": full.params, "loss": full.loss,
-                              "rotation_deg": full.rotation_deg}, "regions": reg_fits})
+        fits.append(fit_record)
         print(f"run {run}: " + ", ".join(f"{k}={v[-1]:.4f}" for k, v in times.items()),
               flush=True)
     result["times_s"] = {k: stats(v) for k, v in times.items()}
+    targets = dict(TARGETS_S)
+    if map_tiles:
+        from .map_workload import MAP_TARGETS_S
+
+        targets.update(MAP_TARGETS_S)
     result["vs_target"] = {k: {"warm_median_s": result["times_s"][k]["warm_median"],
                                "target_s": t, "met": result["times_s"][k]["warm_median"] <= t}
-                           for k, t in TARGETS_S.items()}
+                           for k, t in targets.items()}
     result["stages"] = stages
     result["memory"] = memory
     result["fits"] = fits
@@ -174,13 +195,15 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--device", default="cuda")
     p.add_argument("--no-parity", action="store_true")
+    p.add_argument("--map", type=int, default=0, metavar="N",
+                   help="also time a map of N×N tiles and its reconstruction (8 on 512²)")
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     a = parser().parse_args(argv)
     res = run_benchmark(a.json, tuple(a.scan), tuple(a.detector), a.dtype, a.runs, a.trials,
-                        a.seed, a.device, parity=not a.no_parity)
+                        a.seed, a.device, parity=not a.no_parity, map_tiles=a.map)
     print_table(res)
     return 0
 
