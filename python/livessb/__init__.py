@@ -7,11 +7,13 @@ from typing import TYPE_CHECKING, Any
 from ._version import __version__ as __version__
 from .dataset import Dataset4D, DatasetError
 
-__all__ = ["Dataset4D", "DatasetError", "SSBWidget", "Session", "load", "simulate"]
+__all__ = ["Dataset4D", "DatasetError", "Preprocessing", "SSBWidget", "Session", "load",
+           "simulate"]
 
 if TYPE_CHECKING:
     from . import simulate
     from .io import load
+    from .preprocess import Preprocessing
     from .session import Session
     from .widget import SSBWidget
 
@@ -21,6 +23,9 @@ def __getattr__(name: str) -> Any:
     if name == "Session":
         from .session import Session
         return Session
+    if name == "Preprocessing":
+        from .preprocess import Preprocessing
+        return Preprocessing
     if name == "SSBWidget":
         from .widget import SSBWidget
         return SSBWidget

@@ -28,8 +28,9 @@ def calibration_document(
     full_fit: FitResult | None,
     regions: list[tuple[str, FitResult]],
     provenance: dict[str, Any],
+    preprocessing: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    return {
+    doc = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "software": {"name": "livessb", "version": __version__},
@@ -43,6 +44,9 @@ def calibration_document(
                     for rid, fit in regions],
         "provenance": provenance,
     }
+    if preprocessing is not None:  # optional: files without it load (nothing corrected)
+        doc["preprocessing"] = preprocessing
+    return doc
 
 
 def save_calibration(path: str | Path, document: dict[str, Any]) -> Path:

@@ -30,6 +30,7 @@ from .fit.search import Box
 from .params import JOINT, OPTIONAL, fit_names
 from .physics.geometry import auto_upsample
 from .physics.optics import unknown_aberration_keys
+from .preprocess import Corrections, DescanFit, Preprocessing, preprocess_for
 from .regions import RegionError as RegionError  # re-exported: livessb.session.RegionError
 from .regions import check_bounds
 from .results import Bounds, FitResult, Reconstruction, RegionResult
@@ -53,6 +54,7 @@ class Session:
         calibration: str | Path | None = None,
         force: bool = False,
         staging_budget_MiB: float = 256,
+        preprocessing: Preprocessing | None = None,
     ) -> None:
         if not isinstance(dataset, Dataset4D):
             raise TypeError(
@@ -60,8 +62,11 @@ class Session:
                 "counts with livessb.Dataset4D(counts, voltage_kV=..., semiangle_mrad=..., "
                 "scan_step_A=...) or use livessb.load(path)")
         self.dataset = dataset
+        doc = None if calibration is None else load_calibration(calibration, dataset, force)
+        self.preprocessing: Corrections = preprocess_for(dataset, preprocessing, doc)
         self._engine: Engine | None = make_engine(
-            dataset, device, staging_budget_MiB=staging_budget_MiB)
+            dataset, device, staging_budget_MiB=staging_budget_MiB,
+            counts=self.preprocessing.counts_for_engine(dataset))
         self.device: str = self._engine.name
         self.upsample_factor = auto_upsample(dataset.scan_step_A, dataset.k_alpha)
         self._full: ThickSampleModel | None = None
@@ -71,8 +76,8 @@ class Session:
         self.transpose: bool | None = None
         self._evaluations_at_close = 0
         self.last_close_s: float | None = None
-        if calibration is not None:
-            self._restore(calibration, force)
+        if calibration is not None and doc is not None:
+            self._restore(calibration, doc)
 
     # -- lifetime -----------------------------------------------------------------
     @property
@@ -348,11 +353,10 @@ class Session:
         doc = calibration_document(
             self.dataset, self.rotation_deg, bool(self.transpose), self.upsample_factor,
             self.full_fit, [(rid, r.fit) for rid, r in self.regions.items()],
-            {"device": self.device})
+            {"device": self.device}, self.preprocessing.to_dict())
         return save_calibration(path, doc)
 
-    def _restore(self, path: str | Path, force: bool) -> None:
-        doc = load_calibration(path, self.dataset, force)
+    def _restore(self, path: str | Path, doc: dict[str, Any]) -> None:
         try:
             self.rotation_deg = float(doc["rotation_deg"])
             self.transpose = bool(doc["transpose"])
@@ -364,6 +368,12 @@ class Session:
             b = self.check_bounds(fit.bounds)
             crop = self.reconstruct(fit.params).crop(b)
             self.regions[rid] = RegionResult(id=rid, bounds=b, fit=fit, crop=crop)
+
+    @property
+    def descan(self) -> DescanFit | None:
+        """The BF disk centre fitted over the scan (None when descan is off or the scan
+        too small to measure it); applied only where ``significant``."""
+        return self.preprocessing.descan
 
     @property
     def diagnostics(self) -> SessionDiagnostics:

@@ -30,10 +30,11 @@ def _detector_offsets(detector_shape: tuple[int, int], center: tuple[float, floa
 
 
 def _scan_frame_size(detector_shape: tuple[int, int], center: tuple[float, float],
-                     m: np.ndarray) -> int:
-    """Smallest FFT-friendly even window that holds every detector read with margin."""
+                     m: np.ndarray, extra_px: float = 0.0) -> int:
+    """Smallest FFT-friendly even window that holds every detector read with margin
+    (``extra_px`` more for a pattern shifted by descan)."""
     k = m @ _detector_offsets(detector_shape, center)
-    half = float(np.abs(k).max())
+    half = float(np.abs(k).max()) + extra_px
     # Even 2·3·5-smooth numbers are twice the 2·3·5-smooth ones.
     return 2 * fft_friendly_size(math.ceil(round(half, 9)) + 2)
 

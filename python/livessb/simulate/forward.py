@@ -13,6 +13,13 @@ import scipy.fft
 
 from ..dataset import Dataset4D
 from ..physics import optics
+from .acquisition import (
+    Descan,
+    beam_current,
+    check_descan,
+    descan_field,
+    pattern_shift_ramps,
+)
 from .detector import _resampling_matrix, _rotation_transpose, _scan_frame_size
 from .lattice import SRTIO3_BASIS, _lattice_peak, _lattice_potential_grid
 from .truth import SimulationTruth
@@ -57,6 +64,9 @@ def simulate_4dstem(
     bf_radius_px: float | None = None,
     detector_center_offset_px: tuple[float, float] = (0.3, -0.2),
     batch_size: int | None = None,
+    descan_px_per_px: Sequence[float] = (0.0, 0.0, 0.0, 0.0),
+    descan_offset_px: Sequence[float] = (0.0, 0.0),
+    beam_current_fluctuation: float = 0.0,
 ) -> tuple[Dataset4D, SimulationTruth]:
     """Simulate a 4D-STEM dataset with known truth (see the module docstring).
 
@@ -66,6 +76,14 @@ def simulate_4dstem(
     detector (default 0.24 × the smaller detector side); and
     ``detector_center_offset_px`` the sub-pixel BF centre offset from
     ``(Nk_r//2, Nk_c//2)``.
+
+    Imperfect acquisitions (off by default): ``descan_px_per_px = (a_rr, a_rc,
+    a_cr, a_cc)`` and ``descan_offset_px`` move the BF disk on the detector by
+    ``(a_rr·i' + a_rc·j', a_cr·i' + a_cc·j') + offset`` detector px at the scan
+    position (i', j') from the scan centre (an exact sub-pixel shift of the
+    exit wave's pattern: ``SimulationTruth.descan_map``);
+    ``beam_current_fluctuation = f`` scales the dose of each position by a
+    factor uniform in [1 - f, 1 + f] (``truth.extra["beam_current"]``).
 
     Returns ``(Dataset4D, SimulationTruth)``; the dataset carries the exact
     detector sampling (not derived).
@@ -100,7 +118,12 @@ def simulate_4dstem(
     dk = k_alpha / r_bf
     center = (nkr // 2 + off[0], nkc // 2 + off[1])
     mrot = _rotation_transpose(rotation_deg, transpose)
-    ns = _scan_frame_size((nkr, nkc), center, mrot)
+    descan, descan_off = check_descan(descan_px_per_px, descan_offset_px)
+    shifts = (descan_field((nr, nc), descan, descan_off)
+              if any(descan) or any(descan_off) else None)
+    current = beam_current(nr * nc, beam_current_fluctuation, seed)
+    extra_px = 0.0 if shifts is None else float(np.abs(shifts).max()) + 1.0
+    ns = _scan_frame_size((nkr, nkc), center, mrot, extra_px)
     dx = 1.0 / (ns * dk)
 
     # Slices: depth z_i of each slice centre, defocus of the first slice.
@@ -182,6 +205,9 @@ def simulate_4dstem(
         cols = (n_c[sl, None] + m_idx[None, :])[:, None, :]
         for i, t in enumerate(trans):
             psi *= t[rows, cols]
+            if shifts is not None and i == n_slices - 1:  # descan: tilt the exit wave
+                sh_r, sh_c = pattern_shift_ramps(shifts[sl], mrot, ns)
+                psi *= sh_r[:, :, None] * sh_c[:, None, :]
             wave = scipy.fft.fft2(psi, axes=(-2, -1), workers=workers)
             if i < n_slices - 1:
                 wave *= prop
@@ -193,7 +219,8 @@ def simulate_4dstem(
         if dose is None:
             out[sl] = det
         else:
-            counts = rng.poisson(det * float(dose))
+            scale = float(dose) if current is None else float(dose) * current[sl, None]
+            counts = rng.poisson(det * scale)
             if int_max is not None and counts.max(initial=0) > int_max:
                 raise ValueError(
                     f"counts reach {counts.max()} which overflows {dtype}: use a lower dose "
@@ -225,6 +252,17 @@ def simulate_4dstem(
         lattice_A=float(lattice_A), atom_sigma_A=float(atom_sigma_A),
         lattice_origin_A=_as_pair(lattice_origin_A, "lattice_origin_A"),
         basis=tuple(tuple(float(x) for x in b) for b in basis),  # type: ignore[misc]
-        extra={"bf_radius_px": r_bf, "dtype": str(dtype)},
+        extra=_acquisition_extra(r_bf, dtype, descan, descan_off, current),
     )
     return ds, truth
+
+
+def _acquisition_extra(r_bf: float, dtype: Any, descan: Descan, offset: tuple[float, float],
+                       current: np.ndarray | None) -> dict[str, Any]:
+    extra: dict[str, Any] = {"bf_radius_px": r_bf, "dtype": str(dtype)}
+    if any(descan) or any(offset):
+        extra["descan_px_per_px"] = list(descan)
+        extra["descan_offset_px"] = list(offset)
+    if current is not None:
+        extra["beam_current"] = [float(c) for c in current]
+    return extra

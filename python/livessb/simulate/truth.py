@@ -75,6 +75,15 @@ class SimulationTruth:
         j = np.arange(nc)[None, :] - 0.5 * (nc - 1)
         return self.params["C10"] + gr * i + gc * j
 
+    def descan_map(self) -> np.ndarray:
+        """True BF disk shift (detector px) at every scan position, (Rr, Rc, 2) (row, col);
+        zero without descan."""
+        from .acquisition import check_descan, descan_field
+
+        a, off = check_descan(self.extra.get("descan_px_per_px", (0.0,) * 4),
+                              self.extra.get("descan_offset_px", (0.0, 0.0)))
+        return descan_field(self.scan_shape, a, off).reshape(*self.scan_shape, 2)
+
     def phase(self, rows_A: Any, cols_A: Any) -> np.ndarray:
         """Total projected phase (rad) of the object at positions (Å), thin limit.
 
