@@ -196,3 +196,25 @@ def test_calibration_records_and_restore_reuses_the_descan(tmp_path, monkeypatch
     (tmp_path / "bad.json").write_text(json.dumps(bad))
     with pytest.raises(CalibrationError, match="preprocessing entry"):
         Session(ds, device="cpu", calibration=tmp_path / "bad.json")
+
+
+def test_cuda_layout_gather_matches_the_host_gather():
+    """The CUDA engine's corrected upload (memory.upload_bf_counts) runs array ops only:
+    with NumPy as the array module it must give the host gather in (B, Rr, Rc) layout."""
+    from livessb.engine.cuda.memory import upload_bf_counts
+    from livessb.engine.records import DatasetGeometry
+    from livessb.engine.reference import host_bf_counts
+
+    ds, _ = sim.simulate_4dstem(**{**SMALL, "descan_px_per_px": (0.0, 0.05, -0.05, 0.0),
+                                   "beam_current_fluctuation": 0.1})
+    counts = ds.counts.copy()
+    counts[:, :, 10, 12] = 3000
+    ds = _copy(ds, counts)
+    corr = prepare_corrections(ds, Preprocessing(dose_normalise=True))
+    assert corr.descan_applied and corr.bad_pixels[10, 12] and corr.dose_factors is not None
+    view = CorrectedCounts(ds.counts, corr)
+    bf = DatasetGeometry.of(ds).bf
+    host = host_bf_counts(view, bf)
+    assert host.dtype == np.float32 and host.shape == (24, 24, bf.count)
+    cuda_layout = upload_bf_counts(np, view, bf)
+    assert np.array_equal(cuda_layout, np.moveaxis(host, 2, 0))
