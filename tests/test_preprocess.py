@@ -92,7 +92,7 @@ def test_no_descan_is_insignificant_and_leaves_the_counts_untouched(demo_with_tr
     assert corr.descan is not None and not corr.descan.significant
     assert corr.descan.span_px < corr.descan.threshold_px
     assert not corr.bad_pixels.any() and not corr.active
-    assert corr.counts_for_engine(ds) is ds.counts  # the engines gather the raw counts
+    assert corr.dataset_for_engine(ds) is ds  # the engines gather the raw counts
 
 
 def test_corrected_counts_shift_frames_back_bilinearly():

@@ -65,8 +65,8 @@ class Session:
         doc = None if calibration is None else load_calibration(calibration, dataset, force)
         self.preprocessing: Corrections = preprocess_for(dataset, preprocessing, doc)
         self._engine: Engine | None = make_engine(
-            dataset, device, staging_budget_MiB=staging_budget_MiB,
-            counts=self.preprocessing.counts_for_engine(dataset))
+            self.preprocessing.dataset_for_engine(dataset), device,
+            staging_budget_MiB=staging_budget_MiB)
         self.device: str = self._engine.name
         self.upsample_factor = auto_upsample(dataset.scan_step_A, dataset.k_alpha)
         self._full: ThickSampleModel | None = None

@@ -51,10 +51,8 @@ class CPUEngine:
 
     def __init__(
         self, dataset: Dataset4D, staging_budget_MiB: float = 256,
-        chunk_elements: int = 1 << 18, kernels: bool = True, counts: Any = None,
+        chunk_elements: int = 1 << 18, kernels: bool = True,
     ) -> None:
-        """``counts``: what to gather the BF pixels from instead of ``dataset.counts`` (the
-        session's corrected counts, ``livessb.preprocess``)."""
         self.geo = DatasetGeometry.of(dataset)
         self.reference = Reference(self.geo, np, np.float64, chunk_elements)
         self.kernels = bool(kernels)
@@ -67,8 +65,7 @@ class CPUEngine:
         w = self.geo.edge_width
         self._row_off = (np.arange(dataset.detector_shape[0]) - bf.center_row) * w
         self._col_off = (np.arange(dataset.detector_shape[1]) - bf.center_col) * w
-        self._bf_counts: np.ndarray | None = self.upload_bf_counts(
-            dataset.counts if counts is None else counts)
+        self._bf_counts: np.ndarray | None = self.upload_bf_counts(dataset.counts)
 
     @property
     def closed(self) -> bool:

@@ -9,13 +9,14 @@ are, so results are bit-identical to a session without preprocessing.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..calibration import CalibrationError
-from ..dataset import Dataset4D
+from ..dataset import Dataset4D, measure_bright_field
 from .descan import (
     DescanFit,
     block_centres,
@@ -51,9 +52,21 @@ class Corrections:
         return bool(self.bad_pixels.any() or self.dose_factors is not None
                     or self.descan_applied)
 
-    def counts_for_engine(self, dataset: Dataset4D) -> Any:
-        """The dataset's counts untouched when inactive, else their corrected view."""
-        return CorrectedCounts(dataset.counts, self) if self.active else dataset.counts
+    def dataset_for_engine(self, dataset: Dataset4D) -> Dataset4D:
+        """The dataset itself when inactive; else a shallow copy whose counts are the
+        corrected view and, with bad pixels, whose mean pattern and BF disk (centre,
+        radius, a derived sampling) are measured again after the repair: a hot pixel or
+        a dead column would otherwise move the BF centre the SSB geometry rests on."""
+        if not self.active:
+            return dataset
+        view = copy.copy(dataset)
+        view.counts = CorrectedCounts(dataset.counts, self)  # type: ignore[assignment]
+        if self.bad_pixels.any():
+            view.mean_pattern = repaired_mean(dataset.mean_pattern, repair_plan(self.bad_pixels))
+            view.bright_field = measure_bright_field(view.mean_pattern)
+            if dataset.detector_sampling_derived:
+                view.detector_sampling_mrad = view.semiangle_mrad / view.bright_field.radius_px
+        return view
 
     def to_dict(self) -> dict[str, Any]:
         rows, cols = np.nonzero(self.bad_pixels)
@@ -68,6 +81,15 @@ def _frames(counts: Any, r: int) -> np.ndarray:
     """Scan row ``r`` as float32 (Rc, kr·kc) on the host."""
     row = np.asarray(counts[r], dtype=np.float32)
     return np.ascontiguousarray(row.reshape(row.shape[0], -1))
+
+
+def repaired_mean(mean_pattern: np.ndarray, plan: RepairPlan) -> np.ndarray:
+    """The mean pattern with its bad pixels repaired (the repair is linear: this is the
+    mean of the repaired frames)."""
+    kr, kc = mean_pattern.shape
+    flat = np.array(mean_pattern, dtype=np.float64).reshape(1, kr * kc)
+    out: np.ndarray = repair(np, flat, plan).reshape(kr, kc)
+    return out
 
 
 def _disk_level(mean_pattern: np.ndarray) -> float:
@@ -128,8 +150,7 @@ def _measure(counts: Any, mean_pattern: np.ndarray, plan: RepairPlan,
     """Frame totals (after repair) and, when ``opts``, the descan fit: one pass."""
     Rr, Rc, kr, kc = (int(s) for s in counts.shape)
     totals = np.empty((Rr, Rc))
-    flat_mean = mean_pattern.copy().reshape(1, kr * kc)
-    repaired = repair(np, flat_mean, plan).reshape(kr, kc)
+    repaired = repaired_mean(mean_pattern, plan)
     level = _disk_level(repaired)
     rs, cs, window = disk_window(repaired, level)
     b = block_size(level)

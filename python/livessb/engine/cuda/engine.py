@@ -80,7 +80,6 @@ class CUDAEngine:
     def __init__(
         self, dataset: Dataset4D, staging_budget_MiB: float = 256, eval_group: int = 4,
         chunk_elements: int = 1 << 24,  # the reference (fallback) path only
-        counts: Any = None,  # gathered instead of dataset.counts (livessb.preprocess)
     ) -> None:
         import cupy as cp
 
@@ -94,8 +93,7 @@ class CUDAEngine:
         self.close_breakdown: dict[str, float] = {}
         self.memory = DeviceMemory(cp, int(staging_budget_MiB * 2**20))
         ck.module()  # compile (or load from CuPy's cache) before any timing-sensitive call
-        counts = dataset.counts if counts is None else counts
-        self.count_dtype = np.dtype(counts.dtype)
+        self.count_dtype = np.dtype(dataset.counts.dtype)
         self.geo = DatasetGeometry.of(dataset)
         self.reference = Reference(self.geo, cp, np.float32, chunk_elements,
                                    irfft2=functools.partial(planned_irfft2, cp))
@@ -103,11 +101,11 @@ class CUDAEngine:
         self._life = Lifetime(CUDAPart)
         self.models: list[Detachable] = self._life.models
         try:
-            self._bf_counts: Any = self.upload_bf_counts(counts)
+            self._bf_counts: Any = self.upload_bf_counts(dataset.counts)
         except cp.cuda.memory.OutOfMemoryError as exc:
             self._bf_counts = None
             self._free_pool()
-            need = (self.geo.bf.count * int(np.prod(counts.shape[:2]))
+            need = (self.geo.bf.count * int(np.prod(dataset.counts.shape[:2]))
                     * self.count_dtype.itemsize)
             raise DeviceMemoryError(
                 self.memory.oom_message("uploading the BF counts", need, exc)) from None
