@@ -218,3 +218,21 @@ def test_cuda_layout_gather_matches_the_host_gather():
     assert host.dtype == np.float32 and host.shape == (24, 24, bf.count)
     cuda_layout = upload_bf_counts(np, view, bf)
     assert np.array_equal(cuda_layout, np.moveaxis(host, 2, 0))
+
+
+def test_plot_descan_shows_measured_fit_and_residual():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from livessb.plots import plot_descan
+    from livessb.preprocess import DescanFit
+
+    ds, _ = sim.simulate_4dstem(**{**SMALL, "descan_px_per_px": (0.0, 0.05, -0.05, 0.0)})
+    fit = prepare_corrections(ds).descan
+    assert fit is not None and fit.measured is not None
+    fig = plot_descan(fit)
+    assert len(fig.axes) == 6 + 6  # six panels and their colour bars
+    assert "applied" in fig._suptitle.get_text()
+    restored = DescanFit.from_dict(fit.to_dict())
+    assert restored.measured is None and np.array_equal(restored.coefficients, fit.coefficients)
+    assert len(plot_descan(restored).axes) == 6 + 2  # only the fitted panels have data
