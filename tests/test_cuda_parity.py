@@ -20,7 +20,7 @@ except Exception:  # CUDARuntimeError: driver without a device
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(_N_DEV < 1, reason="needs a CUDA GPU")]
 
-from livessb import Session  # noqa: E402
+from livessb import Dataset4D, Preprocessing, Session  # noqa: E402
 from livessb.engine import cuda_kernels as ck  # noqa: E402
 from livessb.engine.cpu import CPUEngine  # noqa: E402
 from livessb.engine.cuda import CUDAEngine  # noqa: E402
@@ -469,3 +469,29 @@ def test_few_candidate_launches_split_to_fill_the_device():
         three = eng.derivatives(sp, cand[:3])
         for a, b in zip(one, three, strict=True):
             np.testing.assert_allclose(a[0], b[0], rtol=1e-5, atol=1e-12 * np.abs(b[0]).max())
+
+
+def test_cuda_session_corrects_like_the_cpu_session():
+    ds, _ = simulate_4dstem(scan_shape=(32, 32), detector_shape=(32, 32), scan_step_A=0.6,
+                            aberrations={"C10": -40.0}, dose=2e4, seed=3, rotation_deg=8.0,
+                            descan_px_per_px=(0.0, 0.04, -0.03, 0.01),
+                            beam_current_fluctuation=0.1)
+    counts = ds.counts.copy()
+    counts[:, :, 14, 17] = 4000  # a hot pixel inside the disk
+    ds = Dataset4D(counts, voltage_kV=ds.voltage_kV, semiangle_mrad=ds.semiangle_mrad,
+                   scan_step_A=ds.scan_step_A, detector_sampling_mrad=ds.detector_sampling_mrad)
+    pre = Preprocessing(dose_normalise=True)
+    with Session(ds, device="cpu", preprocessing=pre) as s_cpu, \
+            Session(ds, device="cuda", preprocessing=pre) as s_gpu:
+        assert s_cpu.preprocessing.active and s_gpu.preprocessing.descan_applied
+        cpu, gpu = s_cpu.diagnostics.engine, s_gpu.diagnostics.engine
+        host = cpu.resident_bf_counts()
+        dev = cp.asnumpy(gpu.resident_bf_counts())
+        assert dev.dtype == np.float32 and host.dtype == np.float32
+        np.testing.assert_allclose(dev, np.moveaxis(host, 2, 0), rtol=1e-6, atol=1e-3)
+        np.testing.assert_allclose(gpu.bf_center_of_mass(), cpu.bf_center_of_mass(),
+                                   atol=1e-4)
+        fit_cpu = s_cpu.fit(trials=32, progress=False)
+        fit_gpu = s_gpu.fit(trials=32, progress=False)
+        assert abs(fit_gpu.rotation_deg - fit_cpu.rotation_deg) < 0.05
+        assert abs(fit_gpu.params["C10"] - fit_cpu.params["C10"]) < 0.5

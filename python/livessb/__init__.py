@@ -9,12 +9,13 @@ from .dataset import Dataset4D, DatasetError
 from .memory import InsufficientMemoryError
 from .plausible import unusual_values_allowed
 
-__all__ = ["Dataset4D", "DatasetError", "InsufficientMemoryError", "SSBWidget", "Session", "load",
-           "simulate", "unusual_values_allowed"]
+__all__ = ["Dataset4D", "DatasetError", "InsufficientMemoryError", "Preprocessing", "SSBWidget",
+           "Session", "load", "simulate", "unusual_values_allowed"]
 
 if TYPE_CHECKING:
     from . import simulate
     from .io import load
+    from .preprocess import Preprocessing
     from .session import Session
     from .widget import SSBWidget
 
@@ -24,6 +25,9 @@ def __getattr__(name: str) -> Any:
     if name == "Session":
         from .session import Session
         return Session
+    if name == "Preprocessing":
+        from .preprocess import Preprocessing
+        return Preprocessing
     if name == "SSBWidget":
         from .widget import SSBWidget
         return SSBWidget

@@ -29,10 +29,11 @@ def calibration_document(
     regions: list[tuple[str, FitResult]],
     provenance: dict[str, Any],
     maps: list[dict[str, Any]] | None = None,
+    preprocessing: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The calibration record; ``maps`` (optional, ``MapResult.to_dict`` records) is
-    written only when there are maps, and files without it load as before."""
-    return {
+    """The calibration record; ``maps`` (optional, ``MapResult.to_dict`` records) and
+    ``preprocessing`` are written only when present, and files without them load as before."""
+    doc = {
         "schema": SCHEMA,
         "schema_version": SCHEMA_VERSION,
         "software": {"name": "livessb", "version": __version__},
@@ -47,6 +48,9 @@ def calibration_document(
         "provenance": provenance,
         **({"maps": maps} if maps else {}),
     }
+    if preprocessing is not None:  # optional: files without it load (nothing corrected)
+        doc["preprocessing"] = preprocessing
+    return doc
 
 
 def save_calibration(path: str | Path, document: dict[str, Any]) -> Path:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .params import BY_NAME, JOINT, NON_NEGATIVE
+from .preprocess.plots import plot_descan as plot_descan  # re-exported: livessb.plots
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes

@@ -36,6 +36,7 @@ from .memory import check_reconstruct_memory, check_session_memory
 from .params import JOINT, OPTIONAL, fit_names
 from .physics.geometry import auto_upsample
 from .physics.optics import unknown_aberration_keys
+from .preprocess import Corrections, DescanFit, Preprocessing, preprocess_for
 from .progress import staged, with_progress
 from .regions import RegionError as RegionError  # re-exported: livessb.session.RegionError
 from .regions import check_bounds, check_scan_fits
@@ -61,6 +62,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         calibration: str | Path | None = None,
         force: bool = False,
         staging_budget_MiB: float = 256,
+        preprocessing: Preprocessing | None = None,
     ) -> None:
         if not isinstance(dataset, Dataset4D):
             raise TypeError(
@@ -69,8 +71,11 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
                 "scan_step_A=...) or use livessb.load(path)")
         self.dataset = dataset
         check_session_memory(dataset, device, staging_budget_MiB)  # refuse before allocating
+        doc = None if calibration is None else load_calibration(calibration, dataset, force)
+        self.preprocessing: Corrections = preprocess_for(dataset, preprocessing, doc)
         self._engine: Engine | None = make_engine(
-            dataset, device, staging_budget_MiB=staging_budget_MiB)
+            self.preprocessing.dataset_for_engine(dataset), device,
+            staging_budget_MiB=staging_budget_MiB)
         self.device: str = self._engine.name
         self.upsample_factor = auto_upsample(dataset.scan_step_A, dataset.k_alpha)
         self._full: ThickSampleModel | None = None
@@ -81,8 +86,8 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         self.transpose: bool | None = None
         self._evaluations_at_close = 0
         self.last_close_s: float | None = None
-        if calibration is not None:
-            self._restore(calibration, force)
+        if calibration is not None and doc is not None:
+            self._restore(calibration, doc)
 
     # -- lifetime -----------------------------------------------------------------
     @property
@@ -424,11 +429,11 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         doc = calibration_document(
             self.dataset, self.rotation_deg, bool(self.transpose), self.upsample_factor,
             self.full_fit, [(rid, r.fit) for rid, r in self.regions.items()],
-            {"device": self.device}, maps=[m.to_dict() for m in self.maps])
+            {"device": self.device}, maps=[m.to_dict() for m in self.maps],
+            preprocessing=self.preprocessing.to_dict())
         return save_calibration(path, doc)
 
-    def _restore(self, path: str | Path, force: bool) -> None:
-        doc = load_calibration(path, self.dataset, force)
+    def _restore(self, path: str | Path, doc: dict[str, Any]) -> None:
         try:
             self.rotation_deg = float(doc["rotation_deg"])
             self.transpose = bool(doc["transpose"])
@@ -446,6 +451,12 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
                 self.check_bounds(b)
             m.attach(self)
             self.maps.append(m)
+
+    @property
+    def descan(self) -> DescanFit | None:
+        """The BF disk centre fitted over the scan (None when descan is off or the scan
+        too small to measure it); applied only where ``significant``."""
+        return self.preprocessing.descan
 
     @property
     def diagnostics(self) -> SessionDiagnostics:

@@ -306,11 +306,14 @@ def evaluate_rotations_per_theta(
 
 
 def host_bf_counts(counts: Any, bf: BFPixels) -> np.ndarray:
-    """BF pixels of every pattern, (Rr, Rc, B) in the counts' dtype, read row by row."""
+    """BF pixels of every pattern, (Rr, Rc, B) in the counts' dtype, read row by row
+    (corrected counts, ``livessb.preprocess.CorrectedCounts``: their float32 rows)."""
     rows, cols = bf.rows, bf.cols
     out = np.empty((*counts.shape[:2], rows.size), dtype=counts.dtype)
+    corrected = getattr(counts, "bf_row", None)
     for r in range(counts.shape[0]):
-        out[r] = np.asarray(counts[r])[:, rows, cols]
+        out[r] = (np.asarray(counts[r])[:, rows, cols] if corrected is None
+                  else corrected(np, r, rows, cols))
     return out
 
 

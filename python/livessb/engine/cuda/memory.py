@@ -79,6 +79,11 @@ def upload_bf_counts(cp: Any, counts: Any, bf: BFPixels) -> Any:
     B = bf.count
     P = Rr * Rc
     out = cp.empty((B, Rr, Rc), dtype=counts.dtype)
+    corrected = getattr(counts, "bf_row", None)
+    if corrected is not None:  # livessb.preprocess.CorrectedCounts: CuPy ops per scan row
+        for r in range(Rr):
+            out[:, r, :] = corrected(cp, r, bf.rows, bf.cols).T
+        return out
     dev = device_array_of(counts)
     if dev is not None:  # gather on the device, a slab of scan rows at a time
         kr, kc = counts.shape[2:]

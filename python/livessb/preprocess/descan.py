@@ -1,0 +1,190 @@
+"""Descan: the BF disk centre per scan position (robust), its fit (plane or smooth
+polynomial) and the fitted shift field that the correction undoes."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+DISK_RAMP = (0.25, 0.75)  # weight 0 below 25 % of the disk level, 1 above 75 %
+TARGET_COUNTS = 30.0  # counts per disk pixel a measurement block should collect
+SIGNIFICANCE = 5.0  # a fitted span must exceed this many of its standard errors
+
+
+def terms(degree: int) -> list[tuple[int, int]]:
+    """Monomials u^p v^q of the fit, constant first."""
+    return [(p, t - p) for t in range(degree + 1) for p in range(t, -1, -1)]
+
+
+def normalised_coords(scan_shape: tuple[int, int], rows: np.ndarray,
+                      cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Scan positions (px) as u, v in [-1, 1] about the scan centre."""
+    hr, hc = (max(0.5 * (n - 1), 1.0) for n in scan_shape)
+    return (rows - 0.5 * (scan_shape[0] - 1)) / hr, (cols - 0.5 * (scan_shape[1] - 1)) / hc
+
+
+def design(u: np.ndarray, v: np.ndarray, degree: int) -> np.ndarray:
+    return np.stack([u**p * v**q for p, q in terms(degree)], axis=-1)
+
+
+@dataclass(frozen=True, eq=False)
+class DescanFit:
+    """Fitted BF disk centre over the scan (detector px, (row, col)).
+
+    ``coefficients`` (2, n_terms) multiply the monomials ``terms(degree)`` of the scan
+    position normalised to [-1, 1]; the constant is the centre at the scan centre (the
+    dataset's BF centre stays the reference, so the correction undoes the variation
+    only). ``span_px``: the largest peak-to-peak of the fitted variation over the scan,
+    either component; ``residual_rms_px``: RMS distance of the kept measurements from
+    the fit; ``significant``: span ≥ ``threshold_px`` and ≥ 5 standard errors.
+    ``measured`` (blocks_r, blocks_c, 2) and ``positions`` hold the measurements and
+    their block centres (scan px) for plots (absent after a restore).
+    """
+
+    model: str
+    degree: int
+    coefficients: np.ndarray
+    scan_shape: tuple[int, int]
+    residual_rms_px: float
+    span_px: float
+    span_error_px: float
+    threshold_px: float
+    block: int
+    measured: np.ndarray | None = None
+    positions: np.ndarray | None = None
+
+    @property
+    def significant(self) -> bool:
+        return bool(self.span_px >= self.threshold_px
+                    and self.span_px >= SIGNIFICANCE * self.span_error_px)
+
+    @property
+    def px_per_px(self) -> tuple[float, float, float, float]:
+        """Linear part (a_rr, a_rc, a_cr, a_cc): detector px per scan px at the centre."""
+        hr, hc = (max(0.5 * (n - 1), 1.0) for n in self.scan_shape)
+        c = self.coefficients  # terms: 1, u, v, ...
+        return (float(c[0, 1] / hr), float(c[0, 2] / hc), float(c[1, 1] / hr),
+                float(c[1, 2] / hc))
+
+    def centre_map(self, variation_only: bool = False) -> np.ndarray:
+        """Fitted centre (or its variation) at every scan position: (Rr, Rc, 2)."""
+        nr, nc = self.scan_shape
+        i, j = np.meshgrid(np.arange(nr, dtype=np.float64), np.arange(nc, dtype=np.float64),
+                           indexing="ij")
+        A = design(*normalised_coords(self.scan_shape, i, j), self.degree)
+        c = self.coefficients.copy()
+        if variation_only:
+            c[:, 0] = 0.0
+        out: np.ndarray = A @ c.T
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "degree": int(self.degree),
+                "coefficients": [[float(x) for x in row] for row in self.coefficients],
+                "scan_shape": [int(s) for s in self.scan_shape],
+                "residual_rms_px": float(self.residual_rms_px),
+                "span_px": float(self.span_px), "span_error_px": float(self.span_error_px),
+                "threshold_px": float(self.threshold_px), "block": int(self.block),
+                "px_per_px": list(self.px_per_px), "significant": self.significant}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> DescanFit:
+        coeffs = np.asarray(d["coefficients"], dtype=np.float64)
+        degree = int(d["degree"])
+        if coeffs.shape != (2, len(terms(degree))):
+            raise ValueError(f"descan coefficients of shape {coeffs.shape} do not match "
+                             f"degree {degree}")
+        return cls(model=str(d["model"]), degree=degree, coefficients=coeffs,
+                   scan_shape=(int(d["scan_shape"][0]), int(d["scan_shape"][1])),
+                   residual_rms_px=float(d["residual_rms_px"]), span_px=float(d["span_px"]),
+                   span_error_px=float(d["span_error_px"]),
+                   threshold_px=float(d["threshold_px"]), block=int(d["block"]))
+
+
+def disk_window(mean_pattern: np.ndarray, level: float) -> tuple[slice, slice, np.ndarray]:
+    """Detector box and window (bool) around everything the disk reaches over the scan:
+    the mean pattern above 2 % of the disk level, grown by 2 px."""
+    reach = mean_pattern > 0.02 * level
+    grown = reach.copy()
+    for _ in range(2):
+        g = grown.copy()
+        g[1:] |= grown[:-1]
+        g[:-1] |= grown[1:]
+        g[:, 1:] |= grown[:, :-1]
+        g[:, :-1] |= grown[:, 1:]
+        grown = g
+    rows, cols = np.nonzero(grown)
+    box = (slice(int(rows.min()), int(rows.max()) + 1), slice(int(cols.min()), int(cols.max()) + 1))
+    return box[0], box[1], grown[box]
+
+
+def block_size(level: float) -> int:
+    """Scan block edge (positions) that collects ``TARGET_COUNTS`` per disk pixel."""
+    if not level > 0:
+        return 1
+    return max(1, math.ceil(math.sqrt(TARGET_COUNTS / level) - 1e-9))
+
+
+def block_centres(sums: np.ndarray, totals: np.ndarray, window: np.ndarray,
+                  level_per_total: float, origin: tuple[int, int]) -> np.ndarray:
+    """Disk centre (detector px) of each block-summed pattern (n, h, w): the centroid of
+    a ramp of the intensity between 25 % and 75 % of the block's disk level (the edge,
+    not the interior's object contrast; dark field and hot spots clipped). NaN where
+    nothing reaches the ramp."""
+    level = (level_per_total * totals)[:, None, None]
+    lo, hi = DISK_RAMP
+    with np.errstate(invalid="ignore", divide="ignore"):
+        w = np.clip((sums / level - lo) / (hi - lo), 0.0, 1.0) * window[None]
+    h, wd = window.shape
+    r = np.arange(h, dtype=np.float64) + origin[0]
+    c = np.arange(wd, dtype=np.float64) + origin[1]
+    mass = w.sum(axis=(1, 2))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cr = (w.sum(axis=2) @ r) / mass
+        cc = (w.sum(axis=1) @ c) / mass
+    out = np.stack([cr, cc], axis=1)
+    out[~(mass > 0)] = np.nan
+    return out
+
+
+def fit_descan(model: str, degree: int, scan_shape: tuple[int, int], positions: np.ndarray,
+               centres: np.ndarray, weights: np.ndarray, threshold_px: float, block: int,
+               measured_grid: np.ndarray) -> DescanFit | None:
+    """Weighted least squares of the centres on the monomials, refitted twice without
+    points beyond 5 robust sigmas. None when too few measurements for the model."""
+    ok = np.isfinite(centres).all(axis=1) & (weights > 0)
+    n_terms = len(terms(degree))
+    if ok.sum() < 3 * n_terms:
+        return None
+    u, v = normalised_coords(scan_shape, positions[:, 0], positions[:, 1])
+    A = design(u, v, degree)
+    keep = ok.copy()
+    coeffs = np.zeros((2, n_terms))
+    for _ in range(3):
+        sw = np.sqrt(weights[keep])[:, None]
+        sol = np.linalg.lstsq(A[keep] * sw, centres[keep] * sw, rcond=None)[0]
+        coeffs = sol.T
+        resid = np.linalg.norm(centres - A @ sol, axis=1)
+        sigma = 1.4826 * float(np.median(resid[keep])) + 1e-12
+        new = ok & (resid <= 5.0 * sigma + 1e-9)
+        if new.sum() < 3 * n_terms or np.array_equal(new, keep):
+            break
+        keep = new
+    resid = np.linalg.norm(centres - A @ coeffs.T, axis=1)
+    rms = float(np.sqrt(np.average(resid[keep] ** 2, weights=weights[keep])))
+    fit = DescanFit(model=model, degree=degree, coefficients=coeffs, scan_shape=scan_shape,
+                    residual_rms_px=rms, span_px=0.0, span_error_px=0.0,
+                    threshold_px=float(threshold_px), block=int(block),
+                    measured=measured_grid, positions=positions)
+    var = fit.centre_map(variation_only=True)
+    span = float(max(np.ptp(var[..., 0]), np.ptp(var[..., 1])))
+    # Standard error of the span: per-component noise rms/√2, spread over the kept points.
+    n_eff = float(weights[keep].sum() ** 2 / (weights[keep] ** 2).sum())
+    span_error = 2.0 * (rms / math.sqrt(2.0)) * math.sqrt(n_terms / n_eff) * 2.0
+    return DescanFit(model=model, degree=degree, coefficients=coeffs, scan_shape=scan_shape,
+                     residual_rms_px=rms, span_px=span, span_error_px=span_error,
+                     threshold_px=float(threshold_px), block=int(block),
+                     measured=measured_grid, positions=positions)
