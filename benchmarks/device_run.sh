@@ -1,8 +1,19 @@
-# Device run: the CUDA parity tests, the kernel-variant timings, then `livessb benchmark`
-# (results under $OUT). Usage (device tool): bash benchmarks/device_run.sh COMMIT
-export PYTHONPATH=python
+# Device run (results under $OUT): the CUDA parity tests, the kernel-variant timings,
+# `livessb benchmark` (SPEC §4 workload + an 8×8 map), live-steering preview latency and
+# the live-region drag. Usage (device tool): bash benchmarks/device_run.sh COMMIT [RUNS]
+# The widget benchmarks need anywidget & co.: carry them as wheels in .whl/ (see
+# /work/.library/device/README.md); they are installed into /tmp/site when present.
+set -u
+export PYTHONPATH=python PYTHONUNBUFFERED=1 LIVESSB_COMMIT=${1:-unknown}
+RUNS=${2:-6}
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/site .whl/*.whl && export PYTHONPATH=python:/tmp/site
+fi
 python3 -m pytest -q tests/test_cuda_parity.py 2>&1 | tail -15 | tee "$OUT/parity.log"
 python3 benchmarks/kernel_variants.py "$OUT/variants.json" 512 2>&1 | tail -4
-LIVESSB_COMMIT=${1:-unknown} python3 -m livessb.bench --json "$OUT/bench.json" --runs 6 \
-    > "$OUT/bench.log" 2>&1
-tail -8 "$OUT/bench.log" | cut -c1-600
+python3 -m livessb.bench --json "$OUT/bench.json" --runs "$RUNS" --map 8 > "$OUT/bench.log" 2>&1
+tail -14 "$OUT/bench.log" | cut -c1-600
+python3 benchmarks/preview_latency.py --device cuda --json "$OUT/preview.json" 2>&1 | tail -3
+python3 benchmarks/live_region_latency.py --device cuda --json "$OUT/live_region.json" 2>&1 \
+    | tail -3

@@ -77,12 +77,6 @@ class Corrections:
                 "descan_applied": self.descan_applied}
 
 
-def _frames(counts: Any, r: int) -> np.ndarray:
-    """Scan row ``r`` as float32 (Rc, kr·kc) on the host."""
-    row = np.asarray(counts[r], dtype=np.float32)
-    return np.ascontiguousarray(row.reshape(row.shape[0], -1))
-
-
 def repaired_mean(mean_pattern: np.ndarray, plan: RepairPlan) -> np.ndarray:
     """The mean pattern with its bad pixels repaired (the repair is linear: this is the
     mean of the repaired frames)."""
@@ -145,10 +139,36 @@ def prepare_corrections(dataset: Dataset4D, options: Preprocessing | None = None
     return Corrections(opts, bad, found, fit, factors)
 
 
+def _array_module(counts: Any) -> Any:
+    """numpy, or cupy for counts resident on a GPU (the measurement then stays there)."""
+    if type(counts).__module__.split(".")[0] == "cupy":
+        import cupy
+
+        return cupy
+    return np
+
+
+def _to_host(x: Any) -> np.ndarray:
+    return np.asarray(x.get() if hasattr(x, "get") else x)
+
+
+def _block_sums(xp: Any, x: Any, starts: np.ndarray) -> Any:
+    """Sums over axis 0 of ``x`` in blocks beginning at ``starts`` (``np.add.reduceat``,
+    which CuPy lacks); exact for integer-valued float64 data."""
+    c = xp.cumsum(x, axis=0)
+    ends = np.append(starts[1:], x.shape[0]) - 1
+    out = c[ends]
+    out[1:] -= c[ends[:-1]]
+    return out
+
+
 def _measure(counts: Any, mean_pattern: np.ndarray, plan: RepairPlan,
              opts: Preprocessing | None) -> tuple[np.ndarray, DescanFit | None]:
-    """Frame totals (after repair) and, when ``opts``, the descan fit: one pass."""
+    """Frame totals (after repair) and, when ``opts``, the descan fit: one pass, in the
+    counts' own array module; only the disk window is converted (the totals sum the
+    native counts), so a resident GPU dataset is measured in milliseconds."""
     Rr, Rc, kr, kc = (int(s) for s in counts.shape)
+    xp = _array_module(counts)
     totals = np.empty((Rr, Rc))
     repaired = repaired_mean(mean_pattern, plan)
     level = _disk_level(repaired)
@@ -158,16 +178,25 @@ def _measure(counts: Any, mean_pattern: np.ndarray, plan: RepairPlan,
     sums: list[np.ndarray] = []
     block_totals: list[np.ndarray] = []
     acc = None
+    cached: dict[str, Any] = {}
     for r in range(Rr):
-        flat = repair(np, _frames(counts, r), plan)
-        totals[r] = flat.sum(axis=1, dtype=np.float64)
-        if opts is None:
+        row = counts[r]
+        if plan.count == 0:  # integer-valued: these sums equal the repaired float32 path's
+            row_totals = row.reshape(Rc, -1).sum(axis=1, dtype=xp.float64)
+            win = row[:, rs, cs].astype(xp.float64) if opts is not None else None
+        else:
+            flat = repair(xp, xp.ascontiguousarray(row.reshape(Rc, -1), dtype=xp.float32),
+                          plan, cached)
+            row_totals = flat.sum(axis=1, dtype=xp.float64)
+            win = (flat.reshape(Rc, kr, kc)[:, rs, cs].astype(xp.float64)
+                   if opts is not None else None)
+        totals[r] = _to_host(row_totals)
+        if win is None:
             continue
-        win = flat.reshape(Rc, kr, kc)[:, rs, cs].astype(np.float64)
-        part = np.add.reduceat(win, col_starts, axis=0)
+        part = _block_sums(xp, win, col_starts)
         acc = part if acc is None else acc + part
         if (r + 1) % b == 0 or r == Rr - 1:
-            sums.append(acc)
+            sums.append(_to_host(acc))
             block_totals.append(np.add.reduceat(totals[r - (r % b):r + 1].sum(axis=0),
                                                 col_starts))
             acc = None
