@@ -76,4 +76,11 @@ def cpu_backend() -> Backend:
 def backend_for(device: str) -> Backend:
     if device == "cpu":
         return cpu_backend()
+    from ..engine import DeviceUnavailableError, cuda_available
+
+    if not cuda_available():
+        raise DeviceUnavailableError(
+            "the benchmark runs on a CUDA GPU by default and none is usable here (CuPy "
+            "missing or no device): install livessb[cuda] on a GPU machine, or pass "
+            "--device cpu for the same workload on the CPU engine")
     return cuda_backend()

@@ -95,6 +95,8 @@ def run_benchmark(
         times["open"].append(time.perf_counter() - t0)
         diag = s.diagnostics  # holds the engine: its close breakdown is read after close
         result["dataset"]["n_bf"] = diag.n_bf
+        result["preprocessing"] = {"active": s.preprocessing.active,
+                                   **s.preprocessing.to_dict()}
         snap = diag.stats
         t0 = time.perf_counter()
         full = s.fit(trials=trials, seed=seed, progress=False)

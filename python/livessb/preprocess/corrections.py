@@ -156,7 +156,7 @@ def _block_sums(xp: Any, x: Any, starts: np.ndarray) -> Any:
     """Sums over axis 0 of ``x`` in blocks beginning at ``starts`` (``np.add.reduceat``,
     which CuPy lacks); exact for integer-valued float64 data."""
     c = xp.cumsum(x, axis=0)
-    ends = np.append(starts[1:], x.shape[0]) - 1
+    ends = xp.asarray(np.append(starts[1:], x.shape[0]) - 1)
     out = c[ends]
     out[1:] -= c[ends[:-1]]
     return out
