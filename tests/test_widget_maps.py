@@ -19,7 +19,6 @@ from widget_messages import Sent, region
 require(importable("anywidget"), "pip install anywidget (the widget extra)")
 
 import livessb  # noqa: E402
-from livessb import widget as widget_mod  # noqa: E402
 from livessb.plots import fitted_text, plot_loss_slices, plot_trials  # noqa: E402
 from livessb.simulate import simulate_4dstem  # noqa: E402
 
@@ -27,9 +26,6 @@ TRIALS = 24
 TIMEOUT = 300
 C10_TRUE = -40.0
 TILTS = ("tilt_row_mrad", "tilt_col_mrad")
-
-require((widget_mod.bundle._STATIC / "widget.js").is_file(),
-        "front end not built (npm run build)")
 
 
 @pytest.fixture(scope="module")
