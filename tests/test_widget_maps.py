@@ -146,3 +146,6 @@ def test_plots_say_not_determined(mapped):
     titles = [ax.get_title() for ax in fig.axes]
     assert sum(t.endswith("not determined") for t in titles) >= 3  # both tilts and depth
     assert "not determined" in plot_trials(fit).axes[0].get_title()
+    map_titles = [ax.get_title() for ax in w.session.maps[-1].plot(["C10", "depth"]).axes]
+    assert any("depth" in t and "not determined" in t for t in map_titles), map_titles
+    assert not any("C10" in t and "not determined" in t for t in map_titles), map_titles
