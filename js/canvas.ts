@@ -1,5 +1,7 @@
 // Painting the scan image, region overlays, labels and handles on a canvas.
+import { paintOverlay } from "./mapview";
 import type { Region } from "./model";
+import type { OverlayTile } from "./overlay";
 import { HANDLES, handlePoint, rectToCanvas, scanToCanvas, type Shape, type Viewport } from "./regions";
 
 const PALETTE = ["#ff595e", "#1982c4", "#8ac926", "#ffca3a", "#6a4c93", "#ff924c", "#36c5b0", "#f15bb5"];
@@ -21,6 +23,7 @@ export interface Scene {
   regions: readonly Region[];
   selected: string | null;
   refused: string | null; // a region drawn too small: painted red, not committed
+  overlay: readonly OverlayTile[]; // the chosen parameter's map ([]: none)
   viewport: Viewport;
   width: number; // canvas CSS px
   height: number;
@@ -49,6 +52,7 @@ export function paint(ctx: CanvasRenderingContext2D, scene: Scene): void {
     ctx.imageSmoothingEnabled = false;
     ctx.drawImage(scene.image, vp.offsetX, vp.offsetY, scene.shape.cols * vp.scale, scene.shape.rows * vp.scale);
   }
+  if (scene.overlay.length) paintOverlay(ctx, scene.overlay, vp);
   for (const region of scene.regions) {
     paintRegion(ctx, region, region.id === scene.selected, vp, region.id === scene.refused ? "#ff0000" : regionColor(region.id));
   }

@@ -3,7 +3,8 @@
 import { regionColor } from "./canvas";
 import { element } from "./dom";
 import { fmt, type Region, type RegionResult, type Status } from "./model";
-import { formatParam, jointRows, type ParamRow } from "./paramtable";
+import { jointRows, type ParamRow } from "./paramtable";
+import { modelText, parseTrust, readout, type ReadoutState } from "./readout";
 import { ScaleBarView } from "./scalebarview";
 
 const CROP_W = 176; // CSS box of the crop image (widget.css)
@@ -127,17 +128,23 @@ export class CropPanels {
     panel.title.style.color = regionColor(region.id);
     const params = result?.params ?? {};
     panel.params.replaceChildren();
-    const row = (key: string, label: string, value: number | null | undefined, text: string) => {
+    const row = (key: string, label: string, value: number | null | undefined, text: string, state?: ReadoutState) => {
       const k = element("span", "livessb-key");
       k.textContent = label;
       const v = element("span", "livessb-value");
       v.dataset.param = key;
       if (typeof value === "number") v.dataset.value = String(value);
+      if (state) v.dataset.state = state;
       v.textContent = text;
       panel.params.append(k, v);
     };
-    for (const p of jointRows(this.table)) row(p.name, p.label, params[p.name], formatParam(p, params[p.name]));
+    const trust = parseTrust(result);
+    for (const p of jointRows(this.table)) {
+      const r = readout(p, params[p.name], trust);
+      row(p.name, p.label, params[p.name], r.text, r.state);
+    }
     row("loss", "loss", result?.loss, fmt(result?.loss, 4));
+    if (trust.model) row("model", "model", undefined, modelText(trust));
     panel.statusEl.textContent = status === "error" ? `error: ${result?.error ?? ""}` : status;
   }
 }

@@ -21,6 +21,10 @@ export interface RegionResult {
   error: string;
   elapsed_s?: number;
   trials?: unknown[]; // [{n, params, loss}] (trials.ts parses)
+  errors?: Params; // 1-σ (readout.ts parses these four)
+  undetermined?: string[];
+  on_box_edge?: string[];
+  model?: string | null;
 }
 
 export interface FullFit {
@@ -29,9 +33,13 @@ export interface FullFit {
   rotation_deg: number;
   transpose: boolean;
   timings?: Record<string, number>;
+  errors?: Params; // 1-σ (readout.ts parses these four)
+  undetermined?: string[];
+  on_box_edge?: string[];
+  model?: string | null;
 }
 
-export type Stage = "search" | "newton" | "reconstruct" | "";
+export type Stage = "search" | "newton" | "reconstruct" | "map" | "";
 
 export interface Progress {
   stage: Stage;
@@ -55,6 +63,7 @@ export interface Traits {
   trials_full: unknown[]; // Python -> JS: best trials of the full-field fit
   progress: Partial<Progress>; // Python -> JS
   live_regions: boolean; // JS <-> Python
+  map_overlays: Record<string, unknown>; // Python -> JS: latest map ({} none; overlay.ts parses)
 }
 
 export type Model = AnyModel<Traits>;
@@ -168,7 +177,7 @@ export function parseExportedMessage(msg: unknown): ExportedMessage | null {
 
 export function parseProgress(x: unknown): Progress {
   const o = (typeof x === "object" && x !== null ? x : {}) as Record<string, unknown>;
-  const stage = o.stage === "search" || o.stage === "newton" || o.stage === "reconstruct" ? o.stage : "";
+  const stage = o.stage === "search" || o.stage === "newton" || o.stage === "reconstruct" || o.stage === "map" ? o.stage : "";
   return {
     stage,
     done: isNum(o.done) ? o.done : 0,

@@ -4,7 +4,7 @@
 import { element } from "./dom";
 import type { Progress } from "./model";
 
-const STAGE_TEXT: Record<string, string> = { search: "trials", newton: "Newton", reconstruct: "reconstruction" };
+const STAGE_TEXT: Record<string, string> = { search: "trials", newton: "Newton", reconstruct: "reconstruction", map: "map tiles" };
 
 /** "branch0_search_s" -> "branch0 search" (the unit is shown with the value). */
 function stageName(key: string): string {

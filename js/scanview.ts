@@ -4,6 +4,7 @@
 import { paint, setupCanvas } from "./canvas";
 import { element } from "./dom";
 import type { Region } from "./model";
+import type { OverlayTile } from "./overlay";
 import { canvasToScan, fitViewport, type ScanPoint, type Shape, type Viewport } from "./regions";
 import { ScaleBarView } from "./scalebarview";
 import { clampViewport, panBy, visibleScan, zoomAt, zoomOf, type Size } from "./view";
@@ -31,6 +32,7 @@ export class ScanView {
   regions: readonly Region[] = [];
   selected: string | null = null;
   refused: string | null = null;
+  overlay: readonly OverlayTile[] = []; // the map overlay's tiles (mapview.ts)
   /** Called after each repaint (zoom or pan may have changed). */
   onViewChange: () => void = () => {};
 
@@ -143,7 +145,7 @@ export class ScanView {
     if (!this.ctx) return;
     const image = this.hasFrame ? this.frameCanvas : this.png;
     paint(this.ctx, {
-      image, shape: this.shape, regions: this.regions, selected: this.selected, refused: this.refused,
+      image, shape: this.shape, regions: this.regions, selected: this.selected, refused: this.refused, overlay: this.overlay,
       viewport: this.vp, width: this.size.w, height: this.size.h,
     });
     if (this.scanSamplingA !== null) this.scaleBar.update(this.vp.scale / this.scanSamplingA, SCALEBAR_FRACTION * this.size.w);

@@ -1,7 +1,8 @@
 // Widget status, message line and the full-field readout (rotation + params).
 import { button, element } from "./dom";
 import { fmt, type FullFit, type Status } from "./model";
-import { formatParam, jointRows, type ParamRow } from "./paramtable";
+import { jointRows, type ParamRow } from "./paramtable";
+import { modelText, parseTrust, readout, type ReadoutState } from "./readout";
 
 export class StatusBar {
   readonly el: HTMLElement;
@@ -43,18 +44,24 @@ export class StatusBar {
       this.readoutEl.textContent = "full field: not fitted";
       return;
     }
-    const add = (key: string, text: string, value: number | boolean | undefined) => {
+    const add = (key: string, text: string, value: number | boolean | undefined, state?: ReadoutState) => {
       const span = element("span");
       span.dataset.param = key;
       if (value !== undefined) span.dataset.value = String(value);
+      if (state) span.dataset.state = state;
       span.textContent = text;
       this.readoutEl.append(span);
     };
     const p = fit.params;
     add("rotation_deg", `rotation ${fmt(fit.rotation_deg, 2)}°${fit.transpose ? " (T)" : ""}`, fit.rotation_deg);
     add("transpose", "", fit.transpose);
-    for (const row of jointRows(table)) add(row.name, `${row.label} ${formatParam(row, p[row.name])}`, p[row.name]);
+    const trust = parseTrust(fit);
+    for (const row of jointRows(table)) {
+      const r = readout(row, p[row.name], trust);
+      add(row.name, `${row.label} ${r.text}`, p[row.name], r.state);
+    }
     add("loss", `loss ${fmt(fit.loss, 4)}`, fit.loss);
+    if (trust.model) add("model", modelText(trust), undefined);
   }
 }
 

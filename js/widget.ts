@@ -13,10 +13,12 @@ import { InspectPanel } from "./inspect";
 import { removeRegion } from "./interaction";
 import { Throttle } from "./latest";
 import { PinsPanel, TrialsList } from "./lists";
+import { MapPanel } from "./mapview";
 import {
   asStatus, parseCropMessage, parseProgress, parseRegions, parseSampling, parseShape, regionsForWire, toBytes,
   type Region, type Traits,
 } from "./model";
+import { parseMapOverlays } from "./overlay";
 import { completeParams, parseParamTable } from "./paramtable";
 import { PreviewController } from "./preview";
 import { ProgressView } from "./progress";
@@ -36,6 +38,13 @@ const render: Render<Traits> = ({ model, el }) => {
   const statusBar = new StatusBar();
   const toolbar = new Toolbar();
   const progress = new ProgressView();
+  const maps = new MapPanel({
+    onFit: (tile) => model.send({ type: "fit_map", tile }),
+    onShow: (tiles) => {
+      scan.overlay = tiles;
+      scan.schedule();
+    },
+  });
   const panels = new CropPanels((id) => select(id));
   const fft = new FFTView();
   const steering = new SteeringPanel({
@@ -67,7 +76,7 @@ const render: Render<Traits> = ({ model, el }) => {
   });
   const browse = new Browse(model, steering, preview, display, inspect, trialsList, pinsPanel);
   const left = element("div", "livessb-left");
-  left.append(scan.el, inspect.el, fft.el, toolbar.el, progress.el, statusBar.el);
+  left.append(scan.el, inspect.el, fft.el, toolbar.el, maps.el, progress.el, statusBar.el);
   const middle = element("div", "livessb-middle");
   middle.append(steering.el, trialsList.el, pinsPanel.el);
   root.append(left, middle, panels.el);
@@ -155,6 +164,7 @@ const render: Render<Traits> = ({ model, el }) => {
   const onShape = () => {
     const shape = parseShape(model.get("scan_shape"));
     if (shape) scan.setShape(shape);
+    if (shape) maps.setShape(shape.rows, shape.cols);
     onSampling();
   };
   const onStatus = () => {
@@ -185,6 +195,7 @@ const render: Render<Traits> = ({ model, el }) => {
     scan.schedule();
   };
   const onLive = () => (toolbar.liveRegions.checked = !!model.get("live_regions"));
+  const onMaps = () => maps.setMaps(parseMapOverlays(model.get("map_overlays")));
   const onProgress = () => progress.setProgress(parseProgress(model.get("progress")));
   const onMsg = (msg: unknown, buffers: DataView[]) => {
     if (preview.receive(msg, buffers)) return onSampling();
@@ -199,7 +210,7 @@ const render: Render<Traits> = ({ model, el }) => {
     ["change:region_results", () => select(selected)], ["msg:custom", onMsg],
     ["change:param_table", onTable], ["change:sampling_A", onSampling], ["change:upsample", onSampling],
     ["change:trials_full", () => browse.refreshTrials(selected)], ["change:progress", onProgress],
-    ["change:live_regions", onLive],
+    ["change:live_regions", onLive], ["change:map_overlays", onMaps],
   ];
   for (const [name, cb] of listeners) model.on(name, cb as () => void);
 
@@ -243,6 +254,7 @@ const render: Render<Traits> = ({ model, el }) => {
   onStatus();
   onLive();
   onProgress();
+  onMaps();
   scan.regions = committed;
   select(null);
   void onScan();

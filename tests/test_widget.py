@@ -112,8 +112,8 @@ def test_full_fit_on_creation(ds):
         w.wait(TIMEOUT)
         assert w.status == "done", w.message
         assert set(w.full_fit) >= {"params", "loss", "rotation_deg", "transpose", "timings"}
-        assert set(w.full_fit) <= {"params", "loss", "errors", "rotation_deg", "transpose",
-                                   "timings"}
+        assert set(w.full_fit) <= {"params", "loss", "errors", "undetermined", "on_box_edge",
+                                   "model", "rotation_deg", "transpose", "timings"}
         assert set(w.full_fit["params"]) >= set(livessb.params.JOINT)
         assert w.full_fit["timings"]["total_s"] > 0
         f = w.upsample

@@ -62,6 +62,10 @@ def plot_map(m: MapResult, names: list[str] | None = None, cmap: str = "viridis"
     for k, name in enumerate(names):
         p = BY_NAME[name]
         held = " (fixed)" if name in m.fixed else ""
+        if not held and m.undetermined[name].all():
+            held = " (not determined)"
+        elif not held and m.undetermined[name].any():
+            held = " (hatched: not determined)"
         for col, (data, what) in enumerate(((m.params[name], p.label),
                                             (m.errors[name], f"σ({p.label})"))):
             ax = axes[k, col]

@@ -99,6 +99,31 @@ def plot_phase(rec: Reconstruction, ax: Axes | None = None, scale_bar: bool = Tr
     return fig
 
 
+def fitted_text(fit: FitResult, name: str) -> str:
+    """``"C10 = -12.3 ± 0.4 Å"`` (digits and unit of the parameter table), ``"… not
+    determined"`` for a parameter the data do not determine, a warning on a box edge."""
+    p = BY_NAME[name]
+    if name in fit.undetermined:
+        return f"{p.label}: not determined"
+    value = f"{float(fit.params[name]):.{p.digits}f}"
+    err = fit.errors.get(name)
+    if err is not None and math.isfinite(err) and err > 0:
+        value += f" ± {float(err):.{p.digits}f}"
+    edge = " (on box edge!)" if name in fit.on_box_edge else ""
+    return f"{p.label} = {value} {p.unit}".rstrip() + edge
+
+
+def _trust_line(fit: FitResult) -> str:
+    """The model kept and the parameters not determined, for a figure title."""
+    kept = (fit.provenance.get("model_choice") or {}).get("kept")
+    parts = [f"{kept} model"] if kept else []
+    if fit.undetermined:
+        parts.append("not determined: " + ", ".join(BY_NAME[n].label for n in fit.undetermined))
+    if fit.on_box_edge:
+        parts.append("on box edge: " + ", ".join(BY_NAME[n].label for n in fit.on_box_edge))
+    return "; ".join(parts)
+
+
 def plot_trials(fit: FitResult, ax: Axes | None = None) -> Figure:
     """Loss vs trial number (per branch), best so far, and the Newton steps after them."""
     if ax is None:
@@ -134,7 +159,9 @@ def plot_trials(fit: FitResult, ax: Axes | None = None) -> Figure:
                label=f"final loss {fit.loss:.4g}")
     ax.set_xlabel("trial / step number")
     ax.set_ylabel("loss")
-    ax.set_title(f"search record: {len(trials)} trials, {len(fit.newton)} Newton steps")
+    title = f"search record: {len(trials)} trials, {len(fit.newton)} Newton steps"
+    trust = _trust_line(fit)
+    ax.set_title(f"{title}\n{trust}" if trust else title, fontsize=10)
     ax.legend(fontsize=8, loc="upper right")
     return fig
 
@@ -210,7 +237,10 @@ def plot_loss_slices(fit: FitResult, evaluate: Callable[[np.ndarray], np.ndarray
         ax.scatter([float(fit.params[k])], [float(fit.loss)], color="tab:red", zorder=3, s=15)
         ax.set_xlabel(f"{k} ({BY_NAME[k].unit})")
         ax.set_ylabel("loss")
-    fig.suptitle("loss slices through the fit")
+        ax.set_title(fitted_text(fit, k), fontsize=9,
+                     color="tab:red" if k in fit.on_box_edge else "black")
+    trust = _trust_line(fit)
+    fig.suptitle("loss slices through the fit" + (f" ({trust})" if trust else ""))
     return fig
 
 

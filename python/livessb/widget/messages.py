@@ -33,7 +33,7 @@ class Messages:
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "request_crops": self.request_crops, "save": self.save, "preview": self.preview,
             "refine": self.refine, "export_pins": self.export_pins,
-            "export_tiff": self.export_tiff}
+            "export_tiff": self.export_tiff, "fit_map": widget._maps.fit_map}
 
     def handle(self, content: Any) -> None:
         w = self._w

@@ -36,22 +36,29 @@ def best_trials(fit: FitResult, limit: int = MAX_TRIALS) -> list[dict[str, Any]]
              "loss": float(fit.trials[i]["loss"])} for i in order[:limit]]
 
 
+def trust_record(fit: FitResult) -> dict[str, Any]:
+    """``{errors, undetermined, on_box_edge, model}``: 1-σ errors (``{}`` for objectives
+    without them), the names not determined, the names on a box edge and the model kept
+    (``"thin"``/``"thick"``, ``None`` where no choice was made)."""
+    choice = fit.provenance.get("model_choice") or {}
+    return {"errors": float_params(fit.errors), "undetermined": [str(n) for n in fit.undetermined],
+            "on_box_edge": [str(n) for n in fit.on_box_edge],
+            "model": choice.get("kept") if isinstance(choice, dict) else None}
+
+
 def full_fit_record(fit: FitResult) -> dict[str, Any]:
-    """``{params, loss, errors?, rotation_deg, transpose, timings}``."""
-    out: dict[str, Any] = {"params": float_params(fit.params), "loss": float(fit.loss),
-                           "rotation_deg": float(fit.rotation_deg),
-                           "transpose": bool(fit.transpose),
-                           "timings": {str(k): float(v) for k, v in fit.timings.items()}}
-    errors = getattr(fit, "errors", None)  # FitResult.errors: the trustworthy-fits work
-    if errors:
-        out["errors"] = float_params(errors)
-    return out
+    """``{params, loss, errors, undetermined, on_box_edge, model, rotation_deg, transpose,
+    timings}``."""
+    return {"params": float_params(fit.params), "loss": float(fit.loss), **trust_record(fit),
+            "rotation_deg": float(fit.rotation_deg), "transpose": bool(fit.transpose),
+            "timings": {str(k): float(v) for k, v in fit.timings.items()}}
 
 
 def region_record(reg: RegionResult, generation: int, elapsed_s: float) -> dict[str, Any]:
     return {"status": "done", "params": float_params(reg.params), "loss": float(reg.fit.loss),
-            "generation": generation, "error": "", "bounds": [int(b) for b in reg.bounds],
-            "elapsed_s": round(elapsed_s, 4), "trials": best_trials(reg.fit)}
+            **trust_record(reg.fit), "generation": generation, "error": "",
+            "bounds": [int(b) for b in reg.bounds], "elapsed_s": round(elapsed_s, 4),
+            "trials": best_trials(reg.fit)}
 
 
 def checked_regions(value: Any, scan_shape: tuple[int, int]) -> list[dict[str, Any]]:

@@ -28,6 +28,7 @@ from ..regions import MIN_REGION_PX
 from ..render import phase_to_png
 from . import bundle
 from .frames import FrameStream
+from .mapjobs import MapJobs
 from .messages import Messages
 from .progress import IDLE, ProgressReporter
 from .records import (
@@ -92,11 +93,12 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
     message = traitlets.Unicode("").tag(sync=True)  # errors and notices shown in the widget
     param_table = traitlets.List(traitlets.Dict()).tag(sync=True)
     min_region_px = traitlets.Int(MIN_REGION_PX).tag(sync=True)
-    full_fit = traitlets.Dict().tag(sync=True)  # {params, loss, errors?, rotation_deg, ...}
+    full_fit = traitlets.Dict().tag(sync=True)  # records.full_fit_record
     trials_full = traitlets.List(traitlets.Dict()).tag(sync=True)  # [{n, params, loss}]
     progress = traitlets.Dict(dict(IDLE)).tag(sync=True)  # {stage, done, total, elapsed_s}
     # id -> {status, params, loss, generation, error, bounds, elapsed_s, trials}
     region_results = traitlets.Dict().tag(sync=True)
+    map_overlays = traitlets.Dict().tag(sync=True)  # mapjobs.map_record of the latest map
     # --- JS <-> Python ------------------------------------------------------
     live_regions = traitlets.Bool(False).tag(sync=True)
     # [{id, row_start, row_stop, col_start, col_stop}], scan px, stops exclusive
@@ -141,6 +143,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
         self._resend_regions = False
         self._regions_ok: list[dict[str, Any]] = []  # last accepted value of `regions`
         self._frames = FrameStream(self._send_custom)
+        self._maps = MapJobs(self)
         self._messages = Messages(self)
         self._closed = False
         self._finalizer = weakref.finalize(
@@ -438,6 +441,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
                 self._applying = False
             if s.full_fit is not None:
                 self._submit("full", functools.partial(self._show_full, s.full_fit))
+            self._maps.restore()
             results: dict[str, Any] = {}
             for r in regions:
                 rid = r["id"]

@@ -1,0 +1,123 @@
+"""The trust readouts and the map overlay in a real JupyterLab + Chromium.
+
+The demo notebook is opened and fitted ONCE (module fixture). The demo is untilted and
+of zero depth, so the thin model is kept: the full-field readout shows C10 as
+"value ± error" and both tilts and the depth as "not determined". Then "fit map" with
+32² tiles (trials reduced through the widget's ``trials``, 2 CPU cores) paints the
+chosen parameter's tiles over the scan, "none" takes them off again. Screenshots go to
+test-artifacts/ (maps-*.png).
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
+from helpers import importable, require
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+require(importable("playwright") and importable("jupyterlab"),
+        "pip install playwright jupyterlab (the dev extra)")
+
+from lab import (  # noqa: E402
+    ARTIFACTS,
+    DEMO_NOTEBOOK,
+    canvas_pixels_digest,
+    chromium,
+    jupyterlab,
+    open_notebook,
+    run_all_cells,
+    run_code,
+    run_json,
+    show_canvas,
+    stack_problem,
+    wait_preview,
+    wait_status,
+    widget_root,
+)
+
+require(not stack_problem(), stack_problem())
+
+MAP_TILE = 32  # the demo's 96² scan: 3×3 tiles
+MAP_TRIALS = 40
+
+
+@pytest.fixture(scope="module")
+def ui(tmp_path_factory):
+    root_dir = tmp_path_factory.mktemp("widget-maps") / "lab"
+    console: list[str] = []
+    ARTIFACTS.mkdir(exist_ok=True)
+    with jupyterlab(root_dir) as lab, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1600, "height": 1200})
+        page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+        page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
+        try:
+            open_notebook(page, lab, DEMO_NOTEBOOK.name)
+            run_all_cells(page)
+            root = widget_root(page)
+            root.get_by_label("scan image", exact=True).wait_for(timeout=120_000)
+            wait_status(root, "done", timeout_ms=600_000)
+            wait_preview(root, 1, timeout_ms=120_000)
+            yield page, root
+        finally:
+            (ARTIFACTS / "widget-maps-console.log").write_text("\n".join(console))
+            shutil.copyfile(lab.log, ARTIFACTS / "widget-maps-jupyterlab.log")
+            assert not [c for c in console if c.startswith("pageerror")], console
+
+
+def readout_text(root, name):
+    return root.locator(f'.livessb-readout [data-param="{name}"]').inner_text()
+
+
+def test_readout_shows_errors_and_not_determined(ui):
+    _page, root = ui
+    c10 = readout_text(root, "C10")
+    assert "±" in c10 and c10.endswith("Å"), c10
+    for name in ("tilt_row_mrad", "tilt_col_mrad", "depth"):
+        assert readout_text(root, name).endswith("not determined"), readout_text(root, name)
+    assert readout_text(root, "model") == "thin model"
+    root.get_by_label("full-field fit", exact=True).evaluate(
+        "el => el.scrollIntoView({block: 'center'})")
+    root.screenshot(path=str(ARTIFACTS / "maps-01-readout-widget.png"))
+
+
+def test_fit_map_paints_overlay_and_none_removes_it(ui):
+    page, root = ui
+    show_canvas(root)
+    before = canvas_pixels_digest(root, "scan image")
+    run_code(page, f"w.trials = {MAP_TRIALS}")
+    root.get_by_label("map tile", exact=True).fill(str(MAP_TILE))
+    root.get_by_label("fit map", exact=True).click()
+    bar = root.get_by_role("progressbar", name="fit progress", exact=True)
+    bar.wait_for(state="visible", timeout=60_000)
+    wait_status(root, "done", timeout_ms=600_000)
+    panel = root.locator(".livessb-map")
+    panel.locator("xpath=self::*[@data-parameter='C10']").wait_for(timeout=60_000)
+    assert panel.get_attribute("data-tiles") == "9"
+    options = root.get_by_label("map parameter", exact=True).locator("option").all_inner_texts()
+    assert options[0] == "map: none" and "C10" in options, options
+    legend = root.get_by_label("map legend", exact=True).inner_text()
+    assert "Å" in legend, legend
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 50)))")
+    painted = canvas_pixels_digest(root, "scan image")
+    assert painted != before
+    show_canvas(root)
+    root.screenshot(path=str(ARTIFACTS / "maps-02-overlay-C10-widget.png"))
+
+    root.get_by_label("map parameter", exact=True).select_option("tilt_row_mrad")
+    legend = root.get_by_label("map legend", exact=True).inner_text()
+    flags = run_json(page, "w.map_overlays['overlays']['tilt_row_mrad']['undetermined']")
+    hatched = sum(v for row in flags for v in row)
+    assert hatched > 0, flags  # thin tiles: their tilt is not determined
+    assert f"not determined: {hatched}" in legend, legend
+    root.screenshot(path=str(ARTIFACTS / "maps-03-overlay-tilt-widget.png"))
+
+    root.get_by_label("map parameter", exact=True).select_option("none")
+    page.evaluate("() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 50)))")
+    assert root.get_by_label("map legend", exact=True).is_hidden()
+    assert canvas_pixels_digest(root, "scan image") == before
