@@ -14,9 +14,11 @@ The estimator (docs/uncertainty.md has the derivation):
   R = 2S and s² = σ²/2 this is cov(θ) = 2σ² (∂²R)⁻¹ = (2σ²/E) (∂²L)⁻¹.
 * σ² from the residual at the optimum (the default): E[R_min] = σ² (n_obs - n_object
   - P) with n_obs = Σ_ν w·#{b: m_b(ν)} the real observations (each independent
-  complex value counted twice by w, two real parts each), n_object = Σ_ν w·[ν has
-  support] the eliminated object's real degrees of freedom and P the fitted
-  parameters. It needs no detector gain, and it absorbs model error (it is then
+  complex value counted twice by w, two real parts each), n_object = Σ_ν w·#{lobes
+  of ν with a pixel} the eliminated objects' real degrees of freedom (one object per
+  trotter lobe, physics.objective) and P the fitted parameters. With no degrees of
+  freedom left σ² is not estimated (estimator "none"): every error is its box width.
+  It needs no detector gain, and it absorbs model error (it is then
   conservative). The Poisson level Σ_R I(R, k_b), averaged over the BF pixels with
   their trotter counts as weights, is recorded beside it: the ratio of the two is the
   excess of the misfit over counting noise (≈ 1 for data the model describes; the
