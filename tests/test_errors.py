@@ -11,6 +11,7 @@ import pytest
 from livessb.fit.errors import (
     NoiseLevel,
     covariance,
+    noise_level,
     observation_counts,
     pixel_trotter_counts,
     profile_inflation,
@@ -43,7 +44,10 @@ def test_trotter_counts_match_the_masks_the_loss_sums_over(
     np.testing.assert_array_equal(counts, exact_per_pixel)
     n_obs, n_object = observation_counts(bf.count, R.ravel(), C.ravel(), w, K_ALPHA)
     assert n_obs == pytest.approx(float(exact_per_pixel.sum()), rel=0.01)
-    exact_object = float(((masks.sum(axis=0) > 0) * w).sum())
+    # One object per trotter lobe (k-ν in the disc, or k+ν): a lobe with a pixel.
+    minus = np.hypot(k[:, :1] - R.ravel(), k[:, 1:] - C.ravel()) <= K_ALPHA
+    lobes = ((masks & minus).sum(axis=0) > 0).astype(int) + ((masks & ~minus).sum(axis=0) > 0)
+    exact_object = float((lobes * w).sum())
     assert n_object == pytest.approx(exact_object, rel=0.02)
 
 
@@ -142,3 +146,13 @@ def test_fit_result_round_trips_errors_and_loads_files_without_them() -> None:
     del old["errors"], old["undetermined"]  # a calibration file written before
     restored = FitResult.from_dict(old)
     assert restored.errors == {} and restored.undetermined == []
+
+
+def test_no_degrees_of_freedom_give_box_width_errors_not_a_failure() -> None:
+    # 119 observations, 119 object degrees of freedom, 6 parameters (a forced unit typo).
+    noise = noise_level(0.5, 1000.0, 119.0, 119.0, 6, 1.0)
+    assert not noise.determined and noise.estimator == "none"
+    assert "no degrees of freedom" in noise.undetermined_reason()
+    box = {"C10": (-500.0, 500.0), "C12": (0.0, 100.0)}
+    err = standard_errors(np.eye(2), ("C10", "C12"), ("C10", "C12"), noise, 1000.0, box)
+    assert err == {"C10": 1000.0, "C12": 100.0}

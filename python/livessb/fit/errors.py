@@ -14,9 +14,11 @@ The estimator (docs/uncertainty.md has the derivation):
   R = 2S and s² = σ²/2 this is cov(θ) = 2σ² (∂²R)⁻¹ = (2σ²/E) (∂²L)⁻¹.
 * σ² from the residual at the optimum (the default): E[R_min] = σ² (n_obs - n_object
   - P) with n_obs = Σ_ν w·#{b: m_b(ν)} the real observations (each independent
-  complex value counted twice by w, two real parts each), n_object = Σ_ν w·[ν has
-  support] the eliminated object's real degrees of freedom and P the fitted
-  parameters. It needs no detector gain, and it absorbs model error (it is then
+  complex value counted twice by w, two real parts each), n_object = Σ_ν w·#{lobes
+  of ν with a pixel} the eliminated objects' real degrees of freedom (one object per
+  trotter lobe, physics.objective) and P the fitted parameters. With no degrees of
+  freedom left σ² is not estimated (estimator "none"): every error is its box width.
+  It needs no detector gain, and it absorbs model error (it is then
   conservative). The Poisson level Σ_R I(R, k_b), averaged over the BF pixels with
   their trotter counts as weights, is recorded beside it: the ratio of the two is the
   excess of the misfit over counting noise (≈ 1 for data the model describes; the
@@ -73,6 +75,18 @@ class NoiseLevel:
         return self.n_observations - self.n_object - self.n_parameters
 
     @property
+    def determined(self) -> bool:
+        """False when no degrees of freedom are left for σ² (estimator "none")."""
+        return self.estimator != "none"
+
+    def undetermined_reason(self) -> str:
+        return (f"no degrees of freedom left for a noise estimate ({self.n_observations:.0f} "
+                f"observations, {self.n_object:.0f} object, {self.n_parameters} parameters): "
+                "every error is set to its box width and every free parameter is listed as "
+                "undetermined; fit a larger scan or region, or check the scan step, voltage "
+                "and semiangle units")
+
+    @property
     def excess(self) -> float:
         """σ²_residual / σ²_Poisson: 1 for counting noise alone (gain 1, model exact)."""
         return self.sigma2_residual / self.sigma2_poisson if self.sigma2_poisson > 0 else math.inf
@@ -109,14 +123,16 @@ def observation_counts(
 
     The count of BF pixels in a trotter is B × its area fraction; summed over every ν
     of the half plane the pixel-lattice rounding averages out (tests compare it with
-    the exact masks). A frequency carries an object degree of freedom when its trotter
-    holds at least one pixel (the expected count reaches ½).
+    the exact masks). The loss fits one object per trotter lobe (physics.objective),
+    and the two lobes of a trotter are mirror images (k → -k), each half its area: a
+    lobe carries an object degree of freedom when it holds at least one pixel (its
+    expected count reaches ½), so a frequency carries 0 or 2 objects.
     """
     nu = np.hypot(np.asarray(nu_r, dtype=np.float64), np.asarray(nu_c, dtype=np.float64))
     w = np.asarray(weights, dtype=np.float64)
     counts = n_bf * trotter_fraction(nu, k_alpha)
     counts[nu == 0] = 0.0  # DC is set from the mean, never fitted
-    return float(np.sum(w * counts)), float(np.sum(w * (counts >= 0.5)))
+    return float(np.sum(w * counts)), float(np.sum(w * 2.0 * (counts / 2 >= 0.5)))
 
 
 def _disc_chords(center: np.ndarray, nu_r: np.ndarray, k_alpha: float,
@@ -180,9 +196,10 @@ def noise_level(
 ) -> NoiseLevel:
     """σ² from the residual R = L·E at the optimum over its degrees of freedom."""
     dof = n_obs - n_object - n_parameters
-    if not dof > 0:
-        raise ValueError(f"no degrees of freedom left for a noise estimate ({n_obs:.0f} "
-                         f"observations, {n_object:.0f} object, {n_parameters} parameters)")
+    if not dof > 0:  # nothing left to measure the noise with: every error is the box
+        return NoiseLevel(sigma2=0.0, sigma2_residual=0.0, sigma2_poisson=float(sigma2_poisson),
+                          n_observations=float(n_obs), n_object=float(n_object),
+                          n_parameters=int(n_parameters), kappa=KAPPA_MAX, estimator="none")
     s2 = max(float(loss), 0.0) * float(energy) / dof
     return NoiseLevel(sigma2=s2, sigma2_residual=s2, sigma2_poisson=float(sigma2_poisson),
                       n_observations=float(n_obs), n_object=float(n_object),
@@ -238,6 +255,8 @@ def standard_errors(
         return out
     widths = np.array([box[n][1] - box[n][0] for n in free], dtype=np.float64)
     widths = np.where(widths > 0, widths, 1.0)
+    if not noise.determined:
+        return {**out, **{n: float(widths[i]) for i, n in enumerate(free)}}
     sub = np.asarray(hessian, dtype=np.float64)[np.ix_(idx, idx)]
     cov = covariance(sub, noise.sigma2 * noise.kappa, energy, widths)
     for i, n in enumerate(free):

@@ -155,7 +155,7 @@ def assess(
     thin_steps: list[dict[str, Any]] = []
     by_model: list[str] = []
     t1 = time.perf_counter()
-    if choose and "depth" in box.names:
+    if choose and "depth" in box.names and noise.determined:
         thick_free = [n for n in THICK_ONLY if n in box.names]
         thin_box = _sub_box(box, tuple(n for n in box.names if n not in THICK_ONLY))
         thin_view = FreeView(model, thin_box, {**view.fixed, **dict.fromkeys(thick_free, 0.0)})
@@ -177,6 +177,10 @@ def assess(
     errors.update(standard_errors(kept_hessian, free, free, kept_noise, energy, box_t))
     undet = undetermined(kept_params, errors, box_t, free, by_model)
     warnings = edge_warnings({n: kept_params[n] for n in free}, errors, box_t, edges)
+    if not kept_noise.determined:  # every error is its box: no ±2σ check says anything
+        undet = [n for n in kept_params if n in free]
+        warnings = [kept_noise.undetermined_reason()] + [w for w in warnings
+                                                         if "sits on its box edge" in w]
     return Assessment(params=kept_params, loss=kept_loss, errors=errors, undetermined=undet,
                       noise=kept_noise, model_choice=choice, warnings=warnings,
                       on_box_edge=edges,
