@@ -139,13 +139,15 @@ def prepare_corrections(dataset: Dataset4D, options: Preprocessing | None = None
     return Corrections(opts, bad, found, fit, factors)
 
 
-def _array_module(counts: Any) -> Any:
-    """numpy, or cupy for counts resident on a GPU (the measurement then stays there)."""
-    if type(counts).__module__.split(".")[0] == "cupy":
+def _resident(counts: Any) -> tuple[Any, Any]:
+    """(array module, array) to measure on: counts resident on a GPU (a CuPy array, or a
+    wrapper exposing one as ``device_array``) are measured there, without host copies."""
+    array = getattr(counts, "device_array", counts)
+    if type(array).__module__.split(".")[0] == "cupy":
         import cupy
 
-        return cupy
-    return np
+        return cupy, array
+    return np, counts
 
 
 def _to_host(x: Any) -> np.ndarray:
@@ -168,7 +170,7 @@ def _measure(counts: Any, mean_pattern: np.ndarray, plan: RepairPlan,
     counts' own array module; only the disk window is converted (the totals sum the
     native counts), so a resident GPU dataset is measured in milliseconds."""
     Rr, Rc, kr, kc = (int(s) for s in counts.shape)
-    xp = _array_module(counts)
+    xp, counts = _resident(counts)
     totals = np.empty((Rr, Rc))
     repaired = repaired_mean(mean_pattern, plan)
     level = _disk_level(repaired)
