@@ -185,12 +185,21 @@ class CPUEngine:
     ) -> np.ndarray:
         sp = self._life.live(spectra)
         check_method(method)
-        part = sp.part
         if not self.kernels or has_higher_order(params):
-            out: np.ndarray = self.reference.reconstruct(sp, part.geometry, params, upsample,
+            out: np.ndarray = self.reference.reconstruct(sp, sp.part.geometry, params, upsample,
                                                          method)
             return out
         f = int(upsample)
+        O = self.object_spectrum(sp, params, f, method)
+        image: np.ndarray = self.reference.object_spectrum_to_image(sp, O, f)
+        return image.astype(np.complex64)
+
+    def object_spectrum(self, spectra: Spectra, params: dict[str, float], upsample: int,
+                        method: str) -> np.ndarray:
+        """O(ν) (complex128) on the f-times finer half plane by the Numba kernel (six joint
+        parameters); the reference's ``ssb_spectrum``/Wiener spectrum is what it matches."""
+        sp = self._life.live(spectra)
+        part, f = sp.part, int(upsample)
         if f not in part.fine:  # geometry of the f-times finer grid, per rotation
             grids, index, conj = self.reference.fine_grids(sp, part.geometry, f)
             pack = _pack_trotter_pairs(grids, part.geometry.k, self.geo.bf.rows,
@@ -201,10 +210,10 @@ class CPUEngine:
         c = fine.pairs
         C, N, D = _kernels().reconstruction_sums(
             c.indptr, c.k_r, c.k_c, c.amp_m, c.amp_p, c.G, fine.nu_r, fine.nu_c,
-            np.pi * self.geo.wavelength, to_vector(params, JOINT, default=0.0), RECON_EPS)
-        O = C / sp.n_bf if method == "ssb" else N / (D + WIENER_EPS * sp.n_bf)
-        image: np.ndarray = self.reference.object_spectrum_to_image(sp, O, f)
-        return image.astype(np.complex64)
+            np.pi * self.geo.wavelength, to_vector(params, JOINT, default=0.0), RECON_EPS,
+            c.det_r, c.det_c, self._row_off, self._col_off, part.to_det)
+        out: np.ndarray = C / sp.n_bf if method == "ssb" else N / (D + WIENER_EPS * sp.n_bf)
+        return out
 
     # -- lifetime and diagnostics ------------------------------------------------------
     def release(self, spectra: Spectra) -> None:
