@@ -40,6 +40,7 @@ from .reference import (
 )
 
 _PAIRS = np.array(PAIRS, dtype=np.int64)
+ROTATION_CACHE_BYTES = 512 * 2**20  # keep the previous rotation's geometry up to this size
 
 HostSpectra = PreparedSpectra[HostPart]
 
@@ -110,9 +111,20 @@ class CPUEngine:
             return
         self._life.check_open()
         part = sp.part
+        stashed = part.previous.pop((theta, transpose), None)
+        if sp.rotation is not None and not stashed:
+            state = _rotation_state(sp)
+            part.previous = ({sp.rotation: state}
+                             if _state_bytes(state) <= ROTATION_CACHE_BYTES else {})
+        if stashed:
+            part.previous = {sp.rotation: _rotation_state(sp)} if sp.rotation else {}
+            sp.energy, g_k, g_grids, part.pairs, part.groups, part.to_det, part.fine = stashed
+            part.geometry.k, part.geometry.grids = g_k, g_grids
+            sp.rotation = (theta, transpose)
+            return
         sp.energy = self.reference.rotate(sp.G, sp.n_bf, part.geometry, theta, transpose)
         sp.rotation = (theta, transpose)
-        part.fine.clear()  # fine-grid packs belong to the previous rotation
+        part.fine = {}  # fine-grid packs belong to the previous rotation
         part.pairs = part.groups = part.to_det = None
         if self.kernels:
             g = part.geometry
@@ -225,6 +237,7 @@ class CPUEngine:
         part.geometry.grids = []
         part.pairs = part.groups = part.to_det = None
         part.fine = {}
+        part.previous = {}
 
     def memory_info(self) -> dict[str, Any]:
         arrays: list[Any] = [self._bf_counts] if not self.closed else []
@@ -256,6 +269,24 @@ class CPUEngine:
             return
         self._life.close(self.release)
         self._bf_counts = None
+
+
+def _rotation_state(sp: HostSpectra) -> tuple[Any, ...]:
+    part = sp.part
+    return (sp.energy, part.geometry.k, part.geometry.grids, part.pairs, part.groups,
+            part.to_det, part.fine)
+
+
+def _state_bytes(state: tuple[Any, ...]) -> int:
+    """Bytes of the arrays a rotation state holds (grids, packs, fine packs)."""
+    seen: list[Any] = [state[1]]
+    for g in state[2]:
+        seen += list(vars(g).values())
+    packs = [state[3]] + [f.pairs for f in state[6].values()]
+    for p in packs:
+        if p is not None:
+            seen += list(vars(p).values())
+    return int(sum(getattr(a, "nbytes", 0) for a in seen))
 
 
 def _kernels() -> Any:
