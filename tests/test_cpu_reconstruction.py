@@ -42,3 +42,25 @@ def test_kernel_reconstruction_matches_numpy_reference(  # type: ignore[no-untyp
     image_ref = ref.reconstruct(sp_ref, params, upsample, method)
     assert image.dtype == image_ref.dtype == np.complex64
     np.testing.assert_allclose(image, image_ref, rtol=0, atol=1e-6 * np.abs(image_ref).max())
+
+
+def test_returning_to_a_rotation_reuses_its_geometry_with_the_same_results(engines) -> None:  # type: ignore[no-untyped-def]
+    fast, sp, _, _ = engines
+    params = dict(zip(JOINT, [-40.0, 15.0, -1.1, 4.0, -7.0, 120.0], strict=True))
+    cand = np.array([list(params.values())])
+    fast.set_rotation(sp, 0.4, True)
+    before = (fast.evaluate(sp, cand), fast.reconstruct(sp, params, 2), sp.energy)
+    grids = sp.part.geometry.grids
+    fast.set_rotation(sp, 1.1, False)
+    other = fast.evaluate(sp, cand)
+    fast.set_rotation(sp, 0.4, True)
+    assert sp.part.geometry.grids is grids  # kept, not rebuilt
+    after = (fast.evaluate(sp, cand), fast.reconstruct(sp, params, 2), sp.energy)
+    assert other[0] != before[0][0]
+    np.testing.assert_array_equal(after[0], before[0])
+    np.testing.assert_array_equal(after[1], before[1])
+    assert after[2] == before[2]
+    fresh = CPUEngine(disk_dataset(scan=(12, 14), det=24, radius=6))
+    sp_fresh = fresh.prepare()
+    fresh.set_rotation(sp_fresh, 0.4, True)
+    np.testing.assert_array_equal(fresh.evaluate(sp_fresh, cand), before[0])

@@ -112,12 +112,10 @@ class CPUEngine:
         self._life.check_open()
         part = sp.part
         stashed = part.previous.pop((theta, transpose), None)
-        if sp.rotation is not None and not stashed:
-            state = _rotation_state(sp)
-            part.previous = ({sp.rotation: state}
-                             if _state_bytes(state) <= ROTATION_CACHE_BYTES else {})
+        state = _rotation_state(sp) if sp.rotation is not None else None
+        part.previous = ({sp.rotation: state} if sp.rotation is not None and state is not None
+                         and _state_bytes(state) <= ROTATION_CACHE_BYTES else {})
         if stashed:
-            part.previous = {sp.rotation: _rotation_state(sp)} if sp.rotation else {}
             sp.energy, g_k, g_grids, part.pairs, part.groups, part.to_det, part.fine = stashed
             part.geometry.k, part.geometry.grids = g_k, g_grids
             sp.rotation = (theta, transpose)
