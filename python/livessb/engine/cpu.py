@@ -211,11 +211,7 @@ class CPUEngine:
         sp = self._life.live(spectra)
         part, f = sp.part, int(upsample)
         if f not in part.fine:  # geometry of the f-times finer grid, per rotation
-            grids, index, conj = self.reference.fine_grids(sp, part.geometry, f)
-            pack = _pack_trotter_pairs(grids, part.geometry.k, self.geo.bf.rows,
-                                       self.geo.bf.cols, sp.G, index, conj)
-            # The fine grid's frequencies, kept with its pairs (every grid block shares them).
-            part.fine[f] = FinePairs(pack, grids[0].nu_r.ravel(), grids[0].nu_c.ravel())
+            part.fine[f] = self._fine_pairs(sp, f)
         fine = part.fine[f]
         c = fine.pairs
         C, N, D = _kernels().reconstruction_sums(
@@ -224,6 +220,24 @@ class CPUEngine:
             c.det_r, c.det_c, self._row_off, self._col_off, part.to_det)
         out: np.ndarray = C / sp.n_bf if method == "ssb" else N / (D + WIENER_EPS * sp.n_bf)
         return out
+
+    def _fine_pairs(self, sp: HostSpectra, f: int) -> FinePairs:
+        """The f-times finer grid's pairs, packed a BF chunk at a time and merged by ν (the
+        dense fine geometry is never held whole; the order is that of one pack)."""
+        g = sp.part.geometry
+        if f == 1:
+            pack = _pack_trotter_pairs(g.grids, g.k, self.geo.bf.rows, self.geo.bf.cols, sp.G,
+                                       None, None)
+            return FinePairs(pack, g.grids[0].nu_r.ravel(), g.grids[0].nu_c.ravel())
+        nu_r, nu_c, index, conj = self.reference.fine_frequencies(sp, f)
+        packs, start = [], 0
+        for grid in self.reference.fine_grid_chunks(g, nu_r, nu_c, sp.n_bf):
+            n = int(grid.k_r.shape[0])
+            sl = slice(start, start + n)
+            packs.append(_pack_trotter_pairs([grid], g.k[sl], self.geo.bf.rows[sl],
+                                             self.geo.bf.cols[sl], sp.G[sl], index, conj))
+            start += n
+        return FinePairs(_merge_packs(packs), nu_r, nu_c)
 
     # -- lifetime and diagnostics ------------------------------------------------------
     def release(self, spectra: Spectra) -> None:
@@ -324,6 +338,26 @@ def _pack_trotter_pairs(
         det_r=bf_rows[b_idx].astype(np.int64),
         det_c=bf_cols[b_idx].astype(np.int64),
     )
+
+
+def _merge_packs(packs: list[TrotterPairs]) -> TrotterPairs:
+    """One ν-major pack from packs of consecutive BF chunks: per ν, chunk 0's pairs, then
+    chunk 1's, … (b ascending, as one pack of all chunks would hold them)."""
+    if len(packs) == 1:
+        return packs[0]
+    counts = np.stack([np.diff(p.indptr) for p in packs])  # (chunks, M)
+    indptr = np.concatenate([[0], np.cumsum(counts.sum(axis=0))]).astype(np.int64)
+    before = np.cumsum(counts, axis=0) - counts  # pairs of earlier chunks, per ν
+    total = int(indptr[-1])
+    names = ("k_r", "k_c", "amp_m", "amp_p", "G", "det_r", "det_c")
+    out = {n: np.empty(total, dtype=getattr(packs[0], n).dtype) for n in names}
+    M = counts.shape[1]
+    for c, p in enumerate(packs):
+        m_of = np.repeat(np.arange(M), counts[c])
+        dest = indptr[m_of] + before[c, m_of] + (np.arange(m_of.size) - p.indptr[m_of])
+        for n in names:
+            out[n][dest] = getattr(p, n)
+    return TrotterPairs(indptr=indptr, **out)
 
 
 def _aliased_values(
