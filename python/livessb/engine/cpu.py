@@ -40,6 +40,7 @@ from .reference import (
 )
 
 _PAIRS = np.array(PAIRS, dtype=np.int64)
+ROTATION_CACHE_BYTES = 512 * 2**20  # keep the previous rotation's geometry up to this size
 
 HostSpectra = PreparedSpectra[HostPart]
 
@@ -110,9 +111,18 @@ class CPUEngine:
             return
         self._life.check_open()
         part = sp.part
+        stashed = part.previous.pop((theta, transpose), None)
+        state = _rotation_state(sp) if sp.rotation is not None else None
+        part.previous = ({sp.rotation: state} if sp.rotation is not None and state is not None
+                         and _state_bytes(state) <= ROTATION_CACHE_BYTES else {})
+        if stashed:
+            sp.energy, g_k, g_grids, part.pairs, part.groups, part.to_det, part.fine = stashed
+            part.geometry.k, part.geometry.grids = g_k, g_grids
+            sp.rotation = (theta, transpose)
+            return
         sp.energy = self.reference.rotate(sp.G, sp.n_bf, part.geometry, theta, transpose)
         sp.rotation = (theta, transpose)
-        part.fine.clear()  # fine-grid packs belong to the previous rotation
+        part.fine = {}  # fine-grid packs belong to the previous rotation
         part.pairs = part.groups = part.to_det = None
         if self.kernels:
             g = part.geometry
@@ -185,26 +195,49 @@ class CPUEngine:
     ) -> np.ndarray:
         sp = self._life.live(spectra)
         check_method(method)
-        part = sp.part
         if not self.kernels or has_higher_order(params):
-            out: np.ndarray = self.reference.reconstruct(sp, part.geometry, params, upsample,
+            out: np.ndarray = self.reference.reconstruct(sp, sp.part.geometry, params, upsample,
                                                          method)
             return out
         f = int(upsample)
+        O = self.object_spectrum(sp, params, f, method)
+        image: np.ndarray = self.reference.object_spectrum_to_image(sp, O, f)
+        return image.astype(np.complex64)
+
+    def object_spectrum(self, spectra: Spectra, params: dict[str, float], upsample: int,
+                        method: str) -> np.ndarray:
+        """O(ν) (complex128) on the f-times finer half plane by the Numba kernel (six joint
+        parameters); the reference's ``ssb_spectrum``/Wiener spectrum is what it matches."""
+        sp = self._life.live(spectra)
+        part, f = sp.part, int(upsample)
         if f not in part.fine:  # geometry of the f-times finer grid, per rotation
-            grids, index, conj = self.reference.fine_grids(sp, part.geometry, f)
-            pack = _pack_trotter_pairs(grids, part.geometry.k, self.geo.bf.rows,
-                                       self.geo.bf.cols, sp.G, index, conj)
-            # The fine grid's frequencies, kept with its pairs (every grid block shares them).
-            part.fine[f] = FinePairs(pack, grids[0].nu_r.ravel(), grids[0].nu_c.ravel())
+            part.fine[f] = self._fine_pairs(sp, f)
         fine = part.fine[f]
         c = fine.pairs
         C, N, D = _kernels().reconstruction_sums(
             c.indptr, c.k_r, c.k_c, c.amp_m, c.amp_p, c.G, fine.nu_r, fine.nu_c,
-            np.pi * self.geo.wavelength, to_vector(params, JOINT, default=0.0), RECON_EPS)
-        O = C / sp.n_bf if method == "ssb" else N / (D + WIENER_EPS * sp.n_bf)
-        image: np.ndarray = self.reference.object_spectrum_to_image(sp, O, f)
-        return image.astype(np.complex64)
+            np.pi * self.geo.wavelength, to_vector(params, JOINT, default=0.0), RECON_EPS,
+            c.det_r, c.det_c, self._row_off, self._col_off, part.to_det)
+        out: np.ndarray = C / sp.n_bf if method == "ssb" else N / (D + WIENER_EPS * sp.n_bf)
+        return out
+
+    def _fine_pairs(self, sp: HostSpectra, f: int) -> FinePairs:
+        """The f-times finer grid's pairs, packed a BF chunk at a time and merged by ν (the
+        dense fine geometry is never held whole; the order is that of one pack)."""
+        g = sp.part.geometry
+        if f == 1:
+            pack = _pack_trotter_pairs(g.grids, g.k, self.geo.bf.rows, self.geo.bf.cols, sp.G,
+                                       None, None)
+            return FinePairs(pack, g.grids[0].nu_r.ravel(), g.grids[0].nu_c.ravel())
+        nu_r, nu_c, index, conj = self.reference.fine_frequencies(sp, f)
+        packs, start = [], 0
+        for grid in self.reference.fine_grid_chunks(g, nu_r, nu_c, sp.n_bf):
+            n = int(grid.k_r.shape[0])
+            sl = slice(start, start + n)
+            packs.append(_pack_trotter_pairs([grid], g.k[sl], self.geo.bf.rows[sl],
+                                             self.geo.bf.cols[sl], sp.G[sl], index, conj))
+            start += n
+        return FinePairs(_merge_packs(packs), nu_r, nu_c)
 
     # -- lifetime and diagnostics ------------------------------------------------------
     def release(self, spectra: Spectra) -> None:
@@ -216,6 +249,7 @@ class CPUEngine:
         part.geometry.grids = []
         part.pairs = part.groups = part.to_det = None
         part.fine = {}
+        part.previous = {}
 
     def memory_info(self) -> dict[str, Any]:
         arrays: list[Any] = [self._bf_counts] if not self.closed else []
@@ -247,6 +281,24 @@ class CPUEngine:
             return
         self._life.close(self.release)
         self._bf_counts = None
+
+
+def _rotation_state(sp: HostSpectra) -> tuple[Any, ...]:
+    part = sp.part
+    return (sp.energy, part.geometry.k, part.geometry.grids, part.pairs, part.groups,
+            part.to_det, part.fine)
+
+
+def _state_bytes(state: tuple[Any, ...]) -> int:
+    """Bytes of the arrays a rotation state holds (grids, packs, fine packs)."""
+    seen: list[Any] = [state[1]]
+    for g in state[2]:
+        seen += list(vars(g).values())
+    packs = [state[3]] + [f.pairs for f in state[6].values()]
+    for p in packs:
+        if p is not None:
+            seen += list(vars(p).values())
+    return int(sum(getattr(a, "nbytes", 0) for a in seen))
 
 
 def _kernels() -> Any:
@@ -286,6 +338,26 @@ def _pack_trotter_pairs(
         det_r=bf_rows[b_idx].astype(np.int64),
         det_c=bf_cols[b_idx].astype(np.int64),
     )
+
+
+def _merge_packs(packs: list[TrotterPairs]) -> TrotterPairs:
+    """One ν-major pack from packs of consecutive BF chunks: per ν, chunk 0's pairs, then
+    chunk 1's, … (b ascending, as one pack of all chunks would hold them)."""
+    if len(packs) == 1:
+        return packs[0]
+    counts = np.stack([np.diff(p.indptr) for p in packs])  # (chunks, M)
+    indptr = np.concatenate([[0], np.cumsum(counts.sum(axis=0))]).astype(np.int64)
+    before = np.cumsum(counts, axis=0) - counts  # pairs of earlier chunks, per ν
+    total = int(indptr[-1])
+    names = ("k_r", "k_c", "amp_m", "amp_p", "G", "det_r", "det_c")
+    out = {n: np.empty(total, dtype=getattr(packs[0], n).dtype) for n in names}
+    M = counts.shape[1]
+    for c, p in enumerate(packs):
+        m_of = np.repeat(np.arange(M), counts[c])
+        dest = indptr[m_of] + before[c, m_of] + (np.arange(m_of.size) - p.indptr[m_of])
+        for n in names:
+            out[n][dest] = getattr(p, n)
+    return TrotterPairs(indptr=indptr, **out)
 
 
 def _aliased_values(

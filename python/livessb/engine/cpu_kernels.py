@@ -197,8 +197,13 @@ def vp_derivative_sums(indptr, k_r, k_c, amp_m, amp_p, G, nu_r, nu_c, pl, params
 
 
 @njit(cache=True, parallel=True)
-def reconstruction_sums(indptr, k_r, k_c, amp_m, amp_p, G, nu_r, nu_c, pl, params, eps):  # type: ignore[no-untyped-def]
-    """Per ν: Σ_b G conj(Γ)/max(|Γ|, ε) (SSB), N = Σ_b conj(Γ) G and D = Σ_b |Γ|² (Wiener)."""
+def reconstruction_sums(indptr, k_r, k_c, amp_m, amp_p, G, nu_r, nu_c, pl, params, eps,  # type: ignore[no-untyped-def]
+                        det_r, det_c, row_off, col_off, to_det):
+    """Per ν: Σ_b G conj(Γ)/max(|Γ|, ε) (SSB), N = Σ_b conj(Γ) G and D = Σ_b |Γ|² (Wiener).
+
+    The phase linear in k comes from detector-row × detector-column tables as in
+    ``vp_sums`` (one parameter vector, so the tables are built once per ν).
+    """
     M = nu_r.shape[0]
     C = np.zeros(M, dtype=np.complex128)
     N = np.zeros(M, dtype=np.complex128)
@@ -206,34 +211,74 @@ def reconstruction_sums(indptr, k_r, k_c, amp_m, amp_p, G, nu_r, nu_c, pl, param
     C10, C12, phi = params[0], params[1], params[2]
     c2, s2 = math.cos(2.0 * phi), math.sin(2.0 * phi)
     dep = params[5]
+    n_rows, n_cols = row_off.shape[0], col_off.shape[0]
     for m in prange(M):
+        if indptr[m] == indptr[m + 1]:
+            continue  # no pair: every table below would go unused
         nr, nc = nu_r[m], nu_c[m]
         nn, nd, nx = nr * nr + nc * nc, nr * nr - nc * nc, 2.0 * nr * nc
         tilt = 2.0 * math.pi * MRAD * (nr * params[3] + nc * params[4])
         q = C10 * nn + C12 * (c2 * nd + s2 * nx)
-        c_acc = 0j
-        n_acc = 0j
-        d_acc = 0.0
+        tab_r, tab_c = _plane_tables(
+            pl, 2.0 * (C10 * nr + C12 * (c2 * nr + s2 * nc)),
+            2.0 * (C10 * nc + C12 * (s2 * nr - c2 * nc)), row_off, col_off, to_det)
+        eq = complex(math.cos(pl * q), math.sin(pl * q))
+        if dep != 0.0:
+            dep_r, dep_c = _plane_tables(-pl * dep, nr, nc, row_off, col_off, to_det)
+            xa0 = (pl * nn + tilt) * dep / 2.0
+            xb0 = (-pl * nn + tilt) * dep / 2.0
+            ea0 = complex(math.cos(xa0), math.sin(xa0))
+            eb0 = complex(math.cos(xb0), math.sin(xb0))
+        else:
+            dep_r = np.empty(n_rows, dtype=np.complex128)
+            dep_c = np.empty(n_cols, dtype=np.complex128)
+            xa0 = xb0 = 0.0
+            ea0 = eb0 = 0j
+        c_r = c_i = n_r = n_i = d_acc = 0.0
+        # Γ = lin·(S_a a_m e^{-iπλq} - S_b a_p e^{iπλq}), in real arithmetic (Numba's
+        # complex ops promote real operands and divide the slow way).
         for j in range(indptr[m], indptr[m + 1]):
-            kr, kc = k_r[j], k_c[j]
-            u = 2.0 * (kr * nr + kc * nc)
-            lin = C10 * u + C12 * (c2 * 2.0 * (kr * nr - kc * nc) + s2 * 2.0 * (kr * nc + kc * nr))
-            da = pl * (q - lin)
-            db = pl * (q + lin)
-            wa = amp_m[j] * complex(math.cos(da), -math.sin(da))
-            wb = amp_p[j] * complex(math.cos(db), math.sin(db))
+            dr, dc = det_r[j], det_c[j]
+            tr, tc = tab_r[dr], tab_c[dc]
+            l_r = tr.real * tc.real - tr.imag * tc.imag
+            l_i = tr.real * tc.imag + tr.imag * tc.real
+            am, ap = amp_m[j], amp_p[j]
             if dep != 0.0:
-                Sa = _sinc3((pl * (nn - u) + tilt) * dep / 2.0)[0]
-                Sb = _sinc3((-pl * (nn + u) + tilt) * dep / 2.0)[0]
-                gam = Sa * wa - Sb * wb
-            else:
-                gam = wa - wb
-            mag = math.sqrt(gam.real * gam.real + gam.imag * gam.imag)
-            prod = G[j] * gam.conjugate()
-            c_acc += prod / max(mag, eps)
-            n_acc += prod
-            d_acc += mag * mag
-        C[m] = c_acc
-        N[m] = n_acc
+                ku = k_r[j] * nr + k_c[j] * nc
+                e = dep_r[dr] * dep_c[dc]
+                am *= _sinc_from(xa0 - pl * dep * ku, ea0.real * e.imag + ea0.imag * e.real)
+                ap *= _sinc_from(xb0 - pl * dep * ku, eb0.real * e.imag + eb0.imag * e.real)
+            b_r = (am - ap) * eq.real
+            b_i = -(am + ap) * eq.imag
+            g_r = l_r * b_r - l_i * b_i
+            g_i = l_r * b_i + l_i * b_r
+            mag2 = g_r * g_r + g_i * g_i
+            Gj = G[j]
+            p_r = Gj.real * g_r + Gj.imag * g_i  # G·conj(Γ)
+            p_i = Gj.imag * g_r - Gj.real * g_i
+            inv = 1.0 / max(math.sqrt(mag2), eps)
+            c_r += p_r * inv
+            c_i += p_i * inv
+            n_r += p_r
+            n_i += p_i
+            d_acc += mag2
+        C[m] = complex(c_r, c_i)
+        N[m] = complex(n_r, n_i)
         D[m] = d_acc
     return C, N, D
+
+
+@njit(cache=True)
+def _plane_tables(scale, v_r, v_c, row_off, col_off, to_det):  # type: ignore[no-untyped-def]
+    """exp(i·scale·k_det·v_det) over detector rows and columns for the scan-frame vector v."""
+    vd_r = to_det[0, 0] * v_r + to_det[0, 1] * v_c
+    vd_c = to_det[1, 0] * v_r + to_det[1, 1] * v_c
+    tab_r = np.empty(row_off.shape[0], dtype=np.complex128)
+    tab_c = np.empty(col_off.shape[0], dtype=np.complex128)
+    for r in range(row_off.shape[0]):
+        a = scale * row_off[r] * vd_r
+        tab_r[r] = complex(math.cos(a), math.sin(a))
+    for c in range(col_off.shape[0]):
+        a = scale * col_off[c] * vd_c
+        tab_c[c] = complex(math.cos(a), math.sin(a))
+    return tab_r, tab_c

@@ -101,6 +101,9 @@ class HostPart:
     groups: LobeGroups | None = None  # its groups' frequencies and weights
     to_det: np.ndarray | None = None  # scan-frame → detector-frame (2, 2)
     fine: dict[int, FinePairs] = field(default_factory=dict)  # by upsampling factor
+    # The previous rotation's state (energy, k, grids, pairs, groups, to_det, fine), kept
+    # when small so a preview at another rotation and the way back rebuild nothing.
+    previous: dict[tuple[float, bool], tuple[Any, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

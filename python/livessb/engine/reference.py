@@ -10,7 +10,7 @@ inputs give the same losses bit for bit on the same device.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -216,20 +216,28 @@ class Reference:
         self, spectra: AnySpectra, ref: ReferenceGeometry, f: int
     ) -> tuple[list[OverlapGrid], Any, Any]:
         """Overlap geometry on the f-times finer grid and the map to the coarse spectra."""
-        xp = self.xp
-        Nr, Nc = spectra.shape
         if f == 1:
             return ref.grids, None, None
-        fine_shape = (f * Nr, f * Nc)
+        nu_r, nu_c, index, conj = self.fine_frequencies(spectra, f)
+        return list(self.fine_grid_chunks(ref, nu_r, nu_c, spectra.n_bf)), index, conj
+
+    def fine_grid_chunks(self, ref: ReferenceGeometry, nu_r: Any, nu_c: Any,
+                         n_bf: int) -> Iterator[OverlapGrid]:
+        """The fine grid's overlap geometry a BF chunk at a time (a caller that packs each
+        chunk never holds the whole dense grid)."""
+        step_b = max(1, self.chunk_elements // nu_r.size)
+        for s in range(0, n_bf, step_b):
+            yield self.grid(ref.k[s:s + step_b], nu_r, nu_c)[1]
+
+    def fine_frequencies(self, spectra: AnySpectra, f: int) -> tuple[Any, Any, Any, Any]:
+        """(ν_r, ν_c) of the f-times finer half plane and its map to the coarse spectra."""
+        xp = self.xp
+        fine_shape = (f * spectra.shape[0], f * spectra.shape[1])
         step = (self.geo.step[0] / f, self.geo.step[1] / f)
         nu_r, nu_c = (xp.asarray(a.astype(self.real_dtype))
                       for a in half_plane_grid(fine_shape, step))
         index, conj = (xp.asarray(a) for a in alias_map(spectra.shape, fine_shape))
-        grids = []
-        step_b = max(1, self.chunk_elements // nu_r.size)
-        for s in range(0, spectra.n_bf, step_b):
-            grids.append(self.grid(ref.k[s:s + step_b], nu_r, nu_c)[1])
-        return grids, index, conj
+        return nu_r, nu_c, index, conj
 
     def _coarse_values(self, G_all: Any, sl: slice, index: Any, conj: Any) -> Any:
         G = G_all[sl]
