@@ -15,7 +15,7 @@ from numba import njit
 
 
 @njit(cache=True)
-def quantise_into(flat, lo, scale, out):  # type: ignore[no-untyped-def]
+def quantise_into(flat: np.ndarray, lo: float, scale: float, out: np.ndarray) -> None:
     """``out[i]`` (uint16) of ``flat[i]`` (float32/float64, 1-D), ``lo``/``scale`` floats."""
     for i in range(flat.shape[0]):
         v = np.float64(flat[i])

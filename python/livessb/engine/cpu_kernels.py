@@ -269,7 +269,8 @@ def reconstruction_sums(indptr, k_r, k_c, amp_m, amp_p, G, nu_r, nu_c, pl, param
 
 
 @njit(cache=True)
-def _plane_tables(scale, v_r, v_c, row_off, col_off, to_det):  # type: ignore[no-untyped-def]
+def _plane_tables(scale: float, v_r: float, v_c: float, row_off: np.ndarray, col_off: np.ndarray,
+                  to_det: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """exp(i·scale·k_det·v_det) over detector rows and columns for the scan-frame vector v."""
     vd_r = to_det[0, 0] * v_r + to_det[0, 1] * v_c
     vd_c = to_det[1, 0] * v_r + to_det[1, 1] * v_c
