@@ -60,7 +60,7 @@ def test_dataset_emd_opens_in_py4dstem(tmp_path: Path, dataset: Dataset4D) -> No
     assert cal["voltage_kV"] == 300.0
     # ...and back through livessb's adapter.
     again = Dataset4D.from_py4dstem(dc)
-    assert again.calibration() == pytest.approx(dataset.calibration())
+    _assert_same_calibration(again, dataset)
 
 
 def test_dataset_emd_opens_in_hyperspy(tmp_path: Path, dataset: Dataset4D) -> None:
