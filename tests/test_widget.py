@@ -430,6 +430,9 @@ def test_launch_demo_notebook_copies_and_starts_jupyterlab(monkeypatch, tmp_path
     # the copy is the packaged notebook, stored once: notebooks/demo.ipynb links to it
     assert nb.read_text() == demo_launch.demo_notebook_path().read_text()
     repo_nb = Path(__file__).resolve().parents[1] / "notebooks" / "demo.ipynb"
-    assert repo_nb.is_symlink() and repo_nb.resolve() == demo_launch._PACKAGED.resolve()
+    source_nb = Path(__file__).resolve().parents[1] / "python" / "livessb" / "notebooks"
+    assert repo_nb.is_symlink() and repo_nb.resolve() == (source_nb / "demo.ipynb").resolve()
+    # the package (editable or the installed wheel) ships that same notebook
+    assert demo_launch._PACKAGED.read_text() == repo_nb.read_text()
     for cell in json.loads(demo_launch.demo_notebook_path().read_text())["cells"]:
         assert not cell.get("outputs") and cell.get("execution_count") is None
