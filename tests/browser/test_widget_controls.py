@@ -290,6 +290,7 @@ def test_trials_list_is_clickable(ui):
         wait_preview(root, state["frame"] + 1, params={"C10": trials[1]["params"]["C10"]})
     shot(page, root, "15-trial")
     label(root, "reset to fit").click()
+    wait_preview(root, 0, params={"C10": run_json(page, "w.full_fit['params']['C10']")})
 
 
 def test_pins_and_exports_write_files_that_open(ui):
@@ -298,7 +299,9 @@ def test_pins_and_exports_write_files_that_open(ui):
 
     out = lab.root / "exports"
     label(root, "export folder").fill(str(out))
-    state = preview_state(root)
+    # a pin records the params on screen: wait until the frame shown is the fit's
+    # (an earlier test may have left a trial's frame in flight)
+    state = wait_preview(root, 0, params={"C10": run_json(page, "w.full_fit['params']['C10']")})
     label(root, "pin").click()
     label(root, "C10 slider").fill(str(round(state["params"]["C10"] - 10.0, 1)))
     wait_preview(root, state["frame"] + 1)
