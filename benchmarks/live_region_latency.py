@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import statistics
 import sys
 import threading
@@ -29,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from preview_latency import _commit, _cpu_session, _gpu_session  # noqa: E402
+from preview_latency import _commit, _cpu_session, _gpu_session, write_record  # noqa: E402
 
 import livessb  # noqa: E402
 
@@ -106,8 +105,7 @@ def main(argv: list[str] | None = None) -> int:
                   **drag(session, size, args.seconds, args.edit_hz)}
     finally:
         session.close()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    write_record(out, result)
     g = result["gap_s"]
     print(f"{device}: {result['fits_arrived_during_drag']} fits in {result['seconds']:.2f} s "
           f"({result['fits_per_s']:.1f}/s), gap max {g['max']:.3f} s, median "

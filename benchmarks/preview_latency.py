@@ -24,7 +24,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -37,6 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
 
 import livessb  # noqa: E402
+from livessb.bench.report import git_commit  # noqa: E402
 from livessb.params import JOINT, to_vector  # noqa: E402
 from livessb.preview import display_upsample, render_preview  # noqa: E402
 
@@ -44,12 +44,13 @@ SWEEP_A = 50.0  # C10 from fit - 50 Å to fit + 50 Å
 
 
 def _commit() -> str:
-    if os.environ.get("LIVESSB_COMMIT"):  # a copied tree (the GPU machine) has no usable .git
-        return os.environ["LIVESSB_COMMIT"]
-    try:
-        return subprocess.check_output(["git", "rev-parse", "HEAD"], cwd=REPO, text=True).strip()
-    except Exception:
-        return "unknown"
+    # LIVESSB_COMMIT first: a copied tree (the GPU machine) has no usable .git
+    return git_commit() or "unknown"
+
+
+def write_record(out: Path, result: dict[str, Any]) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
 
 
 def _summary(values_s: list[float]) -> dict[str, Any]:
@@ -201,8 +202,7 @@ def main(argv: list[str] | None = None) -> int:
         }
     finally:
         session.close()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    write_record(out, result)
     lat, cpu = result["latency"], result["latency_cpu"]
     print(f"{device}: first {lat['first_ms']:.1f} ms, warm median {lat['warm_median_ms']:.1f} ms,"
           f" p90 {lat['warm_p90_ms']:.1f} ms (CPU {cpu['warm_median_ms']:.1f} ms) over "

@@ -19,7 +19,6 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +27,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests" / "browser"))
+sys.path.insert(0, str(REPO / "python"))
 
 from lab import (  # noqa: E402
     DEMO_NOTEBOOK,
@@ -41,6 +41,8 @@ from lab import (  # noqa: E402
     wait_status,
     widget_root,
 )
+
+from livessb.bench.report import git_commit  # noqa: E402
 
 WAIT_PAINTED = """(root, [rid, timeout]) => new Promise((resolve, reject) => {
     const t0 = performance.now();
@@ -64,13 +66,6 @@ def _summary(values: list[float]) -> dict[str, float]:
     s = sorted(values)
     return {"n": len(s), "first": values[0], "median": statistics.median(s), "min": s[0],
             "max": s[-1], "mean": statistics.fmean(s)}
-
-
-def _commit() -> str:
-    try:
-        return subprocess.check_output(["git", "rev-parse", "HEAD"], cwd=REPO, text=True).strip()
-    except Exception:
-        return "unknown"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -130,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         "browser": "Debian Chromium (headless) via Playwright; JupyterLab on localhost",
         "host": {"machine": platform.machine(), "cpus": os.cpu_count(),
                  "python": platform.python_version()},
-        "commit": _commit(),
+        "commit": git_commit() or "unknown",
         "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "full_field_fit_incl_startup_s": round(full_fit_s, 2),
         "summary_ms": {op: _summary([m["release_to_painted_ms"] for m in v])

@@ -21,8 +21,8 @@ sys.path.insert(0, str(REPO / "tests" / "browser"))
 from lab import (  # noqa: E402
     DEMO_NOTEBOOK,
     chromium,
+    click_fft_brightest,
     drag_scan,
-    fft_brightest,
     jupyterlab,
     open_notebook,
     preview_state,
@@ -126,14 +126,7 @@ def main() -> int:
         label(root, "reset view").click()
 
         # FFT and a d-spacing measurement
-        label(root, "FFT view").click()
-        fft = label(root, "FFT image")
-        fft.wait_for(state="visible")
-        fft.scroll_into_view_if_needed()
-        row, col, height, width = fft_brightest(fft, exclude_radius=5)
-        fbox = fft.bounding_box()
-        page.mouse.click(fbox["x"] + (col + 0.5) * fbox["width"] / width,
-                         fbox["y"] + (row + 0.5) * fbox["height"] / height)
+        fft = click_fft_brightest(page, root)
         page.wait_for_timeout(200)
         print("d-spacing:", label(root, "d-spacing").inner_text())
         fft_box, root_box = fft.bounding_box(), root.bounding_box()

@@ -64,6 +64,16 @@ def _sinc(x):  # type: ignore[no-untyped-def]
     return torch.where(small, 1 - x**2 / 6 + x**4 / 120, torch.sin(safe) / safe)
 
 
+def torch_loss_args(ds, sp):  # type: ignore[no-untyped-def]
+    """torch_vp_loss's data arguments for prepared spectra ``sp`` of ``ds``."""
+    ref = sp.part.geometry
+    mask = np.concatenate([(g.amp_minus != 0) | (g.amp_plus != 0) for g in ref.grids])
+    return (torch.tensor(sp.G), torch.tensor(ref.k),
+            torch.tensor(np.stack([ref.nu_r, ref.nu_c], 1)),
+            torch.tensor(mask, dtype=torch.float64), torch.tensor(ref.weights), sp.energy,
+            ds.wavelength_A, ds.k_alpha, ds.detector_pixel_inv_A)
+
+
 @pytest.fixture(scope="module")
 def prepared():  # type: ignore[no-untyped-def]
     ds = disk_dataset(scan=(12, 12), det=24, radius=6)
@@ -83,13 +93,7 @@ def prepared():  # type: ignore[no-untyped-def]
 ])
 def test_gradient_and_hessian_match_autograd(prepared, theta) -> None:  # type: ignore[no-untyped-def]
     ds, engines, spectra = prepared
-    sp = spectra[1]
-    ref = sp.part.geometry
-    mask = np.concatenate([(g.amp_minus != 0) | (g.amp_plus != 0) for g in ref.grids])
-    args = (torch.tensor(sp.G), torch.tensor(ref.k),
-            torch.tensor(np.stack([ref.nu_r, ref.nu_c], 1)),
-            torch.tensor(mask, dtype=torch.float64), torch.tensor(ref.weights), sp.energy,
-            ds.wavelength_A, ds.k_alpha, ds.detector_pixel_inv_A)
+    args = torch_loss_args(ds, spectra[1])
     x = torch.tensor(theta)
     loss_t = torch_vp_loss(x, *args).item()
     grad_t = torch.autograd.functional.jacobian(lambda t: torch_vp_loss(t, *args), x).numpy()
@@ -125,13 +129,7 @@ def test_opt_in_coefficients_derivatives_match_autograd(prepared) -> None:  # ty
     ds, engines, spectra = prepared
     names = fit_names(("C21", "C23", "C30"))
     theta = [25.0, 8.0, 0.3, 4.0, -7.0, 120.0, 300.0, 0.7, 200.0, -0.4, 3e4]
-    sp = spectra[1]
-    ref = sp.part.geometry
-    mask = np.concatenate([(g.amp_minus != 0) | (g.amp_plus != 0) for g in ref.grids])
-    args = (torch.tensor(sp.G), torch.tensor(ref.k),
-            torch.tensor(np.stack([ref.nu_r, ref.nu_c], 1)),
-            torch.tensor(mask, dtype=torch.float64), torch.tensor(ref.weights), sp.energy,
-            ds.wavelength_A, ds.k_alpha, ds.detector_pixel_inv_A, names)
+    args = (*torch_loss_args(ds, spectra[1]), names)
     x = torch.tensor(theta)
     fn = lambda t: torch_vp_loss(t, *args)  # noqa: E731
     grad_t = torch.autograd.functional.jacobian(fn, x).numpy()

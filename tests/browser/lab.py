@@ -18,7 +18,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -361,3 +361,46 @@ def fft_brightest(fft: Any, exclude_radius: float) -> tuple[int, int, int, int]:
             return [Math.floor(at / c.width), at % c.width, c.height, c.width];
         }""", exclude_radius)
     return int(r), int(c), int(h), int(w)
+
+
+def click_fft_brightest(page: Any, root: Any, exclude_radius: float = 5) -> Any:
+    """Open the FFT view and click its brightest lattice peak; returns the FFT canvas."""
+    root.get_by_label("FFT view", exact=True).click()
+    fft = root.get_by_label("FFT image", exact=True)
+    fft.wait_for(state="visible")
+    fft.scroll_into_view_if_needed()
+    row, col, height, width = fft_brightest(fft, exclude_radius)
+    box = fft.bounding_box()
+    page.mouse.click(box["x"] + (col + 0.5) * box["width"] / width,
+                     box["y"] + (row + 0.5) * box["height"] / height)
+    return fft
+
+
+@contextlib.contextmanager
+def fitted_demo(root_dir: Path, tag: str, while_fitting: Callable[[Any], None] | None = None,
+                ) -> Iterator[tuple[Any, Lab, Any]]:
+    """JupyterLab + Chromium with the demo notebook run and its full-field fit's frame
+    painted: yields (page, lab, widget root). ``while_fitting(root)`` runs before the fit
+    ends; the console and JupyterLab logs go to test-artifacts/``tag``-*.log, and a page
+    error fails the fixture."""
+    console: list[str] = []
+    ARTIFACTS.mkdir(exist_ok=True)
+    with jupyterlab(root_dir) as lab, chromium() as browser:
+        page = browser.new_page(viewport={"width": 1600, "height": 1200})
+        page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+        page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
+        try:
+            open_notebook(page, lab, DEMO_NOTEBOOK.name)
+            run_all_cells(page)
+            root = widget_root(page)
+            root.get_by_label("scan image", exact=True).wait_for(timeout=120_000)
+            if while_fitting is not None:
+                while_fitting(root)
+            wait_status(root, "done", timeout_ms=600_000)
+            wait_preview(root, 1, timeout_ms=120_000)  # the fit's frame
+            yield page, lab, root
+        finally:
+            ARTIFACTS.mkdir(exist_ok=True)
+            (ARTIFACTS / f"{tag}-console.log").write_text("\n".join(console))
+            shutil.copyfile(lab.log, ARTIFACTS / f"{tag}-jupyterlab.log")
+        assert not [c for c in console if c.startswith("pageerror")], console

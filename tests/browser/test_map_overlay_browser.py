@@ -10,7 +10,6 @@ test-artifacts/ (maps-*.png).
 
 from __future__ import annotations
 
-import shutil
 import sys
 from pathlib import Path
 
@@ -26,19 +25,13 @@ require(importable("playwright") and importable("jupyterlab"),
 
 from lab import (  # noqa: E402
     ARTIFACTS,
-    DEMO_NOTEBOOK,
     canvas_pixels_digest,
-    chromium,
-    jupyterlab,
-    open_notebook,
-    run_all_cells,
+    fitted_demo,
     run_code,
     run_json,
     show_canvas,
     stack_problem,
-    wait_preview,
     wait_status,
-    widget_root,
 )
 
 require(not stack_problem(), stack_problem())
@@ -50,24 +43,8 @@ MAP_TRIALS = 40
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory):
     root_dir = tmp_path_factory.mktemp("widget-maps") / "lab"
-    console: list[str] = []
-    ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(root_dir) as lab, chromium() as browser:
-        page = browser.new_page(viewport={"width": 1600, "height": 1200})
-        page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
-        page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
-        try:
-            open_notebook(page, lab, DEMO_NOTEBOOK.name)
-            run_all_cells(page)
-            root = widget_root(page)
-            root.get_by_label("scan image", exact=True).wait_for(timeout=120_000)
-            wait_status(root, "done", timeout_ms=600_000)
-            wait_preview(root, 1, timeout_ms=120_000)
-            yield page, root
-        finally:
-            (ARTIFACTS / "widget-maps-console.log").write_text("\n".join(console))
-            shutil.copyfile(lab.log, ARTIFACTS / "widget-maps-jupyterlab.log")
-            assert not [c for c in console if c.startswith("pageerror")], console
+    with fitted_demo(root_dir, "widget-maps") as (page, _lab, root):
+        yield page, root
 
 
 def readout_text(root, name):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -31,22 +30,17 @@ require(importable("playwright") and importable("jupyterlab"),
 
 from lab import (  # noqa: E402
     ARTIFACTS,
-    DEMO_NOTEBOOK,
     canvas_pixels_digest,
-    chromium,
+    click_fft_brightest,
     drag_scan,
-    fft_brightest,
-    jupyterlab,
-    open_notebook,
+    fitted_demo,
     preview_state,
-    run_all_cells,
     run_json,
     screenshot,
     show_canvas,
     stack_problem,
     wait_preview,
     wait_status,
-    widget_root,
 )
 
 require(not stack_problem(), stack_problem())
@@ -56,34 +50,22 @@ PROGRESS: dict[str, str | None] = {}  # the progress bar as seen while the fit r
 TRUE_SPACINGS = sorted({LATTICE_A / math.hypot(h, k) for h in range(4) for k in range(4) if h or k})
 
 
+def _watch_progress(root):
+    bar = root.get_by_role("progressbar", name="fit progress", exact=True)
+    bar.wait_for(state="visible", timeout=300_000)  # while the full-field fit runs
+    PROGRESS["valuemax"] = bar.get_attribute("aria-valuemax")
+    PROGRESS["text"] = bar.inner_text()
+    root.screenshot(path=str(ARTIFACTS / "09-fit-progress-widget.png"))
+    wait_status(root, "done", timeout_ms=600_000)
+    bar.wait_for(state="hidden", timeout=60_000)
+
+
 @pytest.fixture(scope="module")
 def ui(tmp_path_factory):
     """JupyterLab + Chromium with the demo notebook run and its full-field fit done."""
     root_dir = tmp_path_factory.mktemp("widget-controls") / "lab"
-    console: list[str] = []
-    ARTIFACTS.mkdir(exist_ok=True)
-    with jupyterlab(root_dir) as lab, chromium() as browser:
-        page = browser.new_page(viewport={"width": 1600, "height": 1200})
-        page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
-        page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
-        try:
-            open_notebook(page, lab, DEMO_NOTEBOOK.name)
-            run_all_cells(page)
-            root = widget_root(page)
-            root.get_by_label("scan image", exact=True).wait_for(timeout=120_000)
-            bar = root.get_by_role("progressbar", name="fit progress", exact=True)
-            bar.wait_for(state="visible", timeout=300_000)  # while the full-field fit runs
-            PROGRESS["valuemax"] = bar.get_attribute("aria-valuemax")
-            PROGRESS["text"] = bar.inner_text()
-            root.screenshot(path=str(ARTIFACTS / "09-fit-progress-widget.png"))
-            wait_status(root, "done", timeout_ms=600_000)
-            bar.wait_for(state="hidden", timeout=60_000)
-            wait_preview(root, 1, timeout_ms=120_000)  # the fit's frame
-            yield page, lab, root
-        finally:
-            ARTIFACTS.mkdir(exist_ok=True)
-            (ARTIFACTS / "widget-controls-console.log").write_text("\n".join(console))
-            shutil.copyfile(lab.log, ARTIFACTS / "widget-controls-jupyterlab.log")
+    with fitted_demo(root_dir, "widget-controls", while_fitting=_watch_progress) as ui:
+        yield ui
 
 
 def label(root, name):
@@ -259,14 +241,7 @@ def test_wheel_zoom_and_reset_view(ui):
 
 def test_fft_d_spacing_of_the_lattice(ui):
     page, _lab, root = ui
-    label(root, "FFT view").click()
-    fft = label(root, "FFT image")
-    fft.wait_for(state="visible")
-    fft.scroll_into_view_if_needed()
-    row, col, height, width = fft_brightest(fft, exclude_radius=5)
-    box = fft.bounding_box()
-    page.mouse.click(box["x"] + (col + 0.5) * box["width"] / width,
-                     box["y"] + (row + 0.5) * box["height"] / height)
+    click_fft_brightest(page, root)
     text = label(root, "d-spacing").inner_text()
     assert "Å" in text, text
     d = float(label(root, "d-spacing").get_attribute("data-d-a"))
