@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import h5py
 import numpy as np
 import pytest
 import tifffile
@@ -37,29 +38,44 @@ def test_npy_phase_and_object(tmp_path: Path, rec: Reconstruction) -> None:
 
 
 @pytest.mark.parametrize("suffix", [".tif", ".tiff", ".TIF"])
-def test_tiff_float32_with_calibration(tmp_path: Path, rec: Reconstruction,
-                                       suffix: str) -> None:
+def test_tiff_float32_imagej_with_calibration(tmp_path: Path, rec: Reconstruction,
+                                              suffix: str) -> None:
     p = rec.save(tmp_path / f"phase{suffix}")
     with tifffile.TiffFile(p) as tif:
         data = tif.asarray()
-        shaped = tif.shaped_metadata
-        assert shaped is not None
-        meta = shaped[0]
+        ij = tif.imagej_metadata
         page: Any = tif.pages[0]
-        assert page.tags["ResolutionUnit"].value == 3  # centimetre
-        xres = page.tags["XResolution"].value
+        description = page.tags["ImageDescription"].value
+        xres, yres = page.tags["XResolution"].value, page.tags["YResolution"].value
     assert data.dtype == np.float32
     np.testing.assert_array_equal(data, rec.phase)
+    # ImageJ's own hyperstack header: its pixel width is 1/XResolution in `unit`
+    assert description.startswith("ImageJ=") and "\nunit=nm" in description
+    assert description.isascii()  # ImageJ decodes the description as Latin-1
+    assert ij is not None and ij["unit"] == "nm"
+    assert 10 * xres[1] / xres[0] == pytest.approx(0.3, rel=1e-9)  # Å per pixel, columns
+    assert 10 * yres[1] / yres[0] == pytest.approx(0.25, rel=1e-9)  # rows
+    meta = json.loads(ij["Info"])  # the calibration, as ImageJ's Show Info text
     assert meta["pixel_size_A"] == [0.25, 0.3]
     assert meta["params"] == {"C10": 12.5, "C12": 3.0, "phi12": 0.2}
     assert meta["units"] == "rad" and meta["upsample"] == 2 and meta["origin_px"] == [4, 6]
-    assert xres[0] / xres[1] == pytest.approx(1 / 0.3e-8, rel=1e-6)  # px per cm, columns
+    amplitude = tifffile.imread(rec.save(tmp_path / "amp.tif", what="amplitude"))
+    np.testing.assert_allclose(amplitude, np.abs(rec.object), rtol=1e-6)
 
 
 def test_tiff_object_complex(tmp_path: Path, rec: Reconstruction) -> None:
-    data = tifffile.imread(rec.save(tmp_path / "obj.tif", what="object"))
+    """ImageJ has no complex type: a plain TIFF, the calibration JSON its description."""
+    with tifffile.TiffFile(rec.save(tmp_path / "obj.tif", what="object")) as tif:
+        data = tif.asarray()
+        shaped = tif.shaped_metadata
+        page: Any = tif.pages[0]
+        assert page.tags["ResolutionUnit"].value == 3  # centimetre
+        xres = page.tags["XResolution"].value
     assert data.dtype == np.complex64
     np.testing.assert_array_equal(data, rec.object)
+    assert shaped is not None and shaped[0]["pixel_size_A"] == [0.25, 0.3]
+    assert shaped[0]["what"] == "object"
+    assert xres[0] / xres[1] == pytest.approx(1 / 0.3e-8, rel=1e-6)  # px per cm, columns
 
 
 def test_png_8bit_percentile_contrast(tmp_path: Path, rec: Reconstruction) -> None:
@@ -80,7 +96,8 @@ def test_png_8bit_percentile_contrast(tmp_path: Path, rec: Reconstruction) -> No
 
 
 def test_unknown_suffix_and_options(tmp_path: Path, rec: Reconstruction) -> None:
-    with pytest.raises(ExportError, match=r"unknown suffix '\.jpg'.*\.npy, \.tif, \.tiff, \.png"):
+    with pytest.raises(ExportError, match=r"unknown suffix '\.jpg'.*\.npy, \.tif, \.tiff, "
+                       r"\.png, \.emd, \.h5, \.hdf5"):
         rec.save(tmp_path / "x.jpg")
     with pytest.raises(ExportError, match="unknown suffix"):
         rec.save(tmp_path / "noext")
@@ -88,13 +105,18 @@ def test_unknown_suffix_and_options(tmp_path: Path, rec: Reconstruction) -> None
         rec.save(tmp_path / "x.npy", what="hologram")
     with pytest.raises(ExportError, match="unknown export option"):
         rec.save(tmp_path / "x.npy", dpi=300)
+    with pytest.raises(ExportError, match=r"\['percentiles'\] for EMD"):
+        rec.save(tmp_path / "x.emd", percentiles=(1, 99))
+    with pytest.raises(ExportError, match="what="):
+        rec.save(tmp_path / "x.h5", what="hologram")
     with pytest.raises(FileNotFoundError, match="directory"):
         rec.save(tmp_path / "missing" / "x.npy")
     assert not list(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("suffix,module,func", [
-    (".tif", tifffile, "imwrite"), (".npy", np, "save"), (".png", Image.Image, "save")])
+    (".tif", tifffile, "imwrite"), (".npy", np, "save"), (".png", Image.Image, "save"),
+    (".emd", h5py, "File")])
 def test_failed_export_leaves_existing_file_untouched(
         tmp_path: Path, rec: Reconstruction, monkeypatch: Any, suffix: str, module: Any,
         func: str) -> None:

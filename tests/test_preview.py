@@ -274,8 +274,8 @@ def test_export_pins_and_tiff(widget, session, tmp_path, monkeypatch):
         page = tif.pages[0]
         assert page.dtype == np.float32
         x_num, x_den = page.tags["XResolution"].value
-        assert page.tags["ResolutionUnit"].value == tifffile.RESUNIT.CENTIMETER
-        px_A = 1e8 * x_den / x_num  # ImageJ: pixels per cm → Å per pixel
+        assert tif.imagej_metadata["unit"] == "nm"
+        px_A = 10 * x_den / x_num  # ImageJ: pixels per nm → Å per pixel
         assert px_A == pytest.approx(session.dataset.scan_step_A[1] / f, rel=1e-6)
         np.testing.assert_array_equal(page.asarray(), session.reconstruct(TRUTH).phase)
 

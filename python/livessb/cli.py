@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import atomic_write
-from .cli_text import cli_words, dataset_line, fit_lines
+from .cli_preprocess import add_preprocessing_arguments, check_options, preprocessing_from_args
+from .cli_text import UsageError, cli_words, dataset_line, fit_lines, preprocessing_line
 
 
 def _write_json(path: str | Path, doc: dict[str, Any]) -> Path:
@@ -74,10 +75,6 @@ def run_demo_headless(out: Path, device: str, trials: int, seed: int) -> dict[st
 
 REQUIRED = ("voltage_kV", "semiangle_mrad", "scan_step_A")
 EXAMPLES = {"voltage_kV": "200", "semiangle_mrad": "20", "scan_step_A": "0.6"}
-
-
-class UsageError(ValueError):
-    """Command-line input that cannot work; the message names the flags to fix."""
 
 
 def _trust(fit: Any) -> dict[str, Any]:
@@ -160,6 +157,7 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
         cal = {**_from_calibration_file(args.calibration), **cal}
     _check_missing(args, cal)
     _check_outputs(args)
+    check_options(args)  # preprocessing flags and the mask file, before loading
     with unusual_values_allowed(args.force):
         ds = load(args.path, scan_shape=tuple(args.scan_shape) if args.scan_shape else None,
                   scan_region=tuple(args.scan_region) if args.scan_region else None,
@@ -167,15 +165,18 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
                   crop_to_bf=args.crop_to_bf, progress=not args.quiet, **cal)
     region = None if args.region is None else check_bounds(tuple(args.region), ds.scan_shape)
     upsample: int | str = "auto" if args.upsample == "auto" else int(args.upsample)
+    preprocessing = preprocessing_from_args(args, ds.detector_shape)
     with Session(ds, device=args.device, calibration=args.calibration,
-                 force=args.force) as s:
+                 force=args.force, preprocessing=preprocessing) as s:
         say(dataset_line(args.path, ds, s.device))
+        say(preprocessing_line(s.preprocessing))
         if args.calibration is None:
             s.fit(trials=args.trials, seed=args.seed, progress=not args.quiet)
         assert s.full_fit is not None
         say("\n".join(fit_lines("full field" + (" (restored)" if args.calibration else ""),
                                 s.full_fit)))
         doc: dict[str, Any] = {"dataset": repr(ds), "device": s.device,
+                               "preprocessing": s.preprocessing.to_dict(),
                                "full_field": s.full_fit.to_dict()}
         rec = s.reconstruct(upsample=upsample)
         if region is not None:
@@ -273,6 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "calibration file saved for other data")
     f.add_argument("--quiet", action="store_true",
                    help="print only errors and warnings (no progress bars, no summary)")
+    add_preprocessing_arguments(f)
 
     b = sub.add_parser("benchmark", help="time the reference workload (SPEC §4)",
                        formatter_class=fmt)

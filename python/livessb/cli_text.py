@@ -10,12 +10,18 @@ from typing import Any
 
 from .params import BY_NAME
 
+
+class UsageError(ValueError):
+    """Command-line input that cannot work; the message names the flags to fix."""
+
 # Python keyword -> command-line flag, for messages written for the Python API.
 FLAGS: dict[str, str] = {
     "voltage_kV": "--voltage-kV", "semiangle_mrad": "--semiangle-mrad",
     "scan_step_A": "--scan-step-A", "detector_sampling_mrad": "--detector-sampling-mrad",
     "scan_shape": "--scan-shape", "scan_region": "--scan-region",
     "bin_detector": "--bin-detector", "upsample": "--upsample", "dataset_path": "--dataset-path",
+    "detector_mask": "--detector-mask", "smooth_degree": "--descan-degree",
+    "dose_normalise": "--dose-normalise",
 }
 _PHRASES: tuple[tuple[str, str], ...] = (
     # the plausibility override, and the API spellings of options the CLI has as flags
@@ -84,3 +90,23 @@ def dataset_line(path: str, ds: Any, device: str) -> str:
     return (f"{path}: {rows}×{cols} scan, {kr}×{kc} detector ({ds.counts.dtype}); "
             f"{ds.voltage_kV:g} kV, {ds.semiangle_mrad:g} mrad, step {step_text}, "
             f"{ds.detector_sampling_mrad:.4g} mrad/px; device {device}")
+
+
+def preprocessing_line(corrections: Any) -> str:
+    """What was corrected before the spectra: descan, bad pixels, dose normalisation."""
+    d = corrections.to_dict()
+    opts, fit = d["options"], corrections.descan
+    if opts["descan"] is None:
+        descan = "descan off"
+    elif fit is None:
+        descan = f"descan {opts['descan']}: not measured (too few scan positions)"
+    else:
+        model = opts["descan"] + (f" (degree {fit.degree})" if opts["descan"] == "smooth"
+                                  else "")
+        descan = (f"descan {model}: span {fit.span_px:.3g} px, "
+                  + ("applied" if d["descan_applied"] else "too small, not applied"))
+    n, found = len(d["bad_pixels"]), d["found_pixels"]
+    auto = f"{found} found automatically" if opts["find_bad_pixels"] else "search off"
+    pixels = f"{n} bad detector pixel{'' if n == 1 else 's'} repaired ({auto})"
+    dose = "dose normalised" if opts["dose_normalise"] else "dose normalisation off"
+    return f"preprocessing: {descan}; {pixels}; {dose}"

@@ -1,4 +1,5 @@
-"""Writing reconstructions: ``.npy``, 32-bit ``.tif``/``.tiff`` and 8-bit ``.png``.
+"""Writing reconstructions: ``.npy``, 32-bit ``.tif``/``.tiff`` (ImageJ hyperstack),
+8-bit ``.png``, and EMD/HDF5 (``.emd``/``.h5``/``.hdf5``, through ``export_hdf5``).
 
 Every write is atomic: the data go to a temporary file in the target directory,
 which then replaces the target with ``os.replace``. A failing export leaves an
@@ -15,14 +16,20 @@ from typing import IO, TYPE_CHECKING, Any
 import numpy as np
 
 from .atomic import atomic_write
+from .export_hdf5 import EMD_SUFFIXES, WHAT, save_reconstruction_emd
 from .render import colorize, draw_scale_bar, to_uint8
 
 if TYPE_CHECKING:
     from .results import Reconstruction
 
-SUFFIXES: tuple[str, ...] = (".npy", ".tif", ".tiff", ".png")
-WHAT: tuple[str, ...] = ("phase", "object", "amplitude")
+SUFFIXES: tuple[str, ...] = (".npy", ".tif", ".tiff", ".png", *EMD_SUFFIXES)
 PNG_OPTIONS: tuple[str, ...] = ("limits", "colormap", "scale_bar")
+EMD_OPTIONS: tuple[str, ...] = ("name", "compression")
+# ImageJ reads the unit from its description through java.util.Properties, which decodes
+# non-ASCII bytes as Latin-1 ("Å" as UTF-8 becomes "Ã…"), and Bio-Formats (Fiji's other
+# TIFF opener) knows unit names, not escapes: nm is what both show correctly.
+IMAGEJ_UNIT = "nm"
+A_PER_IMAGEJ_UNIT = 10.0
 
 
 class ExportError(ValueError):
@@ -58,14 +65,20 @@ def save_reconstruction(rec: Reconstruction, path: str | Path, what: str = "phas
     """Write ``rec`` to ``path``; the format follows the suffix.
 
     * ``.npy``: phase ``float32`` (rad), or the complex64 object (``what="object"``).
-    * ``.tif``/``.tiff``: 32-bit float (``object``: complex64) via tifffile; the
-      calibration (pixel size Å, parameters, upsampling...) is stored as JSON in
-      the image description and the resolution tags hold the pixel size (cm).
+    * ``.tif``/``.tiff``: an ImageJ hyperstack of 32-bit floats (phase, amplitude) via
+      tifffile: ImageJ and Fiji show the pixel size (``unit=nm`` in the ImageJ
+      description, X/YResolution in pixels per nm); the calibration JSON (pixel size Å,
+      parameters, upsampling...) is ImageJ's ``Info`` property
+      (``tifffile.TiffFile(p).imagej_metadata["Info"]``; Image > Show Info in ImageJ).
+      ImageJ has no complex type: ``what="object"`` writes a plain complex64 TIFF with
+      the JSON as its image description and the resolution tags in pixels per cm.
     * ``.png``: 8-bit greyscale phase (or amplitude) via Pillow; contrast from
       percentiles ``opts["percentiles"]`` (default ``(0.5, 99.5)``) or fixed
       ``opts["limits"]=(lo, hi)``; ``opts["colormap"]`` (a name in
       ``render.COLORMAPS``) writes RGB, ``opts["scale_bar"]=True`` burns in a scale
       bar of a round length; calibration JSON goes into a ``livessb`` text chunk.
+    * ``.emd``/``.h5``/``.hdf5``: EMD 1.0 that py4DSTEM and HyperSpy open
+      (``export_hdf5.save_reconstruction_emd``; options ``name=``, ``compression=``).
 
     Returns the path written. Raises ``ExportError`` (a ``ValueError``) for an
     unknown suffix or ``what``; a failed write leaves an existing file untouched.
@@ -79,6 +92,12 @@ def save_reconstruction(rec: Reconstruction, path: str | Path, what: str = "phas
             "complex object)")
     if what not in WHAT:
         raise ExportError(f"what={what!r} is not one of {WHAT}")
+    if suffix in EMD_SUFFIXES:
+        unknown_emd = set(opts) - set(EMD_OPTIONS)
+        if unknown_emd:
+            raise ExportError(f"unknown export option(s) {sorted(unknown_emd)} for EMD: use "
+                              "name=... (the array's name), compression='gzip'")
+        return save_reconstruction_emd(rec, target, what=what, **opts)
     writers: dict[str, Callable[..., None]] = {
         ".npy": _write_npy, ".tif": _write_tiff, ".tiff": _write_tiff, ".png": _write_png}
     data, units = _array(rec, what)
@@ -105,11 +124,18 @@ def _write_tiff(fh: IO[bytes], data: np.ndarray, meta: dict[str, Any],
                 compression: Any = None, **_: Any) -> None:
     import tifffile
 
-    px_cm = [1e-8 * s for s in meta["pixel_size_A"]]
+    step_r, step_c = meta["pixel_size_A"]  # X is the columns, Y the rows
+    if data.dtype.kind == "c":  # ImageJ has no complex type: a plain TIFF
+        px_cm = (1e-8 * step_r, 1e-8 * step_c)
+        tifffile.imwrite(
+            fh, data, photometric="minisblack", metadata=meta, compression=compression,
+            resolution=(1.0 / px_cm[1], 1.0 / px_cm[0]), resolutionunit="CENTIMETER",
+            software="livessb")
+        return
+    px = (step_r / A_PER_IMAGEJ_UNIT, step_c / A_PER_IMAGEJ_UNIT)
     tifffile.imwrite(
-        fh, data, photometric="minisblack", metadata=meta, compression=compression,
-        resolution=(1.0 / px_cm[1], 1.0 / px_cm[0]), resolutionunit="CENTIMETER",
-        software="livessb")
+        fh, data, imagej=True, compression=compression, resolution=(1.0 / px[1], 1.0 / px[0]),
+        metadata={"unit": IMAGEJ_UNIT, "Info": json.dumps(meta)}, software="livessb")
 
 
 def png_levels(data: np.ndarray, percentiles: tuple[float, float] = (0.5, 99.5)) -> np.ndarray:

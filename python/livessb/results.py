@@ -109,7 +109,9 @@ class Reconstruction(Pretty):
         return hashlib.sha256(np.ascontiguousarray(self.phase).tobytes()).hexdigest()
 
     def save(self, path: str | Path, **options: Any) -> Path:
-        """Write phase/object as .npy, 32-bit .tif(f) or .png (by suffix)."""
+        """Write the phase (``what="phase"``), amplitude or complex object; the format
+        follows the suffix: .npy, 32-bit ImageJ .tif(f), .png, or EMD 1.0 .emd/.h5/.hdf5
+        (py4DSTEM and HyperSpy open it). See ``livessb.export.save_reconstruction``."""
         from .export import save_reconstruction
 
         return save_reconstruction(self, path, **options)

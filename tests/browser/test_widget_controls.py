@@ -303,10 +303,12 @@ def test_pins_and_exports_write_files_that_open(ui):
     with tifffile.TiffFile(out / "reconstruction.tif") as tif:
         page0 = tif.pages[0]
         assert page0.dtype.name == "float32"
-        xres = page0.tags["XResolution"].value
-        px_cm = xres[1] / xres[0]
+        ij = tif.imagej_metadata  # ImageJ's pixel width: 1/XResolution in its unit
+        assert ij is not None and ij["unit"] == "nm", ij
+        xres, yres = page0.tags["XResolution"].value, page0.tags["YResolution"].value
     sampling = run_json(page, "list(w.sampling_A)")
-    assert px_cm * 1e8 == pytest.approx(sampling[1], rel=1e-4)
+    assert 10 * xres[1] / xres[0] == pytest.approx(sampling[1], rel=1e-4)  # Å, columns
+    assert 10 * yres[1] / yres[0] == pytest.approx(sampling[0], rel=1e-4)  # Å, rows
     shot(page, root, "16-pins-exported")
 
 

@@ -30,3 +30,31 @@ def make_counts() -> Callable[..., np.ndarray]:
 @pytest.fixture
 def cal() -> dict[str, Any]:
     return dict(CAL)
+
+
+def need(module: str) -> Any:
+    """Import an optional tool the dev extra installs; skip without it, except where CI
+    demands every tool (LIVESSB_REQUIRE_ALL: then a missing one fails)."""
+    import importlib
+
+    from helpers import importable, require
+
+    require(importable(module.split(".")[0]), f"could not import {module} (the dev extra "
+            "installs it: pip install -e '.[dev]')")
+    return importlib.import_module(module)
+
+
+@pytest.fixture
+def py4dstem() -> Any:
+    return need("py4DSTEM")
+
+
+@pytest.fixture
+def hyperspy() -> Any:
+    return need("hyperspy.api")
+
+
+@pytest.fixture
+def tool() -> Callable[[str], Any]:
+    """``tool("rsciio.arina")``: the module, as ``need`` imports it."""
+    return need

@@ -1,5 +1,6 @@
 """HyperSpy signals, py4DSTEM DataCubes and rosettasciio formats, written by those
-libraries in the test (each test skips when its library is not installed)."""
+libraries in the test (each test skips when its library is not installed, and fails
+instead under LIVESSB_REQUIRE_ALL, as in CI)."""
 
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ def _signal(hs: Any, counts: np.ndarray, *, nav_units: str = "nm", nav_scale: fl
     return s
 
 
-def test_from_hyperspy_reads_axes_and_tem_metadata(make_counts: Any) -> None:
-    hs = pytest.importorskip("hyperspy.api")
+def test_from_hyperspy_reads_axes_and_tem_metadata(make_counts: Any, hyperspy: Any) -> None:
+    hs = hyperspy
     counts = make_counts(scan=(4, 6))
     ds = Dataset4D.from_hyperspy(_signal(hs, counts))
     np.testing.assert_array_equal(ds.counts, counts)
@@ -50,8 +51,8 @@ def test_from_hyperspy_reads_axes_and_tem_metadata(make_counts: Any) -> None:
     assert ds.semiangle_mrad == 19.0
 
 
-def test_from_hyperspy_errors(make_counts: Any) -> None:
-    hs = pytest.importorskip("hyperspy.api")
+def test_from_hyperspy_errors(make_counts: Any, hyperspy: Any) -> None:
+    hs = hyperspy
     counts = make_counts(scan=(4, 4))
     with pytest.raises(DatasetError, match="voltage_kV is missing"):
         Dataset4D.from_hyperspy(_signal(hs, counts, tem=False))
@@ -87,8 +88,7 @@ def _datacube(py4dstem: Any, counts: np.ndarray, q_units: str = "A^-1",
     return dc
 
 
-def test_from_py4dstem_reads_its_calibration(make_counts: Any) -> None:
-    py4dstem = pytest.importorskip("py4DSTEM")
+def test_from_py4dstem_reads_its_calibration(make_counts: Any, py4dstem: Any) -> None:
     counts = make_counts(scan=(4, 6))
     ds = Dataset4D.from_py4dstem(_datacube(py4dstem, counts))
     np.testing.assert_array_equal(ds.counts, counts)
@@ -105,8 +105,8 @@ def test_from_py4dstem_reads_its_calibration(make_counts: Any) -> None:
         Dataset4D.from_py4dstem(counts)
 
 
-def test_py4dstem_file_loads_with_its_calibration(tmp_path: Path, make_counts: Any) -> None:
-    py4dstem = pytest.importorskip("py4DSTEM")
+def test_py4dstem_file_loads_with_its_calibration(tmp_path: Path, make_counts: Any,
+                                                  py4dstem: Any) -> None:
     counts = make_counts(scan=(4, 6))
     py4dstem.save(str(tmp_path / "dc.h5"), _datacube(py4dstem, counts), mode="o")
     ds = load(tmp_path / "dc.h5", progress=False)
@@ -118,8 +118,9 @@ def test_py4dstem_file_loads_with_its_calibration(tmp_path: Path, make_counts: A
 
 
 @pytest.mark.parametrize("suffix", [".hspy", ".emd", ".blo"])
-def test_files_hyperspy_writes(tmp_path: Path, make_counts: Any, suffix: str) -> None:
-    hs = pytest.importorskip("hyperspy.api")
+def test_files_hyperspy_writes(tmp_path: Path, make_counts: Any, suffix: str,
+                               hyperspy: Any) -> None:
+    hs = hyperspy
     counts = make_counts(scan=(4, 6), det=(16, 16), dtype=np.uint8)
     s = _signal(hs, counts)
     if suffix == ".blo":  # blockfile: nm scan axes, signal axes in cm on the screen

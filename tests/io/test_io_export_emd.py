@@ -48,8 +48,8 @@ def test_dataset_emd_round_trip_livessb(tmp_path: Path, dataset: Dataset4D) -> N
     _assert_same_calibration(back, dataset)
 
 
-def test_dataset_emd_opens_in_py4dstem(tmp_path: Path, dataset: Dataset4D) -> None:
-    py4dstem = pytest.importorskip("py4DSTEM")
+def test_dataset_emd_opens_in_py4dstem(tmp_path: Path, dataset: Dataset4D,
+                                       py4dstem: Any) -> None:
     dc = py4dstem.read(str(save_dataset_emd(dataset, tmp_path / "counts.emd")))
     assert type(dc).__name__ == "DataCube"
     np.testing.assert_array_equal(dc.data, dataset.counts)
@@ -63,9 +63,9 @@ def test_dataset_emd_opens_in_py4dstem(tmp_path: Path, dataset: Dataset4D) -> No
     _assert_same_calibration(again, dataset)
 
 
-def test_dataset_emd_opens_in_hyperspy(tmp_path: Path, dataset: Dataset4D) -> None:
-    hs = pytest.importorskip("hyperspy.api")
-    s = hs.load(save_dataset_emd(dataset, tmp_path / "counts.emd"))
+def test_dataset_emd_opens_in_hyperspy(tmp_path: Path, dataset: Dataset4D,
+                                       hyperspy: Any) -> None:
+    s = hyperspy.load(save_dataset_emd(dataset, tmp_path / "counts.emd"))
     np.testing.assert_array_equal(s.data, dataset.counts)
     by_index = sorted(s.axes_manager._axes, key=lambda a: a.index_in_array)
     assert [a.scale for a in by_index] == pytest.approx([0.5, 0.5, 5.0, 5.0])
@@ -78,16 +78,15 @@ def test_dataset_emd_opens_in_hyperspy(tmp_path: Path, dataset: Dataset4D) -> No
 
 @pytest.mark.parametrize("what", ["phase", "object", "amplitude"])
 def test_reconstruction_emd_in_py4dstem_and_hyperspy(tmp_path: Path, rec: Reconstruction,
-                                                     what: str) -> None:
+                                                     what: str, py4dstem: Any,
+                                                     hyperspy: Any) -> None:
     path = save_reconstruction_emd(rec, tmp_path / f"{what}.emd", what=what)
     expected = {"phase": rec.phase, "object": rec.object, "amplitude": np.abs(rec.object)}[what]
-    py4dstem = pytest.importorskip("py4DSTEM")
     arr = py4dstem.read(str(path))
     np.testing.assert_allclose(arr.data, expected, rtol=1e-6)
     assert [float(d[1] - d[0]) for d in arr.dims] == [0.25, 0.25]
     assert [str(u) for u in arr.dim_units] == ["A", "A"]
-    hs = pytest.importorskip("hyperspy.api")
-    s = hs.load(path)
+    s = hyperspy.load(path)
     np.testing.assert_allclose(s.data, expected, rtol=1e-6)
     assert [a.scale for a in s.axes_manager.signal_axes] == [0.25, 0.25]
     assert [str(a.units) for a in s.axes_manager.signal_axes] == ["Å", "Å"]
@@ -116,11 +115,9 @@ def test_emd_export_errors(tmp_path: Path, rec: Reconstruction, make_counts: Any
     assert not list(tmp_path.iterdir())  # nothing written, no temporary files
 
 
-@pytest.mark.xfail(strict=True, reason="export.py (another helper's file) writes the pixel "
-                   "size as shaped JSON + resolution tags, not ImageJ metadata: remove this "
-                   "marker when its ImageJ TIFF lands")
 def test_tiff_carries_the_pixel_size_imagej_reads(tmp_path: Path, rec: Reconstruction) -> None:
-    tifffile = pytest.importorskip("tifffile")
+    import tifffile
+
     path = rec.save(tmp_path / "phase.tif")
     with tifffile.TiffFile(path) as tif:
         ij = tif.imagej_metadata
@@ -133,3 +130,45 @@ def test_tiff_carries_the_pixel_size_imagej_reads(tmp_path: Path, rec: Reconstru
     assert unit in scale, f"ImageJ unit {unit!r}"
     assert scale[unit] * x_res[1] / x_res[0] == pytest.approx(0.25)
     assert scale[unit] * y_res[1] / y_res[0] == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("suffix", [".emd", ".h5", ".HDF5"])
+def test_rec_save_writes_emd_by_suffix(tmp_path: Path, rec: Reconstruction, suffix: str,
+                                       hyperspy: Any) -> None:
+    """``rec.save("x.emd")`` is the EMD export: HyperSpy shows the pixel size, h5py the
+    calibration; a failed write leaves no temporary file."""
+    import h5py
+
+    path = rec.save(tmp_path / f"phase{suffix}")
+    assert path == tmp_path / f"phase{suffix}"
+    with h5py.File(path) as f:
+        assert f.attrs["emd_group_type"] == "file"
+        np.testing.assert_array_equal(f["phase_root/phase/data"][()], rec.phase)
+        dims = [f[f"phase_root/phase/dim{i}"] for i in (0, 1)]
+        assert [float(d[1] - d[0]) for d in dims] == [0.25, 0.25]
+        assert [d.attrs["units"] for d in dims] == ["A", "A"]
+        md = f["phase_root/metadatabundle/livessb"]
+        assert list(md["pixel_size_A"][()]) == [0.25, 0.25]
+        assert md["params/C10"][()] == -50.0 and md["upsample"][()] == 2
+    if suffix == ".emd":  # HyperSpy picks its EMD reader by the suffix
+        s = hyperspy.load(path)
+        np.testing.assert_array_equal(s.data, rec.phase)
+        assert [a.scale for a in s.axes_manager.signal_axes] == [0.25, 0.25]
+        assert [str(a.units) for a in s.axes_manager.signal_axes] == ["Å", "Å"]
+    obj = rec.save(tmp_path / "object.emd", what="object", name="psi", compression="gzip")
+    with h5py.File(obj) as f:
+        np.testing.assert_array_equal(f["psi_root/psi/data"][()], rec.object)
+        assert f["psi_root/psi/data"].compression == "gzip"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [f"phase{suffix}", "object.emd"])
+
+
+def test_rec_save_unknown_suffix_lists_the_supported_ones(tmp_path: Path,
+                                                          rec: Reconstruction) -> None:
+    from livessb.export import ExportError
+
+    with pytest.raises(ExportError) as info:
+        rec.save(tmp_path / "phase.hdf")
+    for suffix in (".npy", ".tif", ".tiff", ".png", ".emd", ".h5", ".hdf5"):
+        assert suffix in str(info.value), suffix
+    assert not list(tmp_path.iterdir())

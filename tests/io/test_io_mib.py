@@ -64,8 +64,8 @@ def test_mib_roundtrip(tmp_path: Path, make_counts: Any, cal: dict[str, Any], ki
 
 
 def test_mib_matches_rosettasciio(tmp_path: Path, make_counts: Any,
-                                  cal: dict[str, Any]) -> None:
-    qd = pytest.importorskip("rsciio.quantumdetector")
+                                  cal: dict[str, Any], tool: Any) -> None:
+    qd = tool("rsciio.quantumdetector")
     stored = _marked(make_counts(scan=(6, 8)))
     _write_mib(tmp_path / "c.mib", stored.reshape(48, 16, 16))
     ours = load(tmp_path / "c.mib", scan_shape=(6, 8), progress=False, **cal).counts

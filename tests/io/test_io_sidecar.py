@@ -65,8 +65,8 @@ def test_arina_metadata_file_gives_the_scan_step(tmp_path: Path, make_counts: An
     assert ds.scan_step_A == (0.3, 0.3)
 
 
-def test_arina_files_match_rosettasciio(tmp_path: Path, make_counts: Any) -> None:
-    arina = pytest.importorskip("rsciio.arina")
+def test_arina_files_match_rosettasciio(tmp_path: Path, make_counts: Any, tool: Any) -> None:
+    arina = tool("rsciio.arina")
     counts = make_counts()
     master = _write_arina(tmp_path, counts.reshape(64, 16, 16))
     with h5py.File(tmp_path / "scan.h5", "w") as f:
