@@ -114,6 +114,21 @@ def test_corrected_counts_shift_frames_back_bilinearly():
 # -- bad pixels ----------------------------------------------------------------------------
 
 
+def test_descan_is_measured_past_an_unmasked_hot_pixel():
+    """Bad-pixel search off (``--no-auto-mask``): a pixel ~500× the disk level must not
+    hide a real descan plane from the measurement."""
+    a = (0.02, 0.05, -0.04, 0.03)
+    ds, _truth = sim.simulate_4dstem(**{**SMALL, "descan_px_per_px": a})
+    counts = ds.counts.copy()
+    counts[:, :, 2, 29] = np.iinfo(counts.dtype).max if counts.dtype.kind == "u" else 6e4
+    hot = _copy(ds, counts)
+    corr = prepare_corrections(hot, Preprocessing(descan="plane", find_bad_pixels=False))
+    fit = corr.descan
+    assert fit is not None and fit.significant
+    assert np.allclose(fit.px_per_px, a, atol=0.005)
+
+
+
 def test_hot_pixel_and_dead_column_are_found_and_nothing_else(demo_with_truth):
     ds, _ = demo_with_truth
     assert not find_bad_pixels(ds.mean_pattern, 96 * 96).any()
