@@ -137,7 +137,8 @@ def window_statistics(spectra: Any, dataset: Any, pixel_totals: np.ndarray,
     return float(spectra.energy), n_obs, n_object, s2p
 
 
-def _sub_box(box: Box, names: tuple[str, ...]) -> Box:
+def sub_box(box: Box, names: tuple[str, ...]) -> Box:
+    """``box`` restricted to ``names`` (in that order)."""
     idx = [box.names.index(n) for n in names]
     return Box(low=box.low[idx].copy(), high=box.high[idx].copy(), names=names)
 
@@ -173,7 +174,7 @@ def assess(
     t1 = time.perf_counter()
     if choose and "depth" in box.names and noise.determined:
         thick_free = [n for n in THICK_ONLY if n in box.names]
-        thin_box = _sub_box(box, tuple(n for n in box.names if n not in THICK_ONLY))
+        thin_box = sub_box(box, tuple(n for n in box.names if n not in THICK_ONLY))
         thin_view = FreeView(model, thin_box, {**view.fixed, **dict.fromkeys(thick_free, 0.0)})
         thin = newton_fit(thin_view, params, thin_box, branch="thin")
         choice = choose_model(thin.loss, float(loss), energy, noise, len(thin_box.names))
