@@ -1,4 +1,11 @@
-"""Fits against an independent multislice simulator (abTEM 1.0, fixtures in fixtures/abtem)."""
+"""Fits against an independent multislice simulator (abTEM 1.0, fixtures in fixtures/abtem).
+
+Issue 15, item 6: C10 within max(1 Å, 1 %) of the truth (mid-plane), C12 within 1 Å,
+tilt within 1 mrad on the tilted slab, each also inside its ±2σ. These fixtures are
+(nearly) noiseless: what the model leaves unexplained is model misfit, coherent over
+the BF pixels of a frequency, so the errors that cover the truth are the misfit
+(sandwich) errors of fit.robust; the noise errors alone are 5-30x smaller and miss it.
+"""
 
 import math
 from pathlib import Path
@@ -23,23 +30,49 @@ def _fit(name: str) -> tuple[FitResult, dict[str, float]]:
         return s.fit(progress=False), truth
 
 
+def _deviation(name: str, value: float, truth: float) -> float:
+    if name == "phi12":  # on its circle of period π
+        return (value - truth + math.pi / 2) % math.pi - math.pi / 2
+    return value - truth
+
+
+def _assert_inside_two_errors(fit: FitResult, truth: dict[str, float],
+                              names: tuple[str, ...]) -> None:
+    z = {n: _deviation(n, fit.params[n], truth[n]) / fit.errors[n] for n in names}
+    assert all(fit.errors[n] > 0 for n in names), fit.errors
+    assert all(abs(v) <= 2.0 for v in z.values()), z
+    noise = fit.provenance["errors_components"]["noise"]
+    # The misfit term is what covers the truth: the noise errors alone do not.
+    assert any(abs(_deviation(n, fit.params[n], truth[n])) > 2 * noise[n] for n in names)
+
+
 def test_thin_srtio3_minimum_at_simulator_aberrations() -> None:
     fit, t = _fit("srtio3_thin")
     # max(1 Å, 1 %) (issue 15): a single object for both trotter lobes gave -35.3 (2.8 low)
-    assert fit.params["C10"] == pytest.approx(t["C10"], abs=1.0)
-    assert fit.params["C12"] == pytest.approx(t["C12"], abs=2.0)
+    assert fit.params["C10"] == pytest.approx(t["C10"], abs=max(1.0, 0.01 * abs(t["C10"])))
+    assert fit.params["C12"] == pytest.approx(t["C12"], abs=1.0)  # 19.60 for 20
     assert fit.params["phi12"] == pytest.approx(t["phi12"], abs=0.05)
     assert abs((fit.rotation_deg + 180) % 360 - 180) < 1.0 and not fit.transpose
+    # Measured: z = -0.04 (C10), -0.52 (C12), -0.41 (phi12); noise errors alone: C12
+    # z = -8.7, phi12 -3.7.
+    _assert_inside_two_errors(fit, t, ("C10", "C12", "phi12"))
 
 
 def test_tilted_weak_slab_recovers_depth_tilt_and_midplane_defocus() -> None:
     fit, t = _fit("weak_slab_148A_tilt")
     p = fit.params
-    assert p["C10"] == pytest.approx(t["C10"], abs=3.0)  # mid-plane = entrance + t/2
+    assert fit.provenance["model_choice"]["kept"] == "thick" and fit.undetermined == []
+    # mid-plane = entrance + t/2; max(1 Å, 1 %)
+    assert p["C10"] == pytest.approx(t["C10"], abs=max(1.0, 0.01 * abs(t["C10"])))
     assert p["depth"] == pytest.approx(t["depth"], rel=0.2)
     assert math.hypot(p["tilt_row_mrad"] - t["tilt_row_mrad"],
                       p["tilt_col_mrad"] - t["tilt_col_mrad"]) < 1.0  # τ = -tilt_abTEM
-    assert p["C12"] == pytest.approx(t["C12"], abs=2.0)
+    assert p["C12"] == pytest.approx(t["C12"], abs=1.0)
+    # Measured: z = -0.45 (C10), 0.55 (C12), 0.45 (phi12), -0.81 / 0.09 (tilt), -1.75
+    # (depth, 4 % shallow: scan-window leakage, docs/uncertainty.md); the noise errors
+    # alone give z = -4.0, 4.0, 4.0, -9.8, 0.9, -28.
+    _assert_inside_two_errors(fit, t, ("C10", "C12", "phi12", "tilt_row_mrad",
+                                       "tilt_col_mrad", "depth"))
 
 
 def test_dynamical_39A_srtio3_keeps_astigmatism_and_defocus_inside_the_slab() -> None:

@@ -7,14 +7,17 @@ model choice, errors). Thick tilted slab: the whole scan fitted as a region with
 rotation held at the truth: at this weak phase the COM rotation of a thick slab on a
 24² scan is off by up to 10° in some realisations, and the refinement (±3°) cannot
 reach the global optimum from there; the rotation's own uncertainty is not in the
-errors (docs/uncertainty.md), so what is tested is the noise error of the rest.
+errors (docs/uncertainty.md), so what is tested is the error of the rest.
 
 The objects are weak (0.04-0.05 rad peak phase) and |C10| small, so the weak-phase and
 detector-discretisation C10 bias of SSB (|C10| 0.6-1.5 % low at 0.2 rad; a few % on
-this 32² detector) stays well below the noise error. The thick linear model reads a
-150 Å multislice slab ~5 Å shallow: below the error at this dose (~10 Å), not at ten
-times the dose. Small data (24² scan × 32² detector); 64 trials in a ±box around the
-truth are enough for the search to land in the global basin every time.
+this 32² detector) stays well below the noise error. The thick model reads this
+non-periodic 24² scan of a 150 Å slab ≈ 9 Å shallow even without noise (scan-window
+leakage and the simulator's bilinear detector, docs/uncertainty.md): about one error
+at this dose, which the misfit (sandwich) error, the larger of the two per
+parameter, covers (with the noise error alone tilt_col covered 0.89). Small data
+(24² scan × 32² detector); 64 trials in a ±box around the truth are enough for the
+search to land in the global basin every time.
 """
 
 from __future__ import annotations
@@ -91,6 +94,16 @@ def test_thin_errors_are_calibrated_and_the_thin_model_is_kept(thin_fits) -> Non
     assert min(cover.values()) >= COVERAGE, cover
 
 
+def test_misfit_errors_agree_with_noise_errors_on_data_the_thin_model_describes(thin_fits) -> None:  # type: ignore[no-untyped-def]
+    # The sandwich estimates the same scatter as the noise error when the residual is
+    # counting noise (measured: mean ratio 1.02-1.05), so taking the larger of the two
+    # does not inflate calibrated errors.
+    for name in ("C10", "C12", "phi12"):
+        ratios = [f.provenance["errors_components"]["misfit"][name]
+                  / f.provenance["errors_components"]["noise"][name] for f, _ in thin_fits]
+        assert 0.85 <= float(np.mean(ratios)) <= 1.2, (name, ratios)
+
+
 THICK_NAMES = ("C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")
 
 
@@ -98,23 +111,18 @@ def _kept_thick(fits: list[tuple[Any, dict[str, float]]]) -> list[tuple[Any, dic
     return [(f, t) for f, t in fits if f.provenance["model_choice"]["kept"] == "thick"]
 
 
-def test_thick_model_is_kept_and_its_errors_cover_the_truth_in_80_percent(thick_fits) -> None:  # type: ignore[no-untyped-def]
+def test_thick_model_is_kept_and_its_errors_are_calibrated_to_90_percent(thick_fits) -> None:  # type: ignore[no-untyped-def]
     # ≥ 90 % kept thick, as the thin test asks of the thin model: with one object per
     # trotter lobe the test has less power, and in one of these 20 realisations (seed
     # 109) the thick model removes ΔR = 13 σ² only (T = ΔR/(κσ²) = 6.0, κ = 2.2), below
     # χ²₃(p = 0.001) = 16.3: those data do not show the depth significantly.
+    # Measured over the 19 kept thick: coverage C10 1.0, C12 1.0, phi12 0.95, tilt
+    # 0.95 / 1.0, depth 1.0; mean z of depth -0.88 (the leakage bias). In one (seed
+    # 110) C12 = 4.5 ± 2.8 (truth 8): phi12 is then rightly undetermined.
     thick = _kept_thick(thick_fits)
     assert len(thick) >= COVERAGE * REALISATIONS
-    assert all(fit.undetermined == [] for fit, _ in thick)
+    for fit, _ in thick:  # depth and tilt determined; phi12 only while C12 > 2 errors
+        assert set(fit.undetermined) <= {"phi12"}, fit.undetermined
+        assert ("phi12" in fit.undetermined) == (fit.params["C12"] < 2 * fit.errors["C12"])
     cover = _coverage(thick, THICK_NAMES)
-    assert min(cover.values()) >= 0.8, cover
-
-
-@pytest.mark.xfail(strict=True, reason=(
-    "measured with the per-lobe loss over the 19 of 20 realisations kept thick: coverage "
-    "C10 1.0, C12 1.0, phi12 0.95, tilt 0.95/0.89, depth 0.95; the mean z of depth is "
-    "-1.0 and of tilt_col -0.6: the linear thick model reads this multislice slab about "
-    "one error shallow (a model bias, not noise; at 2e5 e- depth covers 0.56 only)"))
-def test_thick_errors_are_calibrated_to_90_percent(thick_fits) -> None:  # type: ignore[no-untyped-def]
-    cover = _coverage(_kept_thick(thick_fits), THICK_NAMES)
     assert min(cover.values()) >= COVERAGE, cover

@@ -9,7 +9,8 @@ from typing import Any
 
 from ._version import __version__
 from .atomic import atomic_write_text
-from .dataset import Dataset4D
+from .dataset import Dataset4D, DatasetError
+from .detector_sampling import restored
 from .results import FitResult
 
 SCHEMA = "livessb.calibration"
@@ -77,8 +78,13 @@ def load_calibration(path: str | Path, dataset: Dataset4D, force: bool = False) 
     for key in ("dataset", "rotation_deg", "transpose", "full_fit", "regions"):
         if key not in doc:
             raise CalibrationError(f"calibration file {path} is corrupt: missing {key!r}")
-    if not force:
-        _check_signature(path, doc["dataset"], dataset.signature())
+    if not force:  # a fitted detector sampling is the file's: compare at it
+        try:
+            current = restored(dataset, doc).signature()
+        except (DatasetError, KeyError, TypeError, ValueError) as exc:
+            raise CalibrationError(f"calibration file {path}: its fitted detector sampling "
+                                   f"cannot be applied to this dataset ({exc})") from None
+        _check_signature(path, doc["dataset"], current)
     return doc
 
 

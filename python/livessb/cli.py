@@ -171,8 +171,12 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
         say(dataset_line(args.path, ds, s.device))
         say(preprocessing_line(s.preprocessing))
         if args.calibration is None:
-            s.fit(trials=args.trials, seed=args.seed, progress=not args.quiet)
+            s.fit(trials=args.trials, seed=args.seed, progress=not args.quiet,
+                  fit_detector_sampling=args.fit_detector_sampling)
         assert s.full_fit is not None
+        if (fitted := s.full_fit.provenance.get("detector_sampling")) is not None:
+            say(f"detector sampling fitted: {fitted['mrad']:.5g} ± {fitted['error_mrad']:.2g} "
+                f"mrad/px (start {fitted['start_mrad']:.5g})")
         say("\n".join(fit_lines("full field" + (" (restored)" if args.calibration else ""),
                                 s.full_fit)))
         doc: dict[str, Any] = {"dataset": repr(ds), "device": s.device,
@@ -247,6 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--detector-sampling-mrad", dest="detector_sampling_mrad", type=float,
                    metavar="MRAD", help="mrad per detector pixel (default: from the file, "
                                         "else derived from the BF disk radius)")
+    f.add_argument("--fit-detector-sampling", action="store_true",
+                   help="fit the detector sampling jointly (an outer refinement, slower; "
+                        "docs/uncertainty.md)")
     f.add_argument("--scan-shape", type=int, nargs=2, metavar=("ROWS", "COLS"),
                    help="scan shape of a 3D file (a stack of frames)")
     f.add_argument("--scan-region", type=int, nargs=4, metavar=("R0", "R1", "C0", "C1"),

@@ -18,6 +18,7 @@ from .calibration import (
     save_calibration,
 )
 from .dataset import Dataset4D
+from .detector_sampling import restored as restored_sampling
 from .diagnostics import SessionDiagnostics
 from .engine import make_engine
 from .engine.protocol import Engine
@@ -28,6 +29,7 @@ from .fit.maps import fit_map, tile_grid
 from .fit.model import ThickSampleModel
 from .fit.progress import Progress, callback_of
 from .fit.region import WindowSpec, fit_window
+from .fit.sampling import check_sampling_request, refit_detector_sampling
 from .fit.search import Box
 from .fit.uncertainty import assess, with_assessment
 from .map_blend import auto_density, blend_tiles, refine_tiles
@@ -72,6 +74,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         self.dataset = dataset
         check_session_memory(dataset, device, staging_budget_MiB)  # refuse before allocating
         doc = None if calibration is None else load_calibration(calibration, dataset, force)
+        self.dataset = dataset = restored_sampling(dataset, doc)  # a fitted sampling
         self.preprocessing: Corrections = preprocess_for(dataset, preprocessing, doc)
         self._engine: Engine | None = make_engine(
             self.preprocessing.dataset_for_engine(dataset), device,
@@ -150,6 +153,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         box: Mapping[str, tuple[float, float]] | None = None, objective: str = "vp",
         progress: Progress = True, sampler: str = "native", extra: Sequence[str] = (),
         search_both_branches: bool = False, fixed: Mapping[str, float] | None = None,
+        fit_detector_sampling: bool = False,
     ) -> FitResult:
         """Full-field joint fit: rotation from the COM curl, both branches θ and θ+π
         (the strategy: ``livessb.fit.full_field``).
@@ -159,10 +163,12 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         ``fixed`` holds parameters at the given values (search and Newton run over the
         rest). ``progress``: True for tqdm bars, or a callable (stage, done, total).
         ``search_both_branches=True`` searches branch θ+π even when it could be derived
-        as the mirror of branch θ.
+        as the mirror of branch θ. ``fit_detector_sampling=True`` refines the detector
+        sampling too (``livessb.fit.sampling``; the session continues at the fitted one).
         """
         engine = self._check_open()
         check_scan_fits(self.dataset.scan_shape)
+        check_sampling_request(fit_detector_sampling, objective)
         fit_box, held = self._fit_box(box, extra, fixed)  # bad input fails first
         callback_of(progress)
         spec = FullFieldSearch(trials, seed, fit_box, held, objective, sampler,
@@ -175,10 +181,23 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
                                              result.transpose), fit_box, held)
             result = with_assessment(result, assess(view, fit_box, result.params, result.loss,
                                                     self.dataset, result.on_box_edge))
+            if fit_detector_sampling:
+                result = refit_detector_sampling(result, fit_box, held, self.dataset,
+                                                 self._engine_for, self._rebind)
         self.rotation_deg = result.rotation_deg
         self.transpose = result.transpose
         self.full_fit = result
         return result
+
+    def _engine_for(self, dataset: Dataset4D) -> Engine:
+        return make_engine(self.preprocessing.dataset_for_engine(dataset), self.device)
+
+    def _rebind(self, dataset: Dataset4D) -> Callable[[float, bool], ThickSampleModel]:
+        """Continue on ``dataset`` (the same counts at a fitted detector sampling)."""
+        engine = self._engine_for(dataset)
+        self._check_open().close()
+        self._engine, self._full, self.dataset = engine, None, dataset
+        return self._full_model
 
     def _fit_box(
         self, box: Mapping[str, tuple[float, float]] | None, extra: Sequence[str],

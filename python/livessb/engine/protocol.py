@@ -32,6 +32,7 @@ class Spectra(Protocol):
     n_bf: int
     energy: float  # sideband energy at the current rotation
     rotation: tuple[float, bool] | None  # (θ rad, transpose) last set, None before
+    G: Any  # (B, M) complex spectra, BF pixels × flattened half plane, engine array module
 
 
 class Detachable(Protocol):
@@ -44,6 +45,9 @@ class Engine(Protocol):
     name: str  # "cpu" | "cuda"
     evaluations: int  # candidate evaluations so far (loss or derivatives)
     models: list[Detachable]  # models bound to this engine (the engine↔model cycle)
+    # The NumPy/CuPy reference operations over this engine's geometry and array module
+    # (engine.reference.Reference); fit.robust reads the spectra ``G`` through it.
+    reference: Any
 
     @property
     def closed(self) -> bool: ...

@@ -217,35 +217,63 @@ def profile_inflation(loss: float, energy: float, sigma2: float, n_object: float
     return float(1.0 + absorbed / signal)
 
 
+def _scaled_inverse(hessian: np.ndarray, widths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(H_s⁺, F) of the Hessian scaled by the box widths, H_s = W H W: the inverse over
+    its curved directions and the projector F onto its flat ones (an eigenvalue below
+    ``FLAT_CURVATURE_REL`` of the largest, or negative: not at a minimum there).
+
+    The scaling comes first, so "flat" means flat on the scale of the box.
+    """
+    H = 0.5 * (np.asarray(hessian, dtype=np.float64) + np.asarray(hessian).T)
+    Hs = H * np.outer(widths, widths)
+    evals, evecs = np.linalg.eigh(Hs)
+    top = max(float(np.max(np.abs(evals))), 1e-300)
+    flat = evals <= FLAT_CURVATURE_REL * top
+    inv = np.where(flat, 0.0, 1.0 / np.where(flat, 1.0, evals))
+    return (evecs * inv) @ evecs.T, evecs[:, flat] @ evecs[:, flat].T
+
+
 def covariance(
     hessian: np.ndarray, sigma2: float, energy: float, widths: np.ndarray,
 ) -> np.ndarray:
     """(2σ²/E)·(∂²L)⁻¹ in the parameters' units (σ² here includes κ); flat directions
-    get the box width².
-
-    The Hessian is scaled by the box widths first, so "flat" means flat on the scale of
-    the box; a negative curvature (not at a minimum in that direction) is flat too.
-    """
-    H = 0.5 * (np.asarray(hessian, dtype=np.float64) + np.asarray(hessian).T)
+    get the box width² (a flat direction says nothing within the box: unit variance in
+    box widths)."""
     w = np.asarray(widths, dtype=np.float64)
-    Hs = H * np.outer(w, w)
-    evals, evecs = np.linalg.eigh(Hs)
-    scale = 2.0 * sigma2 / energy
-    top = max(float(np.max(np.abs(evals))), 1e-300)
-    flat = evals <= FLAT_CURVATURE_REL * top
-    inv = np.where(flat, 0.0, 1.0 / np.where(flat, 1.0, evals))
-    cov_s = (evecs * inv) @ evecs.T * scale
-    # A flat direction says nothing within the box: unit variance in box widths.
-    cov_s += (evecs[:, flat] @ evecs[:, flat].T)
-    return np.asarray(cov_s * np.outer(w, w))
+    inv_s, flat = _scaled_inverse(hessian, w)
+    return np.asarray((inv_s * (2.0 * sigma2 / energy) + flat) * np.outer(w, w))
+
+
+def sandwich_covariance(hessian: np.ndarray, meat: np.ndarray, widths: np.ndarray,
+                        ) -> np.ndarray:
+    """H⁻¹ J H⁻¹ (fit.robust) in the parameters' units; flat directions as in
+    ``covariance``."""
+    w = np.asarray(widths, dtype=np.float64)
+    inv_s, flat = _scaled_inverse(hessian, w)
+    return np.asarray((inv_s @ (np.asarray(meat) * np.outer(w, w)) @ inv_s + flat)
+                      * np.outer(w, w))
+
+
+def _box_widths(free: Sequence[str], box: Mapping[str, tuple[float, float]]) -> np.ndarray:
+    widths = np.array([box[n][1] - box[n][0] for n in free], dtype=np.float64)
+    return np.where(widths > 0, widths, 1.0)
+
+
+def _capped(cov: np.ndarray, free: Sequence[str], widths: np.ndarray) -> dict[str, float]:
+    """√diag, capped at the box width (beyond it the box, not the data, bounds it)."""
+    out = {}
+    for i, n in enumerate(free):
+        err = math.sqrt(max(float(cov[i, i]), 0.0))
+        out[n] = float(min(err, widths[i])) if math.isfinite(err) else float(widths[i])
+    return out
 
 
 def standard_errors(
     hessian: np.ndarray, names: Sequence[str], free: Sequence[str], noise: NoiseLevel,
     energy: float, box: Mapping[str, tuple[float, float]],
 ) -> dict[str, float]:
-    """1-σ errors of the ``free`` parameters (a subset of ``names``, the Hessian's order);
-    every other name gets 0.0 (held: fixed by the user or by the model choice).
+    """1-σ noise errors of the ``free`` parameters (a subset of ``names``, the Hessian's
+    order); every other name gets 0.0 (held: fixed by the user or by the model choice).
 
     An error is capped at its box width: beyond that the box, not the data, bounds it.
     """
@@ -253,13 +281,21 @@ def standard_errors(
     out = {n: 0.0 for n in names}
     if not idx:
         return out
-    widths = np.array([box[n][1] - box[n][0] for n in free], dtype=np.float64)
-    widths = np.where(widths > 0, widths, 1.0)
+    widths = _box_widths(free, box)
     if not noise.determined:
         return {**out, **{n: float(widths[i]) for i, n in enumerate(free)}}
     sub = np.asarray(hessian, dtype=np.float64)[np.ix_(idx, idx)]
-    cov = covariance(sub, noise.sigma2 * noise.kappa, energy, widths)
-    for i, n in enumerate(free):
-        err = math.sqrt(max(float(cov[i, i]), 0.0))
-        out[n] = float(min(err, widths[i])) if math.isfinite(err) else float(widths[i])
-    return out
+    return {**out, **_capped(covariance(sub, noise.sigma2 * noise.kappa, energy, widths),
+                             free, widths)}
+
+
+def misfit_errors(
+    hessian: np.ndarray, free: Sequence[str], meat: np.ndarray,
+    box: Mapping[str, tuple[float, float]],
+) -> dict[str, float]:
+    """1-σ sandwich errors (fit.robust) of the ``free`` parameters, the Hessian and the
+    meat in ``free`` order; {} when the meat could not be formed (too few clusters)."""
+    if not free or not np.all(np.isfinite(meat)):
+        return {}
+    widths = _box_widths(free, box)
+    return _capped(sandwich_covariance(hessian, meat, widths), free, widths)

@@ -4,7 +4,8 @@
 refinement: it measures the noise level of the model's window, runs the thin model
 (depth and tilt held at 0, Newton from the thick optimum) when the thick one was
 free, keeps one by the rule of fit.model_choice, and derives the errors from the
-exact Hessian at the kept optimum (fit.errors).
+exact Hessian at the kept optimum: per parameter the larger of the noise error
+(fit.errors) and the misfit (sandwich) error (fit.robust).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ..physics.geometry import (
 from ..results import FitResult
 from .errors import (
     NoiseLevel,
+    misfit_errors,
     noise_level,
     observation_counts,
     pixel_trotter_counts,
@@ -35,6 +37,7 @@ from .errors import (
 from .fixed import FreeView
 from .joint import newton_fit
 from .model_choice import THICK_ONLY, ModelChoice, choose_model, edge_warnings, undetermined
+from .robust import cluster_gradients, frequency_gradients, misfit_meat
 from .search import Box
 
 
@@ -52,12 +55,24 @@ class Assessment:
     on_box_edge: list[str]  # the kept model's free parameters on a box edge
     newton: list[dict[str, Any]] = field(default_factory=list)  # the thin model's steps
     timings: dict[str, float] = field(default_factory=dict)  # errors_s, model_choice_s
+    # The two estimates behind ``errors`` (free parameters; {} where not formed).
+    errors_noise: dict[str, float] = field(default_factory=dict)
+    errors_misfit: dict[str, float] = field(default_factory=dict)
+    misfit_clusters: int = 0
 
     def provenance(self) -> dict[str, Any]:
         return {"noise": self.noise.to_dict(),
                 "model_choice": None if self.model_choice is None else self.model_choice.to_dict(),
                 "warnings": list(self.warnings),
-                "errors_rule": "1-sigma from kappa*2*sigma2/E*inv(Hessian of L); 0 for held"}
+                "errors_rule": ERRORS_RULE,
+                "errors_components": {"noise": dict(self.errors_noise),
+                                      "misfit": dict(self.errors_misfit),
+                                      "misfit_clusters": self.misfit_clusters}}
+
+
+ERRORS_RULE = ("1-sigma, per parameter the larger of the noise error sqrt(kappa*2*sigma2/E*"
+               "inv(Hessian of L)) and the misfit error (sandwich inv(H) J inv(H) over the scan "
+               "frequencies); 0 for held")
 
 
 def _host(a: Any) -> np.ndarray:
@@ -122,7 +137,8 @@ def window_statistics(spectra: Any, dataset: Any, pixel_totals: np.ndarray,
     return float(spectra.energy), n_obs, n_object, s2p
 
 
-def _sub_box(box: Box, names: tuple[str, ...]) -> Box:
+def sub_box(box: Box, names: tuple[str, ...]) -> Box:
+    """``box`` restricted to ``names`` (in that order)."""
     idx = [box.names.index(n) for n in names]
     return Box(low=box.low[idx].copy(), high=box.high[idx].copy(), names=names)
 
@@ -150,6 +166,7 @@ def assess(
     kept_hessian = _hessian(view, params, box) if hessian is None else hessian
     noise = noise_level(loss, energy, n_obs, n_object, len(box.names), s2p)
     kept_params, kept_loss, kept_noise, kept_box = dict(params), float(loss), noise, box
+    kept_view = view
     edges = list(on_box_edge or [])
     choice: ModelChoice | None = None
     thin_steps: list[dict[str, Any]] = []
@@ -157,7 +174,7 @@ def assess(
     t1 = time.perf_counter()
     if choose and "depth" in box.names and noise.determined:
         thick_free = [n for n in THICK_ONLY if n in box.names]
-        thin_box = _sub_box(box, tuple(n for n in box.names if n not in THICK_ONLY))
+        thin_box = sub_box(box, tuple(n for n in box.names if n not in THICK_ONLY))
         thin_view = FreeView(model, thin_box, {**view.fixed, **dict.fromkeys(thick_free, 0.0)})
         thin = newton_fit(thin_view, params, thin_box, branch="thin")
         choice = choose_model(thin.loss, float(loss), energy, noise, len(thin_box.names))
@@ -166,6 +183,7 @@ def assess(
             by_model = thick_free
             kept_params, kept_loss, kept_box, edges = (thin.params, thin.loss, thin_box,
                                                        thin.on_box_edge)
+            kept_view = thin_view
             kept_hessian = _hessian(thin_view, kept_params, thin_box)
             kept_noise = noise_level(kept_loss, energy, n_obs, n_object, len(thin_box.names),
                                      s2p)
@@ -174,7 +192,15 @@ def assess(
     box_t = {n: (float(lo), float(hi))
              for n, lo, hi in zip(free, kept_box.low, kept_box.high, strict=True)}
     errors = {n: 0.0 for n in kept_params}  # held: by the user or by the model choice
-    errors.update(standard_errors(kept_hessian, free, free, kept_noise, energy, box_t))
+    noise_err = standard_errors(kept_hessian, free, free, kept_noise, energy, box_t)
+    misfit_err: dict[str, float] = {}
+    n_clusters = 0
+    if free and kept_noise.determined:
+        clusters = cluster_gradients(frequency_gradients(kept_view, kept_params),
+                                     model.spectra.shape)
+        n_clusters = int(clusters.shape[1])
+        misfit_err = misfit_errors(kept_hessian, free, misfit_meat(clusters), box_t)
+    errors.update({n: max(noise_err[n], misfit_err.get(n, 0.0)) for n in free})
     undet = undetermined(kept_params, errors, box_t, free, by_model)
     warnings = edge_warnings({n: kept_params[n] for n in free}, errors, box_t, edges)
     if not kept_noise.determined:  # every error is its box: no ±2σ check says anything
@@ -186,7 +212,8 @@ def assess(
                       on_box_edge=edges,
                       timings={"errors_s": t1 - t0 + time.perf_counter() - t2,
                                "model_choice_s": t2 - t1},
-                      newton=thin_steps)
+                      newton=thin_steps, errors_noise={n: noise_err[n] for n in free},
+                      errors_misfit=misfit_err, misfit_clusters=n_clusters)
 
 
 def with_assessment(result: FitResult, a: Assessment) -> FitResult:

@@ -52,10 +52,21 @@ def overlap_grid(
     edge_width: float, xp: Any = np,
 ) -> OverlapGrid:
     """Build the geometry of a block: ``k`` (B, 2); ``nu_r``/``nu_c``/``mask`` (M,) / (B, M)."""
-    k_r = k[:, 0:1]
-    k_c = k[:, 1:2]
-    nr = nu_r.reshape(1, -1)
-    nc = nu_c.reshape(1, -1)
+    return _grid(k[:, 0:1], k[:, 1:2], nu_r.reshape(1, -1), nu_c.reshape(1, -1), mask,
+                 wavelength, k_alpha, edge_width, xp)
+
+
+def pair_grid(
+    k_r: Any, k_c: Any, nu_r: Any, nu_c: Any, wavelength: float, k_alpha: float,
+    edge_width: float, xp: Any = np,
+) -> OverlapGrid:
+    """The geometry of a list of (b, ν) pairs, all inside their trotter: every argument
+    (n,), elementwise (``gamma_derivatives`` is elementwise over any shape)."""
+    return _grid(k_r, k_c, nu_r, nu_c, 1.0, wavelength, k_alpha, edge_width, xp)
+
+
+def _grid(k_r: Any, k_c: Any, nr: Any, nc: Any, mask: Any, wavelength: float,
+          k_alpha: float, edge_width: float, xp: Any) -> OverlapGrid:
     a_k = aperture(k_r, k_c, k_alpha, edge_width, xp)
     amp_minus = mask * aperture(k_r - nr, k_c - nc, k_alpha, edge_width, xp) * a_k
     amp_plus = mask * aperture(k_r + nr, k_c + nc, k_alpha, edge_width, xp) * a_k
@@ -92,7 +103,8 @@ def gamma(g: OverlapGrid, params: Mapping[str, float], xp: Any = np) -> Any:
 def gamma_derivatives(
     g: OverlapGrid, params: Mapping[str, float], order: int = 2, xp: Any = np
 ) -> tuple[Any, list[Any], list[Any]]:
-    """Γ, [∂Γ/∂p_i] (6) and [∂²Γ/∂p_i∂p_j for (i, j) in PAIRS] (21) on the block."""
+    """Γ, [∂Γ/∂p_i] (6) and [∂²Γ/∂p_i∂p_j for (i, j) in PAIRS] (21) on the block
+    (``order`` 1: the second derivatives are not computed and come back as 0)."""
     C10, C12, phi12 = (float(params.get(k, 0.0)) for k in JOINT[:3])
     t_r = float(params.get("tilt_row_mrad", 0.0)) * MRAD
     t_c = float(params.get("tilt_col_mrad", 0.0)) * MRAD
@@ -131,6 +143,8 @@ def gamma_derivatives(
         for i in range(3):
             grads[i] = grads[i] + sgn * S * dwave[i]
             grads[3 + i] = grads[3 + i] + sgn * dS_d[i] * wave
+        if order < 2:  # first derivatives only (the per-frequency gradients of fit.robust)
+            continue
         for n, (i, j) in enumerate(PAIRS):
             if j < 3:  # aberration × aberration
                 second = ip * dchi_d[i] * dwave[j]
