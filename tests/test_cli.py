@@ -39,6 +39,14 @@ def test_fit_command_writes_json_png_and_calibration(tmp_path) -> None:  # type:
         out2.read_text())["phase_sha256"]
 
 
+def test_a_missing_file_is_named_before_missing_values(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    code = main(["fit", str(tmp_path / "scna.npy")])  # a typo'd name, no values either
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "no such file" in err and "scna.npy" in err
+    assert "missing --voltage-kV" not in err
+
+
 def test_fit_command_reports_missing_calibration(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
     ds, _ = simulate_4dstem(scan_shape=(8, 8), detector_shape=(32, 32), seed=1)
     np.save(tmp_path / "scan.npy", ds.counts)

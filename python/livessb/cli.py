@@ -117,6 +117,8 @@ def _check_missing(args: argparse.Namespace, cal: dict[str, Any]) -> None:
     """Every required calibration value neither given nor in the file, listed at once."""
     from .io import read_metadata
 
+    if not Path(args.path).exists():  # before asking for values a missing file cannot hold
+        raise UsageError(f"no such file: {args.path!r}")
     missing = [k for k in REQUIRED if k not in cal]
     if not missing:
         return
