@@ -133,9 +133,17 @@ def test_summary_shows_errors_and_box_edges() -> None:
 
     fit = FitResult(params={"C10": -48.7, "C12": 100.0}, loss=0.25, rotation_deg=12.0,
                     transpose=False, on_box_edge=["C12"])
-    fit.errors = {"C10": 0.4}  # type: ignore[attr-defined]  # trustworthy-fits issue
+    fit.errors = {"C10": 0.4}
     lines = fit_lines("full field", fit)
     assert lines[0] == "full field: loss 0.25, rotation 12.000°"
     assert lines[1].split() == ["C10", "-48.70", "±", "0.40", "Å"]
     assert lines[2].split() == ["C12", "100.00", "Å"]
     assert "C12 ended on the edge of the search box" in lines[3]
+    # the thin model kept: the thick-only parameters read "not determined", and why
+    thin = FitResult(params={"C10": -48.7, "depth": 0.0}, loss=0.25, rotation_deg=12.0,
+                     transpose=False, errors={"C10": 0.4, "depth": 0.0},
+                     undetermined=["depth"],
+                     provenance={"model_choice": {"kept": "thin", "reason": "not significant"}})
+    lines = fit_lines("full field", thin)
+    assert lines[1] == "  model: thin (not significant)"
+    assert lines[3].split() == ["depth", "not", "determined"]

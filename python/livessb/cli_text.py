@@ -60,8 +60,9 @@ def _value(name: str, value: float, error: float | None) -> str:
 
 
 def fit_lines(title: str, fit: Any) -> list[str]:
-    """A few lines: loss, rotation, each parameter (± its error when the fit has them),
-    and the parameters that ended on the search box's edge."""
+    """A few lines: loss, rotation, the model kept and why, each parameter (± its error
+    when the fit has them; "not determined" where the data do not determine it), and the
+    parameters that ended on the search box's edge."""
     errors: Mapping[str, float] = getattr(fit, "errors", None) or {}
     trials = len(getattr(fit, "trials", []) or [])
     total = (getattr(fit, "timings", {}) or {}).get("total_s")
@@ -72,10 +73,16 @@ def fit_lines(title: str, fit: Any) -> list[str]:
     if total is not None:
         head += f", {total:.1f} s"
     lines = [head]
+    choice = (getattr(fit, "provenance", None) or {}).get("model_choice")
+    if isinstance(choice, Mapping) and choice.get("kept"):
+        reason = choice.get("reason")
+        lines.append(f"  model: {choice['kept']}" + (f" ({reason})" if reason else ""))
+    undetermined = set(getattr(fit, "undetermined", None) or ())
     width = max((len(n) for n in fit.params), default=0)
     for name, value in fit.params.items():
         err = errors.get(name) if isinstance(errors, Mapping) else None
-        lines.append(f"  {name:<{width}}  {_value(name, value, err)}")
+        shown = "not determined" if name in undetermined else _value(name, value, err)
+        lines.append(f"  {name:<{width}}  {shown}")
     for name in fit.on_box_edge or []:
         lines.append(f"  warning: {name} ended on the edge of the search box: the optimum may "
                      "lie outside it (check the calibration, or widen the box in Python)")
