@@ -4,9 +4,11 @@ Each case writes a uint16 ``.npy`` (a BF disk with Poisson noise, written a scan
 at a time), then in a fresh process loads it memory-mapped (``livessb.load``), opens a
 CPU ``Session`` (descan measurement, BF gather), prepares the spectra and sets the
 rotation, scores one candidate and reconstructs at Auto upsampling. Per stage:
-``ru_maxrss`` (the kernel's high-water mark of the whole resident set, file pages
-included) and the peak of the anonymous resident set (``RssAnon``, sampled every 2 ms:
-what the process itself allocated; a memory-mapped input's pages are file pages). The
+``VmHWM`` (the kernel's high-water mark of the process's whole resident set, file pages
+included; not ``ru_maxrss``, which after fork + exec also holds the parent's peak: the
+parent that wrote the file) and the peak of the anonymous resident set (``RssAnon``,
+sampled every 2 ms: what the process allocated, without the input's file pages). The
+file is written by its own process, so this one never maps it. The
 target (issue 16 item 3): peak RSS ≤ BF counts + spectra + 1 GiB, the memory-mapped
 input not counted. A case the memory preflight refuses is recorded with its message
 and estimate.
@@ -35,16 +37,18 @@ GiB = 2**30
 NOISE_ROWS = 8  # distinct Poisson scan rows, reused (rolled) down the scan: fast to write
 
 CHILD = r"""
-import json, resource, sys, threading, time
+import json, sys, threading, time
 import numpy as np
 import livessb
 from livessb.memory import InsufficientMemoryError, session_estimates, reconstruct_estimate
 
-def anon():
+def status(key):
     with open("/proc/self/status") as fh:
         for line in fh:
-            if line.startswith("RssAnon:"):
+            if line.startswith(key + ":"):
                 return int(line.split()[1]) * 1024
+def anon():
+    return status("RssAnon")
 peak = [0]
 def sample():
     while True:
@@ -57,7 +61,7 @@ t0 = time.perf_counter()
 def stage(name):
     peak[0] = max(peak[0], anon())
     out["stages"][name] = {
-        "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+        "peak_rss_bytes": status("VmHWM"),
         "peak_anon_bytes": peak[0], "t_s": time.perf_counter() - t0}
     peak[0] = 0
 
@@ -124,10 +128,11 @@ def run_case(scan: int, det: int, tmp: Path) -> dict[str, Any]:
     if free_disk < file_bytes + GiB:
         return {"scan": scan, "detector": det, "file_bytes": file_bytes,
                 "error": f"{free_disk / GiB:.1f} GiB free on {tmp}: too little for the file"}
-    t0 = time.perf_counter()
-    write_npy(path, scan, det)
-    write_s = time.perf_counter() - t0
     env = {**os.environ, "PYTHONPATH": str(REPO / "python")}
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, __file__, "--write", str(path), str(scan), str(det)],
+                   check=True, env=env)
+    write_s = time.perf_counter() - t0
     res: dict[str, Any] = {"scan": scan, "detector": det, "file_bytes": file_bytes,
                            "write_s": write_s, "mem_available_before_bytes": _mem_available(),
                            "loadavg_before": list(os.getloadavg())}
@@ -153,7 +158,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", default="256x64,512x192")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--tmp", type=Path, default=None, help="folder for the .npy files")
+    ap.add_argument("--write", nargs=3, metavar=("PATH", "SCAN", "DET"),
+                    help=argparse.SUPPRESS)  # the writer process of run_case
     args = ap.parse_args(argv)
+    if args.write:
+        write_npy(Path(args.write[0]), int(args.write[1]), int(args.write[2]))
+        return 0
     out = args.json or (REPO / "benchmarks" / "results"
                         / f"cpu-memory-{dt.date.today().isoformat()}.json")
     cases = [tuple(int(v) for v in c.split("x")) for c in args.cases.split(",")]

@@ -29,6 +29,7 @@ from .records import (
     FineFrequencies,
     HostPart,
     KernelGeometry,
+    PairPack,
     PreparedSpectra,
 )
 from .reference import (
@@ -44,6 +45,12 @@ from .reference import (
 
 _PAIRS = np.array(PAIRS, dtype=np.int64)
 SUMS_BYTES = 64 * 2**20  # the scoring kernel's per-(lobe, ν) sums of one candidate block
+# Trotter pairs kept (every window, rotation and grid of the engine together): a small
+# scan's previews and fits then skip the pair search; a large one finds them per call.
+PAIR_CACHE_BYTES = 384 * 2**20
+PAIR_BYTES = 21  # int32 pixel, two float64 aperture products, the lobe flag
+_NO_PACK = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
+            np.zeros(0), np.zeros(0, dtype=bool))
 
 HostSpectra = PreparedSpectra[HostPart]
 
@@ -104,7 +111,9 @@ class CPUEngine:
         b: Bounds = (0, Rr, 0, Rc) if bounds is None else (
             int(bounds[0]), int(bounds[1]), int(bounds[2]), int(bounds[3]))
         shape = (fft_friendly_size(b[1] - b[0]), fft_friendly_size(b[3] - b[2]))
-        G = self.reference.spectra(counts[b[0]:b[1], b[2]:b[3]], shape, self.staging_bytes)
+        # Frequency-major (G.T C-contiguous): the kernels sum over b per ν in memory order.
+        G = self.reference.spectra(counts[b[0]:b[1], b[2]:b[3]], shape, self.staging_bytes,
+                                   by_frequency=True)
         spectra = PreparedSpectra(
             shape=shape, bounds=b, n_bf=self.geo.bf.count, G=G,
             dc=float(G[:, 0].real.mean()), part=HostPart(self.reference.half_plane(shape)))
@@ -155,7 +164,7 @@ class CPUEngine:
         step = max(1, SUMS_BYTES // (weights.size * 24))
         out = np.empty(len(cand))
         for s in range(0, len(cand), step):
-            N, D = vp_sums(*self._kernel_args(sp, kg), cand[s:s + step], self._det_r,
+            N, D = vp_sums(*self._kernel_args(sp, kg, 1), cand[s:s + step], self._det_r,
                            self._det_c, self._row_off, self._col_off, kg.to_det)
             for k in range(N.shape[0]):
                 out[s + k] = obj.vp_loss(N[k], D[k], weights, sp.energy)
@@ -185,7 +194,7 @@ class CPUEngine:
         K = len(cand)
         losses, grads = np.empty(K), np.empty((K, N_JOINT))
         hessians = np.empty((K, N_JOINT, N_JOINT))
-        args = self._kernel_args(sp, kg)
+        args = self._kernel_args(sp, kg, 1)
         weights = obj.lobe_weights(geometry.weights)
         for k in range(K):
             N, D, dN, dD, d2N, d2D = vp_derivative_sums(*args, cand[k], _PAIRS)
@@ -222,7 +231,8 @@ class CPUEngine:
             part.fine[f] = self._fine_frequencies(sp, f)
         fine = part.fine[f]
         C, N, D = _kernels().reconstruction_sums(
-            sp.G, kg.k_r, kg.k_c, kg.a_k, fine.nu_r, fine.nu_c, fine.alias, fine.alias_conj,
+            sp.G.T, kg.k_r, kg.k_c, kg.a_k, fine.nu_r, fine.nu_c,
+            self._pack(kg, f, fine.nu_r, fine.nu_c), fine.alias, fine.alias_conj,
             self._aperture, np.pi * self.geo.wavelength, to_vector(params, JOINT, default=0.0),
             RECON_EPS, self._det_r, self._det_c, self._row_off, self._col_off, kg.to_det)
         out: np.ndarray = C / sp.n_bf if method == "ssb" else N / (D + WIENER_EPS * sp.n_bf)
@@ -237,10 +247,51 @@ class CPUEngine:
         nu_r, nu_c, index, conj = self.reference.fine_frequencies(sp, f)
         return FineFrequencies(nu_r, nu_c, index.astype(np.int64), conj.astype(bool))
 
-    def _kernel_args(self, sp: HostSpectra, kg: KernelGeometry) -> tuple[Any, ...]:
+    def _kernel_args(self, sp: HostSpectra, kg: KernelGeometry, f: int) -> tuple[Any, ...]:
         g = sp.part.geometry
-        return (sp.G, kg.k_r, kg.k_c, kg.a_k, g.nu_r, g.nu_c, self._aperture,
-                np.pi * self.geo.wavelength)
+        return (sp.G.T, kg.k_r, kg.k_c, kg.a_k, g.nu_r, g.nu_c, self._pack(kg, f, g.nu_r, g.nu_c),
+                self._aperture, np.pi * self.geo.wavelength)
+
+    def _pack(self, kg: KernelGeometry, f: int, nu_r: np.ndarray,
+              nu_c: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The pairs of the f-times grid for a kernel: its pack, built on the second call at
+        this rotation (one call, as a rotation scan makes, finds them as cheaply) when it
+        fits PAIR_CACHE_BYTES, other rotations' and windows' packs dropped first if need
+        be; else empty arrays: the kernel finds them."""
+        if f not in kg.packs:
+            kg.uses[f] = kg.uses.get(f, 0) + 1
+            if kg.uses[f] >= 2:
+                need = (PAIR_BYTES * self.n_bf + 8) * int(nu_r.size)
+                if self._pack_bytes() + need > PAIR_CACHE_BYTES:
+                    for other in self._kernel_states():
+                        if other is not kg:
+                            other.packs.clear()
+                            other.uses.clear()
+                fits = self._pack_bytes() + need <= PAIR_CACHE_BYTES
+                kg.packs[f] = self._build_pack(kg, nu_r, nu_c) if fits else None
+        pack = kg.packs.get(f)
+        return _NO_PACK if pack is None else pack.arrays()
+
+    def _kernel_states(self) -> list[KernelGeometry]:
+        """Every live window's kernel geometry: current and stashed rotations."""
+        out = []
+        for s in self._life.spectra:
+            out += [s.part.kernel] + [st[3] for st in s.part.previous.values()]
+        return [k for k in out if k is not None]
+
+    def _pack_bytes(self) -> int:
+        return sum(p.nbytes for k in self._kernel_states() for p in k.packs.values()
+                   if p is not None)
+
+    def _build_pack(self, kg: KernelGeometry, nu_r: np.ndarray, nu_c: np.ndarray) -> PairPack:
+        k = _kernels()
+        counts = k.pair_counts(kg.k_r, kg.k_c, kg.a_k, nu_r, nu_c, self._aperture)
+        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        n = int(indptr[-1])
+        pack = PairPack(indptr, np.empty(n, dtype=np.int32), np.empty(n), np.empty(n),
+                        np.empty(n, dtype=bool))
+        k.fill_pack(kg.k_r, kg.k_c, kg.a_k, nu_r, nu_c, self._aperture, *pack.arrays())
+        return pack
 
     # -- lifetime and diagnostics ------------------------------------------------------
     def release(self, spectra: Spectra) -> None:
@@ -263,7 +314,10 @@ class CPUEngine:
             states = [(g.grids, part.kernel)] + [(st[2], st[3]) for st in part.previous.values()]
             for grids, kernel in states:
                 arrays += [a for grid in _kept(grids) for a in vars(grid).values()]
-                arrays += [] if kernel is None else list(vars(kernel).values())
+                if kernel is not None:
+                    arrays += [kernel.k_r, kernel.k_c, kernel.a_k]
+                    arrays += [a for p in kernel.packs.values() if p is not None
+                               for a in p.arrays()]
             arrays += [a for fine in part.fine.values() for a in vars(fine).values()]
         return {"live_bytes": int(sum(getattr(a, "nbytes", 0) for a in arrays))}
 
@@ -274,8 +328,8 @@ class CPUEngine:
         sp = self._life.own(spectra)
         g, kg = sp.part.geometry, sp.part.kernel
         if kg is not None:
-            pairs = int(_kernels().trotter_pair_count(kg.k_r, kg.k_c, kg.a_k, g.nu_r, g.nu_c,
-                                                      self._aperture))
+            pairs = int(_kernels().pair_counts(kg.k_r, kg.k_c, kg.a_k, g.nu_r, g.nu_c,
+                                               self._aperture).sum())
         else:
             pairs = sum(int(((grid.amp_minus != 0) | (grid.amp_plus != 0)).sum())
                         for grid in g.grids)

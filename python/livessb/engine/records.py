@@ -60,14 +60,36 @@ class ReferenceGeometry:
 
 
 @dataclass(eq=False)
+class PairPack:
+    """The trotter pairs of one half plane at one rotation, ν-major (CSR), b ascending per
+    ν: what the kernels otherwise find per call, kept when small."""
+
+    indptr: np.ndarray  # (M + 1,) int64
+    idx: np.ndarray  # int32 BF pixel of each pair
+    amp_m: np.ndarray  # A(k-ν)A(k)
+    amp_p: np.ndarray  # A(k+ν)A(k)
+    minus: np.ndarray  # bool: k-ν in the disc (the k-ν trotter lobe)
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return (self.indptr, self.idx, self.amp_m, self.amp_p, self.minus)
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(a.nbytes for a in self.arrays()))
+
+
+@dataclass(eq=False)
 class KernelGeometry:
     """What the Numba kernels read besides the spectra at one rotation: per BF pixel its
-    scan-frame frequency and aperture A(k); each kernel finds the trotter pairs itself."""
+    scan-frame frequency and aperture A(k), and the pair packs kept so far (by upsampling
+    factor; None: too large to keep, the kernels find the pairs per call)."""
 
     k_r: np.ndarray  # (B,) contiguous
     k_c: np.ndarray  # (B,)
     a_k: np.ndarray  # (B,) A(k), as physics.optics.aperture computes it
     to_det: np.ndarray  # scan-frame → detector-frame (2, 2)
+    packs: dict[int, PairPack | None] = field(default_factory=dict)
+    uses: dict[int, int] = field(default_factory=dict)  # kernel calls per factor, no pack yet
 
 
 @dataclass(eq=False)

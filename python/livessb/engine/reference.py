@@ -76,12 +76,17 @@ class Reference:
             .astype(self.real_dtype))
         return ReferenceGeometry(nu_r=nu_r, nu_c=nu_c, weights=weights)
 
-    def spectra(self, window: Any, shape: tuple[int, int], staging_bytes: int) -> Any:
+    def spectra(self, window: Any, shape: tuple[int, int], staging_bytes: int,
+                by_frequency: bool = False) -> Any:
         """(B, M) half-plane spectra of a (h, w, B) window of BF counts, padded to ``shape``
-        with its mean pattern, staged a chunk of BF pixels at a time."""
+        with its mean pattern, staged a chunk of BF pixels at a time. ``by_frequency``: stored
+        frequency-major, (M, B) C order, returned as its (B, M) transpose (what a kernel that
+        sums over b per ν reads in order)."""
         xp = self.xp
         n_bf = window.shape[2]
-        G = xp.empty((n_bf, shape[0] * (shape[1] // 2 + 1)), dtype=self.complex_dtype)
+        M = shape[0] * (shape[1] // 2 + 1)
+        G = (xp.empty((M, n_bf), dtype=self.complex_dtype).T if by_frequency
+             else xp.empty((n_bf, M), dtype=self.complex_dtype))
         per_pixel = shape[0] * shape[1] * np.dtype(self.complex_dtype).itemsize * 2
         chunk = max(1, staging_bytes // per_pixel)
         for s in range(0, n_bf, chunk):
@@ -90,10 +95,18 @@ class Reference:
                 block = self._pad_with_mean(block, shape)
             spec = xp.fft.rfft2(block, axes=(0, 1))
             del block
-            n = spec.shape[2]  # written through a view of G's rows: no reshaped copy
-            G[s:s + n].reshape(n, shape[0], -1)[...] = xp.moveaxis(spec, 2, 0)
+            n = spec.shape[2]
+            if by_frequency:
+                G.T[:, s:s + n] = spec.reshape(M, n)
+            else:  # through a view of G's rows (contiguous): no reshaped copy
+                G[s:s + n].reshape(n, shape[0], -1)[...] = xp.moveaxis(spec, 2, 0)
             del spec
         return G
+
+    def rows(self, G: Any, sl: slice) -> Any:
+        """BF pixels ``sl`` of the spectra, C-contiguous (a copy only when G is stored
+        frequency-major): every reference reduction then runs in the same order."""
+        return self.xp.ascontiguousarray(G[sl])
 
     def _pad_with_mean(self, block: Any, shape: tuple[int, int]) -> Any:
         # Padding with the mean pattern keeps every measured position and adds only DC.
@@ -127,7 +140,7 @@ class Reference:
         energy = 0.0
         for sl in slices:
             mask = trotter_support(k[sl], ref.nu_r, ref.nu_c, self.geo.k_alpha, xp)
-            Gc = G[sl]
+            Gc = self.rows(G, sl)
             energy += float(xp.sum(mask * (Gc.real**2 + Gc.imag**2) * ref.weights))
         return energy
 
@@ -169,7 +182,7 @@ class Reference:
         D = xp.zeros(2 * M, dtype=self.real_dtype)
         for sl, g in zip(self.chunks(spectra.n_bf, M), ref.grids, strict=True):
             gam = self.gamma_for(g, params)
-            N += obj.lobe_sums(gam.conj() * spectra.G[sl], g.minus_lobe, xp)
+            N += obj.lobe_sums(gam.conj() * self.rows(spectra.G, sl), g.minus_lobe, xp)
             D += obj.lobe_sums(gam.real**2 + gam.imag**2, g.minus_lobe, xp)
         return obj.vp_loss(N, D, obj.lobe_weights(ref.weights, xp), spectra.energy, xp)
 
@@ -198,7 +211,7 @@ class Reference:
             d2N = xp.zeros((len(pairs), L), dtype=self.complex_dtype)
             d2D = xp.zeros((len(pairs), L), dtype=self.real_dtype)
             for sl, g in zip(self.chunks(spectra.n_bf, M), ref.grids, strict=True):
-                G = spectra.G[sl]
+                G = self.rows(spectra.G, sl)
                 if names == JOINT:
                     gam, dg, d2g = gamma_derivatives(g, params, 2, xp)
                 else:
@@ -254,7 +267,7 @@ class Reference:
         return nu_r, nu_c, index, conj
 
     def _coarse_values(self, G_all: Any, sl: slice, index: Any, conj: Any) -> Any:
-        G = G_all[sl]
+        G = self.rows(G_all, sl)
         if index is None:
             return G
         vals = G[:, index]
