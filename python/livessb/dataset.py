@@ -12,6 +12,7 @@ import numpy as np
 
 from .dataset_base import SUPPORTED_DTYPES as SUPPORTED_DTYPES
 from .dataset_base import DatasetError as DatasetError
+from .mapped_pages import release_pages
 from .physics.bright_field import BrightFieldError, estimate_disk
 from .physics.optics import wavelength_A
 from .plausible import implausibility, unusual_allowed
@@ -238,6 +239,7 @@ def _check_float_counts(counts: np.ndarray) -> None:
             raise DatasetError(
                 f"counts contain negative values (first in scan row {r}): subtract the "
                 "dark level with clipping at zero, or pass raw counts")
+        release_pages(counts[r])
 
 
 def _scan_step(step: Any) -> tuple[float, float]:
@@ -253,10 +255,12 @@ def _scan_step(step: Any) -> tuple[float, float]:
 
 
 def _mean_pattern(counts: np.ndarray) -> np.ndarray:
-    # Accumulate row by row in float64: exact order, bounded memory for memmaps.
+    # Accumulate row by row in float64: exact order, bounded memory for memmaps (whose
+    # pages are released behind each row).
     acc = np.zeros(counts.shape[2:], dtype=np.float64)
     for r in range(counts.shape[0]):
         acc += np.asarray(counts[r], dtype=np.float64).sum(axis=0)
+        release_pages(counts[r])
     return acc / (counts.shape[0] * counts.shape[1])
 
 

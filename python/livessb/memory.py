@@ -4,8 +4,9 @@ refuse, before allocating, when it does not fit in what is free.
 Without it a too-large dataset (or a unit typo that blows up the grid) ends in an OOM
 kill with no message, or in numpy's raw "Unable to allocate". The estimates are the
 engines' large arrays (BF counts, spectra G_b(ν), trotter geometry, the upsampled
-grid), per (BF pixel, frequency) pair, measured on the engines (tests/test_memory.py
-checks the CPU estimate against the measured peak).
+grid), per (BF pixel, frequency) pair and per frequency, measured on the engines
+(tests/test_memory.py checks the CPU estimate against the measured peak). A memory-mapped
+input is not counted: its pages are the page cache's, released behind each pass.
 """
 
 from __future__ import annotations
@@ -21,17 +22,22 @@ if TYPE_CHECKING:
     from .dataset import Dataset4D
 
 GiB = float(2**30)
-# Bytes per (BF pixel, half-plane frequency) pair. CPU (float64): G 16, trotter
-# geometry 2×8 + masks, its concatenated copies while packing, the packed pairs:
-# measured 118 B/pair on 64² and 128² scans (48² detector), peak RSS over the fit.
-CPU_BYTES_PER_PAIR = 120
-CPU_FINE_BYTES_PER_PAIR = 32  # the upsampled grid, packed a BF chunk at a time: measured 21–30
-CPU_FIXED = 256 * 2**20  # Numba kernels (compiled or loaded) and the search's working set
+# CPU (float64). Per (BF pixel, half-plane frequency) pair only the spectra G, 16 B: the
+# Numba kernels find the trotter pairs themselves and the reference's dense geometry is
+# built a BF chunk at a time (kept only when small). Per half-plane frequency: the
+# derivative sums (28 per lobe, complex and real) and their objective's temporaries.
+CPU_BYTES_PER_PAIR = 16
+CPU_BYTES_PER_FREQUENCY = 4096
+# Numba kernels (compiled or loaded), the search's and the reference's per-chunk working
+# set, the scoring sums of one candidate block (engine.cpu.SUMS_BYTES) and the cached
+# dense grids of a small scan (engine.reference.GRID_CACHE_BYTES, two rotations).
+CPU_FIXED = 192 * 2**20
+CPU_FINE_BYTES_PER_FREQUENCY = 160  # the fine half plane, its alias map and sums, O(ν)
 # CUDA (float32): G 8 plus the reusable scoring buffers; the fine grid keeps masks.
 CUDA_BYTES_PER_PAIR = 16
 CUDA_FINE_BYTES_PER_PAIR = 2
 IMAGE_BYTES_PER_PIXEL = 48  # the object spectrum, the image (complex128) and its copy
-HEADROOM = 1.10  # allocator slack and small arrays
+HEADROOM = 1.10  # allocator slack and small arrays, on what is estimated
 
 
 class InsufficientMemoryError(MemoryError):
@@ -46,10 +52,12 @@ class InsufficientMemoryError(MemoryError):
 class Estimate:
     where: str  # "host" or "cuda"
     parts: dict[str, int] = field(default_factory=dict)
+    exact: tuple[str, ...] = ()  # parts whose size is known to the byte: no headroom
 
     @property
     def total(self) -> int:
-        return int(sum(self.parts.values()) * HEADROOM)
+        exact = sum(v for k, v in self.parts.items() if k in self.exact)
+        return int(exact + (sum(self.parts.values()) - exact) * HEADROOM)
 
     def describe(self) -> str:
         return ", ".join(f"{k} {v / GiB:.2f} GiB" for k, v in self.parts.items() if v > 0)
@@ -158,20 +166,19 @@ def session_estimates(dataset: Dataset4D, device: str,
         return [Estimate("cuda", {"BF counts": counts, "spectra and buffers":
                                   CUDA_BYTES_PER_PAIR * n_bf * M, "staging": staging}),
                 Estimate("host", {"BF counts (staged)": counts})]
-    return [Estimate("host", {"BF counts": counts, "spectra and trotter geometry":
-                              CPU_BYTES_PER_PAIR * n_bf * M, "staging": staging,
-                              "kernels and working set": CPU_FIXED})]
+    return [Estimate("host", {"BF counts": counts, "spectra": CPU_BYTES_PER_PAIR * n_bf * M,
+                              "staging": staging, "sums and kernels": CPU_FIXED
+                              + CPU_BYTES_PER_FREQUENCY * M}, exact=("BF counts", "spectra"))]
 
 
 def reconstruct_estimate(dataset: Dataset4D, device: str, upsample: int) -> Estimate:
     """What a reconstruction at ``upsample`` adds (its geometry is kept per factor)."""
     n_bf, M_f, pixels = _pairs(dataset, upsample)
-    if upsample == 1:  # the scoring grid's geometry is reused
-        M_f = 0
     if uses_cuda(device):
-        return Estimate("cuda", {"upsampled geometry": CUDA_FINE_BYTES_PER_PAIR * n_bf * M_f,
+        geometry = 0 if upsample == 1 else CUDA_FINE_BYTES_PER_PAIR * n_bf * M_f  # 1: reused
+        return Estimate("cuda", {"upsampled geometry": geometry,
                                  "image": IMAGE_BYTES_PER_PIXEL * pixels})
-    return Estimate("host", {"upsampled geometry": CPU_FINE_BYTES_PER_PAIR * n_bf * M_f,
+    return Estimate("host", {"upsampled half plane": CPU_FINE_BYTES_PER_FREQUENCY * M_f,
                              "image": IMAGE_BYTES_PER_PIXEL * pixels})
 
 

@@ -3,7 +3,10 @@
 Composes the NumPy reference operations (``engine.reference``) with fused Numba
 kernels over the trotter pairs only, which cover the six-parameter VP objective
 and the quadratic reconstruction; the reference runs the rest and is what the
-kernels are tested against (``kernels=False`` runs it for everything).
+kernels are tested against (``kernels=False`` runs it for everything). Memory: the BF
+counts, the spectra G and O(B + M) arrays; the kernels find each frequency's trotter
+pairs from k and G themselves, and the reference's dense (B, M) geometry is built a
+chunk at a time when it is used (kept only when small).
 """
 
 from __future__ import annotations
@@ -16,22 +19,23 @@ from ..dataset import Dataset4D
 from ..params import JOINT, N_JOINT, to_vector
 from ..physics import objective as obj
 from ..physics.geometry import fft_friendly_size, scan_frame_frequencies
-from ..physics.optics import has_higher_order
+from ..physics.optics import aperture, has_higher_order
 from ..physics.overlap import PAIRS
 from ..results import Bounds
 from .lifetime import Lifetime
 from .protocol import Detachable, Spectra
 from .records import (
     DatasetGeometry,
-    FinePairs,
+    FineFrequencies,
     HostPart,
-    LobeGroups,
+    KernelGeometry,
+    PairPack,
     PreparedSpectra,
-    TrotterPairs,
 )
 from .reference import (
     RECON_EPS,
     WIENER_EPS,
+    LazyGrids,
     Reference,
     bf_center_of_mass,
     check_method,
@@ -40,7 +44,13 @@ from .reference import (
 )
 
 _PAIRS = np.array(PAIRS, dtype=np.int64)
-ROTATION_CACHE_BYTES = 512 * 2**20  # keep the previous rotation's geometry up to this size
+SUMS_BYTES = 64 * 2**20  # the scoring kernel's per-(lobe, ν) sums of one candidate block
+# Trotter pairs kept (every window, rotation and grid of the engine together): a small
+# scan's previews and fits then skip the pair search; a large one finds them per call.
+PAIR_CACHE_BYTES = 384 * 2**20
+PAIR_BYTES = 21  # int32 pixel, two float64 aperture products, the lobe flag
+_NO_PACK = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
+            np.zeros(0), np.zeros(0, dtype=bool))
 
 HostSpectra = PreparedSpectra[HostPart]
 
@@ -66,6 +76,9 @@ class CPUEngine:
         w = self.geo.edge_width
         self._row_off = (np.arange(dataset.detector_shape[0]) - bf.center_row) * w
         self._col_off = (np.arange(dataset.detector_shape[1]) - bf.center_col) * w
+        self._det_r = self.geo.bf.rows.astype(np.int64)
+        self._det_c = self.geo.bf.cols.astype(np.int64)
+        self._aperture = aperture_constants(self.geo.k_alpha, w)
         self._bf_counts: np.ndarray | None = self.upload_bf_counts(dataset.counts)
 
     @property
@@ -98,7 +111,9 @@ class CPUEngine:
         b: Bounds = (0, Rr, 0, Rc) if bounds is None else (
             int(bounds[0]), int(bounds[1]), int(bounds[2]), int(bounds[3]))
         shape = (fft_friendly_size(b[1] - b[0]), fft_friendly_size(b[3] - b[2]))
-        G = self.reference.spectra(counts[b[0]:b[1], b[2]:b[3]], shape, self.staging_bytes)
+        # Frequency-major (G.T C-contiguous): the kernels sum over b per ν in memory order.
+        G = self.reference.spectra(counts[b[0]:b[1], b[2]:b[3]], shape, self.staging_bytes,
+                                   by_frequency=True)
         spectra = PreparedSpectra(
             shape=shape, bounds=b, n_bf=self.geo.bf.count, G=G,
             dc=float(G[:, 0].real.mean()), part=HostPart(self.reference.half_plane(shape)))
@@ -112,28 +127,23 @@ class CPUEngine:
         self._life.check_open()
         part = sp.part
         stashed = part.previous.pop((theta, transpose), None)
-        state = _rotation_state(sp) if sp.rotation is not None else None
-        part.previous = ({sp.rotation: state} if sp.rotation is not None and state is not None
-                         and _state_bytes(state) <= ROTATION_CACHE_BYTES else {})
+        # The previous rotation's state is small (its dense grids are kept only when
+        # small): kept, so a preview at another rotation and the way back rebuild nothing.
+        part.previous = ({sp.rotation: (sp.energy, part.geometry.k, part.geometry.grids,
+                                        part.kernel)} if sp.rotation is not None else {})
         if stashed:
-            sp.energy, g_k, g_grids, part.pairs, part.groups, part.to_det, part.fine = stashed
-            part.geometry.k, part.geometry.grids = g_k, g_grids
+            sp.energy, part.geometry.k, part.geometry.grids, part.kernel = stashed
             sp.rotation = (theta, transpose)
             return
         sp.energy = self.reference.rotate(sp.G, sp.n_bf, part.geometry, theta, transpose)
         sp.rotation = (theta, transpose)
-        part.fine = {}  # fine-grid packs belong to the previous rotation
-        part.pairs = part.groups = part.to_det = None
+        part.kernel = None
         if self.kernels:
-            g = part.geometry
-            # Scoring packs each trotter lobe as its own "frequency" (same ν, same weight),
-            # so the kernels' per-group sums are the objective's per-lobe sums.
-            part.pairs = _pack_trotter_pairs(g.grids, g.k, self.geo.bf.rows, self.geo.bf.cols,
-                                             sp.G, None, None, split_lobes=True)
-            part.groups = LobeGroups(np.concatenate([g.nu_r, g.nu_r]),
-                                     np.concatenate([g.nu_c, g.nu_c]),
-                                     obj.lobe_weights(g.weights))
-            part.to_det = np.linalg.inv(scan_frame_frequencies(np.eye(2), theta, transpose).T)
+            k = part.geometry.k
+            k_r, k_c = np.ascontiguousarray(k[:, 0]), np.ascontiguousarray(k[:, 1])
+            part.kernel = KernelGeometry(
+                k_r, k_c, aperture(k_r, k_c, self.geo.k_alpha, self.geo.edge_width),
+                np.linalg.inv(scan_frame_frequencies(np.eye(2), theta, transpose).T))
 
     # -- scoring -----------------------------------------------------------------------
     def evaluate(
@@ -141,21 +151,25 @@ class CPUEngine:
         names: tuple[str, ...] = JOINT,
     ) -> np.ndarray:
         sp = self._life.live(spectra)
-        geometry = sp.part.geometry
-        pairs, groups, to_det = sp.part.pairs, sp.part.groups, sp.part.to_det
+        geometry, kg = sp.part.geometry, sp.part.kernel
         # The kernels cover the six-parameter VP model; the reference runs the rest.
-        if (pairs is None or groups is None or to_det is None or objective != "vp"
-                or names != JOINT):
+        if kg is None or objective != "vp" or names != JOINT:
             out = self.reference.evaluate(sp, geometry, candidates, objective, names)
             self.evaluations += len(candidates)
             return out
         vp_sums: Any = _kernels().vp_sums
         cand = np.ascontiguousarray(candidates, dtype=np.float64).reshape(-1, N_JOINT)
-        N, D = vp_sums(*_kernel_args(pairs, groups, self.geo.wavelength), cand,
-                       pairs.det_r, pairs.det_c, self._row_off, self._col_off, to_det)
+        weights = obj.lobe_weights(geometry.weights)  # the k-ν lobe's columns, then k+ν's
+        # Candidates a block at a time: the sums (K, 2M) stay within SUMS_BYTES.
+        step = max(1, SUMS_BYTES // (weights.size * 24))
+        out = np.empty(len(cand))
+        for s in range(0, len(cand), step):
+            N, D = vp_sums(*self._kernel_args(sp, kg, 1), cand[s:s + step], self._det_r,
+                           self._det_c, self._row_off, self._col_off, kg.to_det)
+            for k in range(N.shape[0]):
+                out[s + k] = obj.vp_loss(N[k], D[k], weights, sp.energy)
         self.evaluations += len(cand)
-        return np.array([obj.vp_loss(N[k], D[k], groups.weights, sp.energy)
-                         for k in range(len(cand))])
+        return out
 
     def evaluate_rotations(
         self, spectra: Spectra, thetas: np.ndarray, transpose: bool,
@@ -170,8 +184,8 @@ class CPUEngine:
         self, spectra: Spectra, candidates: np.ndarray, names: tuple[str, ...] = JOINT,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         sp = self._life.live(spectra)
-        geometry, pairs, groups = sp.part.geometry, sp.part.pairs, sp.part.groups
-        if pairs is None or groups is None or names != JOINT:
+        geometry, kg = sp.part.geometry, sp.part.kernel
+        if kg is None or names != JOINT:
             out = self.reference.derivatives(sp, geometry, candidates, names)
             self.evaluations += len(candidates)
             return out
@@ -180,11 +194,12 @@ class CPUEngine:
         K = len(cand)
         losses, grads = np.empty(K), np.empty((K, N_JOINT))
         hessians = np.empty((K, N_JOINT, N_JOINT))
-        args = _kernel_args(pairs, groups, self.geo.wavelength)
+        args = self._kernel_args(sp, kg, 1)
+        weights = obj.lobe_weights(geometry.weights)
         for k in range(K):
             N, D, dN, dD, d2N, d2D = vp_derivative_sums(*args, cand[k], _PAIRS)
             losses[k], grads[k], hessians[k] = obj.vp_loss_derivatives(
-                N, D, dN, dD, d2N, d2D, groups.weights, sp.energy)
+                N, D, dN, dD, d2N, d2D, weights, sp.energy)
         self.evaluations += K
         return losses, grads, hessians
 
@@ -195,7 +210,7 @@ class CPUEngine:
     ) -> np.ndarray:
         sp = self._life.live(spectra)
         check_method(method)
-        if not self.kernels or has_higher_order(params):
+        if sp.part.kernel is None or has_higher_order(params):
             out: np.ndarray = self.reference.reconstruct(sp, sp.part.geometry, params, upsample,
                                                          method)
             return out
@@ -210,34 +225,73 @@ class CPUEngine:
         parameters); the reference's ``ssb_spectrum``/Wiener spectrum is what it matches."""
         sp = self._life.live(spectra)
         part, f = sp.part, int(upsample)
-        if f not in part.fine:  # geometry of the f-times finer grid, per rotation
-            part.fine[f] = self._fine_pairs(sp, f)
+        kg = part.kernel
+        assert kg is not None, "object_spectrum needs the kernels (kernels=True)"
+        if f not in part.fine:  # the f-times finer half plane (rotation-independent)
+            part.fine[f] = self._fine_frequencies(sp, f)
         fine = part.fine[f]
-        c = fine.pairs
         C, N, D = _kernels().reconstruction_sums(
-            c.indptr, c.k_r, c.k_c, c.amp_m, c.amp_p, c.G, fine.nu_r, fine.nu_c,
-            np.pi * self.geo.wavelength, to_vector(params, JOINT, default=0.0), RECON_EPS,
-            c.det_r, c.det_c, self._row_off, self._col_off, part.to_det)
+            sp.G.T, kg.k_r, kg.k_c, kg.a_k, fine.nu_r, fine.nu_c,
+            self._pack(kg, f, fine.nu_r, fine.nu_c), fine.alias, fine.alias_conj,
+            self._aperture, np.pi * self.geo.wavelength, to_vector(params, JOINT, default=0.0),
+            RECON_EPS, self._det_r, self._det_c, self._row_off, self._col_off, kg.to_det)
         out: np.ndarray = C / sp.n_bf if method == "ssb" else N / (D + WIENER_EPS * sp.n_bf)
         return out
 
-    def _fine_pairs(self, sp: HostSpectra, f: int) -> FinePairs:
-        """The f-times finer grid's pairs, packed a BF chunk at a time and merged by ν (the
-        dense fine geometry is never held whole; the order is that of one pack)."""
+    def _fine_frequencies(self, sp: HostSpectra, f: int) -> FineFrequencies:
         g = sp.part.geometry
-        if f == 1:
-            pack = _pack_trotter_pairs(g.grids, g.k, self.geo.bf.rows, self.geo.bf.cols, sp.G,
-                                       None, None)
-            return FinePairs(pack, g.grids[0].nu_r.ravel(), g.grids[0].nu_c.ravel())
+        if f == 1:  # the spectra's own half plane, each frequency its own column
+            M = int(g.nu_r.size)
+            return FineFrequencies(g.nu_r, g.nu_c, np.arange(M, dtype=np.int64),
+                                   np.zeros(M, dtype=bool))
         nu_r, nu_c, index, conj = self.reference.fine_frequencies(sp, f)
-        packs, start = [], 0
-        for grid in self.reference.fine_grid_chunks(g, nu_r, nu_c, sp.n_bf):
-            n = int(grid.k_r.shape[0])
-            sl = slice(start, start + n)
-            packs.append(_pack_trotter_pairs([grid], g.k[sl], self.geo.bf.rows[sl],
-                                             self.geo.bf.cols[sl], sp.G[sl], index, conj))
-            start += n
-        return FinePairs(_merge_packs(packs), nu_r, nu_c)
+        return FineFrequencies(nu_r, nu_c, index.astype(np.int64), conj.astype(bool))
+
+    def _kernel_args(self, sp: HostSpectra, kg: KernelGeometry, f: int) -> tuple[Any, ...]:
+        g = sp.part.geometry
+        return (sp.G.T, kg.k_r, kg.k_c, kg.a_k, g.nu_r, g.nu_c, self._pack(kg, f, g.nu_r, g.nu_c),
+                self._aperture, np.pi * self.geo.wavelength)
+
+    def _pack(self, kg: KernelGeometry, f: int, nu_r: np.ndarray,
+              nu_c: np.ndarray) -> tuple[np.ndarray, ...]:
+        """The pairs of the f-times grid for a kernel: its pack, built on the second call at
+        this rotation (one call, as a rotation scan makes, finds them as cheaply) when it
+        fits PAIR_CACHE_BYTES, other rotations' and windows' packs dropped first if need
+        be; else empty arrays: the kernel finds them."""
+        if f not in kg.packs:
+            kg.uses[f] = kg.uses.get(f, 0) + 1
+            if kg.uses[f] >= 2:
+                need = (PAIR_BYTES * self.n_bf + 8) * int(nu_r.size)
+                if self._pack_bytes() + need > PAIR_CACHE_BYTES:
+                    for other in self._kernel_states():
+                        if other is not kg:
+                            other.packs.clear()
+                            other.uses.clear()
+                fits = self._pack_bytes() + need <= PAIR_CACHE_BYTES
+                kg.packs[f] = self._build_pack(kg, nu_r, nu_c) if fits else None
+        pack = kg.packs.get(f)
+        return _NO_PACK if pack is None else pack.arrays()
+
+    def _kernel_states(self) -> list[KernelGeometry]:
+        """Every live window's kernel geometry: current and stashed rotations."""
+        out = []
+        for s in self._life.spectra:
+            out += [s.part.kernel] + [st[3] for st in s.part.previous.values()]
+        return [k for k in out if k is not None]
+
+    def _pack_bytes(self) -> int:
+        return sum(p.nbytes for k in self._kernel_states() for p in k.packs.values()
+                   if p is not None)
+
+    def _build_pack(self, kg: KernelGeometry, nu_r: np.ndarray, nu_c: np.ndarray) -> PairPack:
+        k = _kernels()
+        counts = k.pair_counts(kg.k_r, kg.k_c, kg.a_k, nu_r, nu_c, self._aperture)
+        indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        n = int(indptr[-1])
+        pack = PairPack(indptr, np.empty(n, dtype=np.int32), np.empty(n), np.empty(n),
+                        np.empty(n, dtype=bool))
+        k.fill_pack(kg.k_r, kg.k_c, kg.a_k, nu_r, nu_c, self._aperture, *pack.arrays())
+        return pack
 
     # -- lifetime and diagnostics ------------------------------------------------------
     def release(self, spectra: Spectra) -> None:
@@ -247,17 +301,24 @@ class CPUEngine:
         part = sp.part
         part.geometry.k = None
         part.geometry.grids = []
-        part.pairs = part.groups = part.to_det = None
+        part.kernel = None
         part.fine = {}
         part.previous = {}
 
     def memory_info(self) -> dict[str, Any]:
         arrays: list[Any] = [self._bf_counts] if not self.closed else []
         for s in self._life.spectra:
-            g = s.part.geometry
-            arrays += [s.G, g.nu_r, g.nu_c, g.weights]
-            for grid in g.grids:
-                arrays += [grid.amp_minus, grid.amp_plus, grid.minus_lobe]
+            part = s.part
+            g = part.geometry
+            arrays += [s.G, g.nu_r, g.nu_c, g.weights, g.k]
+            states = [(g.grids, part.kernel)] + [(st[2], st[3]) for st in part.previous.values()]
+            for grids, kernel in states:
+                arrays += [a for grid in _kept(grids) for a in vars(grid).values()]
+                if kernel is not None:
+                    arrays += [kernel.k_r, kernel.k_c, kernel.a_k]
+                    arrays += [a for p in kernel.packs.values() if p is not None
+                               for a in p.arrays()]
+            arrays += [a for fine in part.fine.values() for a in vars(fine).values()]
         return {"live_bytes": int(sum(getattr(a, "nbytes", 0) for a in arrays))}
 
     def live_spectra(self) -> tuple[Spectra, ...]:
@@ -265,8 +326,13 @@ class CPUEngine:
 
     def spectra_info(self, spectra: Spectra) -> dict[str, int]:
         sp = self._life.own(spectra)
-        pairs = sum(int(((g.amp_minus != 0) | (g.amp_plus != 0)).sum())
-                    for g in sp.part.geometry.grids)
+        g, kg = sp.part.geometry, sp.part.kernel
+        if kg is not None:
+            pairs = int(_kernels().pair_counts(kg.k_r, kg.k_c, kg.a_k, g.nu_r, g.nu_c,
+                                               self._aperture).sum())
+        else:
+            pairs = sum(int(((grid.amp_minus != 0) | (grid.amp_plus != 0)).sum())
+                        for grid in g.grids)
         return {"n_bf": sp.n_bf, "half_plane": 0 if sp.G is None else int(sp.G.shape[1]),
                 "trotter_pairs": pairs, "spectra_bytes": 0 if sp.G is None else int(sp.G.nbytes)}
 
@@ -283,24 +349,6 @@ class CPUEngine:
         self._bf_counts = None
 
 
-def _rotation_state(sp: HostSpectra) -> tuple[Any, ...]:
-    part = sp.part
-    return (sp.energy, part.geometry.k, part.geometry.grids, part.pairs, part.groups,
-            part.to_det, part.fine)
-
-
-def _state_bytes(state: tuple[Any, ...]) -> int:
-    """Bytes of the arrays a rotation state holds (grids, packs, fine packs)."""
-    seen: list[Any] = [state[1]]
-    for g in state[2]:
-        seen += list(vars(g).values())
-    packs = [state[3]] + [f.pairs for f in state[6].values()]
-    for p in packs:
-        if p is not None:
-            seen += list(vars(p).values())
-    return int(sum(getattr(a, "nbytes", 0) for a in seen))
-
-
 def _kernels() -> Any:
     # Imported on first use: compiling (or loading cached) Numba kernels takes seconds.
     from . import cpu_kernels
@@ -308,69 +356,16 @@ def _kernels() -> Any:
     return cpu_kernels
 
 
-def _pack_trotter_pairs(
-    grids: list[Any], k: np.ndarray, bf_rows: np.ndarray, bf_cols: np.ndarray, G: np.ndarray,
-    alias_index: np.ndarray | None, alias_conj: np.ndarray | None, split_lobes: bool = False,
-) -> TrotterPairs:
-    """(b, ν) pairs inside a trotter, grouped by ν (CSR), with their geometry and G.
-
-    On an upsampled grid ``alias_index``/``alias_conj`` say which coarse spectrum
-    value (or its conjugate) each fine frequency reads. ``split_lobes``: 2M groups, the
-    k-ν lobe's pairs of every ν first, then the k+ν lobe's (per-lobe objective sums).
-    """
-    amp_m = np.concatenate([g.amp_minus for g in grids], axis=0).T
-    amp_p = np.concatenate([g.amp_plus for g in grids], axis=0).T
-    inside = (amp_m != 0) | (amp_p != 0)
-    if split_lobes:
-        minus = np.concatenate([g.minus_lobe for g in grids], axis=0).T
-        inside = np.concatenate([inside & minus, inside & ~minus])
-    m_idx, b_idx = np.nonzero(inside)  # ν-major, then b ascending: the summation order
-    indptr = np.concatenate([[0], np.cumsum(inside.sum(axis=1))]).astype(np.int64)
-    if split_lobes:
-        m_idx = m_idx % amp_m.shape[0]  # the spectrum column of each pair
-    return TrotterPairs(
-        indptr=indptr,
-        k_r=np.ascontiguousarray(k[b_idx, 0]),
-        k_c=np.ascontiguousarray(k[b_idx, 1]),
-        amp_m=np.ascontiguousarray(amp_m[m_idx, b_idx]),
-        amp_p=np.ascontiguousarray(amp_p[m_idx, b_idx]),
-        G=_aliased_values(G, b_idx, m_idx, alias_index, alias_conj),
-        det_r=bf_rows[b_idx].astype(np.int64),
-        det_c=bf_cols[b_idx].astype(np.int64),
-    )
+def aperture_constants(k_alpha: float, edge_width: float) -> np.ndarray:
+    """(k_α, k_α², edge width, inner², outer²) for the kernels' aperture: k_α² as
+    ``trotter_support`` computes it; inside |q| ≤ k_α - w the soft-edged aperture is 1 and
+    outside |q| ≥ k_α + w it is 0 (a full edge width from the 0.5 crossing: exact)."""
+    w = float(edge_width)
+    inner = k_alpha - w
+    return np.array([k_alpha, k_alpha**2, w, inner * inner if inner > 0 else -1.0,
+                     (k_alpha + w) ** 2])
 
 
-def _merge_packs(packs: list[TrotterPairs]) -> TrotterPairs:
-    """One ν-major pack from packs of consecutive BF chunks: per ν, chunk 0's pairs, then
-    chunk 1's, … (b ascending, as one pack of all chunks would hold them)."""
-    if len(packs) == 1:
-        return packs[0]
-    counts = np.stack([np.diff(p.indptr) for p in packs])  # (chunks, M)
-    indptr = np.concatenate([[0], np.cumsum(counts.sum(axis=0))]).astype(np.int64)
-    before = np.cumsum(counts, axis=0) - counts  # pairs of earlier chunks, per ν
-    total = int(indptr[-1])
-    names = ("k_r", "k_c", "amp_m", "amp_p", "G", "det_r", "det_c")
-    out = {n: np.empty(total, dtype=getattr(packs[0], n).dtype) for n in names}
-    M = counts.shape[1]
-    for c, p in enumerate(packs):
-        m_of = np.repeat(np.arange(M), counts[c])
-        dest = indptr[m_of] + before[c, m_of] + (np.arange(m_of.size) - p.indptr[m_of])
-        for n in names:
-            out[n][dest] = getattr(p, n)
-    return TrotterPairs(indptr=indptr, **out)
-
-
-def _aliased_values(
-    G: np.ndarray, b_idx: np.ndarray, m_idx: np.ndarray, index: np.ndarray | None,
-    conj: np.ndarray | None,
-) -> np.ndarray:
-    if index is None or conj is None:
-        return np.ascontiguousarray(G[b_idx, m_idx])
-    vals = G[b_idx, index[m_idx]]
-    return np.ascontiguousarray(np.where(conj[m_idx], vals.conj(), vals))
-
-
-def _kernel_args(pairs: TrotterPairs, groups: LobeGroups,
-                 wavelength: float) -> tuple[Any, ...]:
-    return (pairs.indptr, pairs.k_r, pairs.k_c, pairs.amp_m, pairs.amp_p, pairs.G,
-            groups.nu_r, groups.nu_c, np.pi * wavelength)
+def _kept(grids: Any) -> list[Any]:
+    """The grids of a rotation that are held in memory."""
+    return grids.kept() if isinstance(grids, LazyGrids) else list(grids)

@@ -1,11 +1,16 @@
-"""Numba kernels of the CPU engine: Γ and the VP sums, fused, over sparse trotters.
+"""Numba kernels of the CPU engine: Γ and the VP sums, fused, over the trotters.
 
-Same math as ``physics.overlap.gamma_derivatives`` written per (b, ν) pair. The
-pairs are stored per frequency in CSR form (only pixels inside a trotter), and
-each frequency's sums run over its pixels in index order: parallel over ν,
-sequential over b, so results do not depend on the thread count. The scoring pack
-has one group per (trotter lobe, ν) (``CPUEngine.set_rotation``), so the kernels' per-group
-sums are the objective's per-lobe sums; the reconstruction packs group by ν.
+Same math as ``physics.overlap.gamma_derivatives`` written per (b, ν) pair. Each kernel
+finds the pairs of a frequency inside its trotter, and their aperture products, from the
+BF frequencies k (B,) itself (``_trotter_pairs``: the operations of
+``physics.geometry.trotter_support`` and ``physics.overlap.overlap_grid``, so the same
+bits), or reads them from a ``pack`` that ``fill_pack`` wrote (the engine keeps one when
+it is small; an empty pack: find them). The spectra come frequency-major, G (M, B), so
+each frequency's pixels are read in memory order. Each
+frequency's sums run over its pixels in index order: parallel over ν, sequential over b,
+so results do not depend on the thread count. Scoring sums per (trotter lobe, ν): the
+k-ν lobe of ν in column m, its k+ν lobe in column M + m (the objective's per-lobe sums);
+the reconstruction sums per ν.
 """
 
 from __future__ import annotations
@@ -19,19 +24,99 @@ from ..params import MRAD  # a float global: Numba compiles it in as a constant
 
 
 @njit(cache=True, inline="always")
-def _sinc3(x: float) -> tuple[float, float, float]:
-    if abs(x) < 1e-3:
-        return 1.0 - x * x / 6.0, -x / 3.0 + x**3 / 30.0, -1.0 / 3.0 + x * x / 10.0
-    s, c = math.sin(x), math.cos(x)
-    S = s / x
-    S1 = (x * c - s) / (x * x)
-    return S, S1, -S - 2.0 * S1 / x
+def _aperture(d2: float, ka: float, w: float, inner2: float, outer2: float) -> float:
+    """``physics.optics.aperture`` at |q|² = d2 (same operations, same bits); no square
+    root where |q| is a full edge width inside (1) or outside (0) the soft edge."""
+    if w <= 0.0:
+        return 1.0 if math.sqrt(d2) <= ka else 0.0
+    if d2 <= inner2:
+        return 1.0
+    if d2 >= outer2:
+        return 0.0
+    return min(max((ka - math.sqrt(d2)) / w + 0.5, 0.0), 1.0)
+
+
+@njit(cache=True)
+def _trotter_pairs(nr, nc, k_r, k_c, a_k, geo, idx, amp_m, amp_p, minus):  # type: ignore[no-untyped-def]
+    """Fill the pairs of ν = (nr, nc) inside its trotter, b ascending: pixel ``idx``, the
+    aperture products A(k∓ν)A(k) and whether k-ν is in the disc (the k-ν lobe); returns
+    how many. ``geo`` = (k_α, k_α², edge width, inner², outer²) (``aperture_constants``)."""
+    ka, ka2, w, inner2, outer2 = geo[0], geo[1], geo[2], geo[3], geo[4]
+    n = 0
+    for b in range(k_r.shape[0]):
+        qr, qc = k_r[b] - nr, k_c[b] - nc
+        dm2 = qr * qr + qc * qc
+        qr, qc = k_r[b] + nr, k_c[b] + nc
+        dp2 = qr * qr + qc * qc
+        in_minus = dm2 <= ka2
+        if in_minus == (dp2 <= ka2):
+            continue  # in both discs or in neither: not single sideband
+        am = _aperture(dm2, ka, w, inner2, outer2) * a_k[b]
+        ap = _aperture(dp2, ka, w, inner2, outer2) * a_k[b]
+        if am == 0.0 and ap == 0.0:
+            continue
+        idx[n] = b
+        amp_m[n] = am
+        amp_p[n] = ap
+        minus[n] = in_minus
+        n += 1
+    return n
+
+
+CHUNKS = 256  # blocks of consecutive frequencies the parallel loops hand out
+
+
+@njit(cache=True)
+def _chunks(M: int) -> int:
+    return max(1, min(M, CHUNKS))
+
+
+@njit(cache=True)
+def _buffers(B: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    return (np.empty(B, dtype=np.int32), np.empty(B), np.empty(B),
+            np.empty(B, dtype=np.bool_))
+
+
+@njit(cache=True, inline="always")
+def _pairs_at(m, pack, k_r, k_c, a_k, nu_r, nu_c, geo, buf):  # type: ignore[no-untyped-def]
+    """(pixels, A(k-ν)A(k), A(k+ν)A(k), in the k-ν lobe, count) of frequency m: the pack's
+    slice when there is a pack, else found now into ``buf``."""
+    ptr, p_idx, p_am, p_ap, p_minus = pack
+    if ptr.shape[0] > 0:
+        lo, hi = ptr[m], ptr[m + 1]
+        return p_idx[lo:hi], p_am[lo:hi], p_ap[lo:hi], p_minus[lo:hi], hi - lo
+    idx, amp_m, amp_p, minus = buf
+    n = _trotter_pairs(nu_r[m], nu_c[m], k_r, k_c, a_k, geo, idx, amp_m, amp_p, minus)
+    return idx, amp_m, amp_p, minus, n
 
 
 @njit(cache=True, parallel=True)
-def vp_sums(indptr, k_r, k_c, amp_m, amp_p, G, nu_r, nu_c, pl, cand,  # type: ignore[no-untyped-def]
+def pair_counts(k_r, k_c, a_k, nu_r, nu_c, geo):  # type: ignore[no-untyped-def]
+    """Pairs inside a trotter (with a non-zero aperture product) per frequency: (M,)."""
+    M, B = nu_r.shape[0], k_r.shape[0]
+    counts = np.zeros(M, dtype=np.int64)
+    n_chunks = _chunks(M)
+    for c in prange(n_chunks):
+        idx, amp_m, amp_p, minus = _buffers(B)
+        for m in range(c * M // n_chunks, (c + 1) * M // n_chunks):
+            counts[m] = _trotter_pairs(nu_r[m], nu_c[m], k_r, k_c, a_k, geo, idx, amp_m,
+                                       amp_p, minus)
+    return counts
+
+
+@njit(cache=True, parallel=True)
+def fill_pack(k_r, k_c, a_k, nu_r, nu_c, geo, ptr, idx, amp_m, amp_p, minus):  # type: ignore[no-untyped-def]
+    """Write every frequency's pairs from ``ptr`` on (the cumulative ``pair_counts``)."""
+    for m in prange(nu_r.shape[0]):
+        lo, hi = ptr[m], ptr[m + 1]
+        _trotter_pairs(nu_r[m], nu_c[m], k_r, k_c, a_k, geo, idx[lo:hi], amp_m[lo:hi],
+                       amp_p[lo:hi], minus[lo:hi])
+
+
+@njit(cache=True, parallel=True)
+def vp_sums(G, k_r, k_c, a_k, nu_r, nu_c, pack, geo, pl, cand,  # type: ignore[no-untyped-def]
             det_r, det_c, row_off, col_off, to_det):
-    """N(ν) (K, M) complex and D(ν) (K, M) for K candidates (rows of ``cand``).
+    """N (K, 2M) complex and D (K, 2M) per (lobe, ν) for K candidates (rows of ``cand``).
 
     The aberration phase is a plane wave in k: exp(iπλ·k·w) factors into a table
     over detector rows times one over detector columns (``row_off``/``col_off``
@@ -39,67 +124,88 @@ def vp_sums(indptr, k_r, k_c, amp_m, amp_p, G, nu_r, nu_c, pl, cand,  # type: ig
     vectors to the detector frame), so the inner loop has no sin/cos when Δ = 0.
     """
     K = cand.shape[0]
-    M = nu_r.shape[0]
-    N = np.zeros((K, M), dtype=np.complex128)
-    D = np.zeros((K, M))
-    n_rows, n_cols = row_off.shape[0], col_off.shape[0]
-    for m in prange(M):
-        nr, nc = nu_r[m], nu_c[m]
-        nn, nd, nx = nr * nr + nc * nc, nr * nr - nc * nc, 2.0 * nr * nc
-        tab_r = np.empty(n_rows, dtype=np.complex128)
-        tab_c = np.empty(n_cols, dtype=np.complex128)
-        dep_r = np.empty(n_rows, dtype=np.complex128)
-        dep_c = np.empty(n_cols, dtype=np.complex128)
-        for k in range(K):
-            C10, C12, phi = cand[k, 0], cand[k, 1], cand[k, 2]
-            c2, s2 = math.cos(2.0 * phi), math.sin(2.0 * phi)
-            tilt = 2.0 * math.pi * MRAD * (nr * cand[k, 3] + nc * cand[k, 4])
-            dep = cand[k, 5]
-            q = C10 * nn + C12 * (c2 * nd + s2 * nx)
-            # lin = k·w with w = 2Mν (scan frame); tables hold exp(iπλ k_det·w_det).
-            w_r = 2.0 * (C10 * nr + C12 * (c2 * nr + s2 * nc))
-            w_c = 2.0 * (C10 * nc + C12 * (s2 * nr - c2 * nc))
-            wd_r = to_det[0, 0] * w_r + to_det[0, 1] * w_c
-            wd_c = to_det[1, 0] * w_r + to_det[1, 1] * w_c
-            for r in range(n_rows):
-                a = pl * row_off[r] * wd_r
-                tab_r[r] = complex(math.cos(a), math.sin(a))
-            for c in range(n_cols):
-                a = pl * col_off[c] * wd_c
-                tab_c[c] = complex(math.cos(a), math.sin(a))
-            eq = complex(math.cos(pl * q), math.sin(pl * q))
-            if dep != 0.0:
-                # exp(-iπλΔ k·ν) for the depth factors' sines, same factorisation.
-                vd_r = to_det[0, 0] * nr + to_det[0, 1] * nc
-                vd_c = to_det[1, 0] * nr + to_det[1, 1] * nc
-                for r in range(n_rows):
-                    a = -pl * dep * row_off[r] * vd_r
-                    dep_r[r] = complex(math.cos(a), math.sin(a))
-                for c in range(n_cols):
-                    a = -pl * dep * col_off[c] * vd_c
-                    dep_c[c] = complex(math.cos(a), math.sin(a))
-                xa0 = (pl * nn + tilt) * dep / 2.0
-                xb0 = (-pl * nn + tilt) * dep / 2.0
-                ea0 = complex(math.cos(xa0), math.sin(xa0))
-                eb0 = complex(math.cos(xb0), math.sin(xb0))
-            n_acc = 0j
-            d_acc = 0.0
-            for j in range(indptr[m], indptr[m + 1]):
-                lin = tab_r[det_r[j]] * tab_c[det_c[j]]  # exp(iπλ·lin)
-                wa = amp_m[j] * eq.conjugate() * lin  # exp(-iπλ(q - lin))
-                wb = amp_p[j] * (eq * lin)  # exp(+iπλ(q + lin))
-                if dep != 0.0:
-                    ku = k_r[j] * nr + k_c[j] * nc
-                    e = dep_r[det_r[j]] * dep_c[det_c[j]]
-                    gam = _sinc_from(xa0 - pl * dep * ku, (ea0 * e).imag) * wa - _sinc_from(
-                        xb0 - pl * dep * ku, (eb0 * e).imag) * wb
-                else:
-                    gam = wa - wb
-                n_acc += gam.conjugate() * G[j]
-                d_acc += gam.real * gam.real + gam.imag * gam.imag
-            N[k, m] = n_acc
-            D[k, m] = d_acc
+    M, B = nu_r.shape[0], k_r.shape[0]
+    N = np.zeros((K, 2 * M), dtype=np.complex128)
+    D = np.zeros((K, 2 * M))
+    n_chunks = _chunks(M)
+    for ch in prange(n_chunks):
+        buf = _buffers(B)
+        tabs = (np.empty(row_off.shape[0], dtype=np.complex128),
+                np.empty(col_off.shape[0], dtype=np.complex128),
+                np.empty(row_off.shape[0], dtype=np.complex128),
+                np.empty(col_off.shape[0], dtype=np.complex128))
+        for m in range(ch * M // n_chunks, (ch + 1) * M // n_chunks):
+            idx, amp_m, amp_p, minus, n_pairs = _pairs_at(m, pack, k_r, k_c, a_k, nu_r, nu_c,
+                                                          geo, buf)
+            if n_pairs > 0:
+                _vp_frequency(m, M, nu_r[m], nu_c[m], idx, amp_m, amp_p, minus, n_pairs, G,
+                              k_r, k_c, pl, cand, det_r, det_c, row_off, col_off, to_det,
+                              tabs, N, D)
     return N, D
+
+
+@njit(cache=True, inline="always")
+def _vp_frequency(m, M, nr, nc, idx, amp_m, amp_p, minus, n_pairs, G, k_r, k_c, pl, cand,  # type: ignore[no-untyped-def]
+                  det_r, det_c, row_off, col_off, to_det, tabs, N, D):
+    """``vp_sums`` at frequency m: columns m (k-ν lobe) and M + m (k+ν lobe)."""
+    K = cand.shape[0]
+    n_rows, n_cols = row_off.shape[0], col_off.shape[0]
+    tab_r, tab_c, dep_r, dep_c = tabs
+    nn, nd, nx = nr * nr + nc * nc, nr * nr - nc * nc, 2.0 * nr * nc
+    for k in range(K):
+        C10, C12, phi = cand[k, 0], cand[k, 1], cand[k, 2]
+        c2, s2 = math.cos(2.0 * phi), math.sin(2.0 * phi)
+        tilt = 2.0 * math.pi * MRAD * (nr * cand[k, 3] + nc * cand[k, 4])
+        dep = cand[k, 5]
+        q = C10 * nn + C12 * (c2 * nd + s2 * nx)
+        # lin = k·w with w = 2Mν (scan frame); tables hold exp(iπλ k_det·w_det).
+        w_r = 2.0 * (C10 * nr + C12 * (c2 * nr + s2 * nc))
+        w_c = 2.0 * (C10 * nc + C12 * (s2 * nr - c2 * nc))
+        wd_r = to_det[0, 0] * w_r + to_det[0, 1] * w_c
+        wd_c = to_det[1, 0] * w_r + to_det[1, 1] * w_c
+        for r in range(n_rows):
+            a = pl * row_off[r] * wd_r
+            tab_r[r] = complex(math.cos(a), math.sin(a))
+        for c in range(n_cols):
+            a = pl * col_off[c] * wd_c
+            tab_c[c] = complex(math.cos(a), math.sin(a))
+        eq = complex(math.cos(pl * q), math.sin(pl * q))
+        if dep != 0.0:
+            # exp(-iπλΔ k·ν) for the depth factors' sines, same factorisation.
+            vd_r = to_det[0, 0] * nr + to_det[0, 1] * nc
+            vd_c = to_det[1, 0] * nr + to_det[1, 1] * nc
+            for r in range(n_rows):
+                a = -pl * dep * row_off[r] * vd_r
+                dep_r[r] = complex(math.cos(a), math.sin(a))
+            for c in range(n_cols):
+                a = -pl * dep * col_off[c] * vd_c
+                dep_c[c] = complex(math.cos(a), math.sin(a))
+            xa0 = (pl * nn + tilt) * dep / 2.0
+            xb0 = (-pl * nn + tilt) * dep / 2.0
+            ea0 = complex(math.cos(xa0), math.sin(xa0))
+            eb0 = complex(math.cos(xb0), math.sin(xb0))
+        n_m = n_p = 0j
+        d_m = d_p = 0.0
+        for j in range(n_pairs):
+            b = idx[j]
+            lin = tab_r[det_r[b]] * tab_c[det_c[b]]  # exp(iπλ·lin)
+            wa = amp_m[j] * eq.conjugate() * lin  # exp(-iπλ(q - lin))
+            wb = amp_p[j] * (eq * lin)  # exp(+iπλ(q + lin))
+            if dep != 0.0:
+                ku = k_r[b] * nr + k_c[b] * nc
+                e = dep_r[det_r[b]] * dep_c[det_c[b]]
+                gam = _sinc_from(xa0 - pl * dep * ku, (ea0 * e).imag) * wa - _sinc_from(
+                    xb0 - pl * dep * ku, (eb0 * e).imag) * wb
+            else:
+                gam = wa - wb
+            if minus[j]:
+                n_m += gam.conjugate() * G[m, b]
+                d_m += gam.real * gam.real + gam.imag * gam.imag
+            else:
+                n_p += gam.conjugate() * G[m, b]
+                d_p += gam.real * gam.real + gam.imag * gam.imag
+        N[k, m], D[k, m] = n_m, d_m
+        N[k, M + m], D[k, M + m] = n_p, d_p
 
 
 @njit(cache=True, inline="always")
@@ -110,162 +216,204 @@ def _sinc_from(x: float, sin_x: float) -> float:
     return sin_x / x
 
 
+@njit(cache=True, inline="always")
+def _sinc3(x: float) -> tuple[float, float, float]:
+    if abs(x) < 1e-3:
+        return 1.0 - x * x / 6.0, -x / 3.0 + x**3 / 30.0, -1.0 / 3.0 + x * x / 10.0
+    s, c = math.sin(x), math.cos(x)
+    S = s / x
+    S1 = (x * c - s) / (x * x)
+    return S, S1, -S - 2.0 * S1 / x
+
+
 @njit(cache=True, parallel=True)
-def vp_derivative_sums(indptr, k_r, k_c, amp_m, amp_p, G, nu_r, nu_c, pl, params, pairs):  # type: ignore[no-untyped-def]
-    """N, D and their first (6) and second (21, ``pairs`` order) derivative sums per ν."""
-    M = nu_r.shape[0]
+def vp_derivative_sums(G, k_r, k_c, a_k, nu_r, nu_c, pack, geo, pl, params, pairs):  # type: ignore[no-untyped-def]
+    """N, D and their first (6) and second (21, ``pairs`` order) derivative sums per
+    (lobe, ν): 2M columns as ``vp_sums``."""
+    M, B = nu_r.shape[0], k_r.shape[0]
     n_pairs = pairs.shape[0]
-    N = np.zeros(M, dtype=np.complex128)
-    D = np.zeros(M)
-    dN = np.zeros((6, M), dtype=np.complex128)
-    dD = np.zeros((6, M))
-    d2N = np.zeros((n_pairs, M), dtype=np.complex128)
-    d2D = np.zeros((n_pairs, M))
-    C10, C12, phi = params[0], params[1], params[2]
-    dep = params[5]
-    c2, s2 = math.cos(2.0 * phi), math.sin(2.0 * phi)
-    for m in prange(M):
-        nr, nc = nu_r[m], nu_c[m]
-        nn, nd, nx = nr * nr + nc * nc, nr * nr - nc * nc, 2.0 * nr * nc
-        tilt = 2.0 * math.pi * MRAD * (nr * params[3] + nc * params[4])
-        g1 = np.zeros(6, dtype=np.complex128)
-        g2 = np.zeros(n_pairs, dtype=np.complex128)
-        wv = np.zeros(3, dtype=np.complex128)
-        dxs = np.zeros(3)
-        dch = np.zeros(3)
-        for j in range(indptr[m], indptr[m + 1]):
-            kr, kc = k_r[j], k_c[j]
-            gam = 0j
-            g1[:] = 0
-            g2[:] = 0
-            for t in range(2):
-                sign = -1.0 if t == 0 else 1.0  # a: k-ν, b: k+ν
-                sgn = 1.0 if t == 0 else -1.0
-                amp = amp_m[j] if t == 0 else amp_p[j]
-                if amp == 0.0:
-                    continue
-                d10 = pl * (nn + sign * 2.0 * (kr * nr + kc * nc))
-                dc = pl * (nd + sign * 2.0 * (kr * nr - kc * nc))
-                ds = pl * (nx + sign * 2.0 * (kr * nc + kc * nr))
-                dchi = C10 * d10 + C12 * (c2 * dc + s2 * ds)
-                wave = amp * complex(math.cos(dchi), sign * math.sin(dchi))
-                beta = -sign * d10 + tilt
-                S, S1, S2 = _sinc3(beta * dep / 2.0)
-                gam += sgn * S * wave
-                dch[0] = d10
-                dch[1] = c2 * dc + s2 * ds
-                dch[2] = C12 * (-2.0 * s2 * dc + 2.0 * c2 * ds)
-                d12phi = -2.0 * s2 * dc + 2.0 * c2 * ds
-                dphiphi = C12 * (-4.0 * c2 * dc - 4.0 * s2 * ds)
-                dxs[0] = math.pi * dep * MRAD * nr
-                dxs[1] = math.pi * dep * MRAD * nc
-                dxs[2] = beta / 2.0
-                ip = complex(0.0, sign)
-                for p in range(3):
-                    wv[p] = ip * dch[p] * wave
-                    g1[p] += sgn * S * wv[p]
-                    g1[3 + p] += sgn * S1 * dxs[p] * wave
-                for n in range(n_pairs):
-                    i, q = pairs[n, 0], pairs[n, 1]
-                    if q < 3:
-                        second = ip * dch[i] * wv[q]
-                        if i == 1 and q == 2:
-                            second += ip * d12phi * wave
-                        elif i == 2 and q == 2:
-                            second += ip * dphiphi * wave
-                        g2[n] += sgn * S * second
-                    elif i < 3:
-                        g2[n] += sgn * S1 * dxs[q - 3] * wv[i]
-                    else:
-                        a, b = i - 3, q - 3
-                        d2 = S2 * dxs[a] * dxs[b]
-                        if b == 2 and a < 2:
-                            d2 += S1 * math.pi * MRAD * (nr if a == 0 else nc)
-                        g2[n] += sgn * d2 * wave
-            Gj = G[j]
-            gc = gam.conjugate()
-            N[m] += gc * Gj
-            D[m] += gam.real * gam.real + gam.imag * gam.imag
-            for p in range(6):
-                dN[p, m] += g1[p].conjugate() * Gj
-                dD[p, m] += 2.0 * (gc * g1[p]).real
-            for n in range(n_pairs):
-                i, q = pairs[n, 0], pairs[n, 1]
-                d2N[n, m] += g2[n].conjugate() * Gj
-                d2D[n, m] += 2.0 * (g1[q].conjugate() * g1[i] + gc * g2[n]).real
+    N = np.zeros(2 * M, dtype=np.complex128)
+    D = np.zeros(2 * M)
+    dN = np.zeros((6, 2 * M), dtype=np.complex128)
+    dD = np.zeros((6, 2 * M))
+    d2N = np.zeros((n_pairs, 2 * M), dtype=np.complex128)
+    d2D = np.zeros((n_pairs, 2 * M))
+    n_chunks = _chunks(M)
+    for ch in prange(n_chunks):
+        buf = _buffers(B)
+        work = (np.zeros(6, dtype=np.complex128), np.zeros(n_pairs, dtype=np.complex128),
+                np.zeros(3, dtype=np.complex128), np.zeros(3), np.zeros(3))
+        for m in range(ch * M // n_chunks, (ch + 1) * M // n_chunks):
+            idx, amps_m, amps_p, minus, n_in = _pairs_at(m, pack, k_r, k_c, a_k, nu_r, nu_c,
+                                                         geo, buf)
+            _derivative_frequency(m, M, nu_r[m], nu_c[m], idx, amps_m, amps_p, minus, n_in,
+                                  G, k_r, k_c, pl, params, pairs, work,
+                                  (N, D, dN, dD, d2N, d2D))
     return N, D, dN, dD, d2N, d2D
 
 
+@njit(cache=True, inline="always")
+def _derivative_frequency(m, M, nr, nc, idx, amps_m, amps_p, minus, n_in, G, k_r, k_c, pl,  # type: ignore[no-untyped-def]
+                          params, pairs, work, sums):
+    """``vp_derivative_sums`` at frequency m."""
+    N, D, dN, dD, d2N, d2D = sums
+    g1, g2, wv, dxs, dch = work
+    n_pairs = pairs.shape[0]
+    C10, C12, phi = params[0], params[1], params[2]
+    dep = params[5]
+    c2, s2 = math.cos(2.0 * phi), math.sin(2.0 * phi)
+    nn, nd, nx = nr * nr + nc * nc, nr * nr - nc * nc, 2.0 * nr * nc
+    tilt = 2.0 * math.pi * MRAD * (nr * params[3] + nc * params[4])
+    for j in range(n_in):
+        b = idx[j]
+        col = m if minus[j] else M + m
+        kr, kc = k_r[b], k_c[b]
+        gam = 0j
+        g1[:] = 0
+        g2[:] = 0
+        for t in range(2):
+            sign = -1.0 if t == 0 else 1.0  # a: k-ν, b: k+ν
+            sgn = 1.0 if t == 0 else -1.0
+            amp = amps_m[j] if t == 0 else amps_p[j]
+            if amp == 0.0:
+                continue
+            d10 = pl * (nn + sign * 2.0 * (kr * nr + kc * nc))
+            dc = pl * (nd + sign * 2.0 * (kr * nr - kc * nc))
+            ds = pl * (nx + sign * 2.0 * (kr * nc + kc * nr))
+            dchi = C10 * d10 + C12 * (c2 * dc + s2 * ds)
+            wave = amp * complex(math.cos(dchi), sign * math.sin(dchi))
+            beta = -sign * d10 + tilt
+            S, S1, S2 = _sinc3(beta * dep / 2.0)
+            gam += sgn * S * wave
+            dch[0] = d10
+            dch[1] = c2 * dc + s2 * ds
+            dch[2] = C12 * (-2.0 * s2 * dc + 2.0 * c2 * ds)
+            d12phi = -2.0 * s2 * dc + 2.0 * c2 * ds
+            dphiphi = C12 * (-4.0 * c2 * dc - 4.0 * s2 * ds)
+            dxs[0] = math.pi * dep * MRAD * nr
+            dxs[1] = math.pi * dep * MRAD * nc
+            dxs[2] = beta / 2.0
+            ip = complex(0.0, sign)
+            for p in range(3):
+                wv[p] = ip * dch[p] * wave
+                g1[p] += sgn * S * wv[p]
+                g1[3 + p] += sgn * S1 * dxs[p] * wave
+            for n in range(n_pairs):
+                i, q = pairs[n, 0], pairs[n, 1]
+                if q < 3:
+                    second = ip * dch[i] * wv[q]
+                    if i == 1 and q == 2:
+                        second += ip * d12phi * wave
+                    elif i == 2 and q == 2:
+                        second += ip * dphiphi * wave
+                    g2[n] += sgn * S * second
+                elif i < 3:
+                    g2[n] += sgn * S1 * dxs[q - 3] * wv[i]
+                else:
+                    a, bb = i - 3, q - 3
+                    d2 = S2 * dxs[a] * dxs[bb]
+                    if bb == 2 and a < 2:
+                        d2 += S1 * math.pi * MRAD * (nr if a == 0 else nc)
+                    g2[n] += sgn * d2 * wave
+        Gj = G[m, b]
+        gc = gam.conjugate()
+        N[col] += gc * Gj
+        D[col] += gam.real * gam.real + gam.imag * gam.imag
+        for p in range(6):
+            dN[p, col] += g1[p].conjugate() * Gj
+            dD[p, col] += 2.0 * (gc * g1[p]).real
+        for n in range(n_pairs):
+            i, q = pairs[n, 0], pairs[n, 1]
+            d2N[n, col] += g2[n].conjugate() * Gj
+            d2D[n, col] += 2.0 * (g1[q].conjugate() * g1[i] + gc * g2[n]).real
+
+
 @njit(cache=True, parallel=True)
-def reconstruction_sums(indptr, k_r, k_c, amp_m, amp_p, G, nu_r, nu_c, pl, params, eps,  # type: ignore[no-untyped-def]
-                        det_r, det_c, row_off, col_off, to_det):
+def reconstruction_sums(G, k_r, k_c, a_k, nu_r, nu_c, pack, alias, alias_conj, geo, pl,  # type: ignore[no-untyped-def]
+                        params, eps, det_r, det_c, row_off, col_off, to_det):
     """Per ν: Σ_b G conj(Γ)/max(|Γ|, ε) (SSB), N = Σ_b conj(Γ) G and D = Σ_b |Γ|² (Wiener).
 
-    The phase linear in k comes from detector-row × detector-column tables as in
-    ``vp_sums`` (one parameter vector, so the tables are built once per ν).
+    ν runs over the (possibly f-times finer) half plane; each reads the spectra's column
+    ``alias`` (conjugated where ``alias_conj``). The phase linear in k comes from
+    detector-row × detector-column tables as in ``vp_sums`` (one parameter vector, so
+    the tables are built once per ν).
     """
-    M = nu_r.shape[0]
+    M, B = nu_r.shape[0], k_r.shape[0]
     C = np.zeros(M, dtype=np.complex128)
     N = np.zeros(M, dtype=np.complex128)
     D = np.zeros(M)
+    n_chunks = _chunks(M)
+    for ch in prange(n_chunks):
+        buf = _buffers(B)
+        for m in range(ch * M // n_chunks, (ch + 1) * M // n_chunks):
+            idx, amp_m, amp_p, _, n_pairs = _pairs_at(m, pack, k_r, k_c, a_k, nu_r, nu_c,
+                                                      geo, buf)
+            if n_pairs > 0:  # else every table would go unused
+                C[m], N[m], D[m] = _reconstruct_frequency(
+                    m, nu_r[m], nu_c[m], idx, amp_m, amp_p, n_pairs, G, k_r, k_c, alias,
+                    alias_conj, pl, params, eps, det_r, det_c, row_off, col_off, to_det)
+    return C, N, D
+
+
+@njit(cache=True, inline="always")
+def _reconstruct_frequency(m, nr, nc, idx, amp_m, amp_p, n_pairs, G, k_r, k_c, alias,  # type: ignore[no-untyped-def]
+                           alias_conj, pl, params, eps, det_r, det_c, row_off, col_off,
+                           to_det):
+    """``reconstruction_sums`` at frequency m: (C, N, D)."""
     C10, C12, phi = params[0], params[1], params[2]
     c2, s2 = math.cos(2.0 * phi), math.sin(2.0 * phi)
     dep = params[5]
     n_rows, n_cols = row_off.shape[0], col_off.shape[0]
-    for m in prange(M):
-        if indptr[m] == indptr[m + 1]:
-            continue  # no pair: every table below would go unused
-        nr, nc = nu_r[m], nu_c[m]
-        nn, nd, nx = nr * nr + nc * nc, nr * nr - nc * nc, 2.0 * nr * nc
-        tilt = 2.0 * math.pi * MRAD * (nr * params[3] + nc * params[4])
-        q = C10 * nn + C12 * (c2 * nd + s2 * nx)
-        tab_r, tab_c = _plane_tables(
-            pl, 2.0 * (C10 * nr + C12 * (c2 * nr + s2 * nc)),
-            2.0 * (C10 * nc + C12 * (s2 * nr - c2 * nc)), row_off, col_off, to_det)
-        eq = complex(math.cos(pl * q), math.sin(pl * q))
+    col, flip = alias[m], alias_conj[m]
+    nn, nd, nx = nr * nr + nc * nc, nr * nr - nc * nc, 2.0 * nr * nc
+    tilt = 2.0 * math.pi * MRAD * (nr * params[3] + nc * params[4])
+    q = C10 * nn + C12 * (c2 * nd + s2 * nx)
+    tab_r, tab_c = _plane_tables(
+        pl, 2.0 * (C10 * nr + C12 * (c2 * nr + s2 * nc)),
+        2.0 * (C10 * nc + C12 * (s2 * nr - c2 * nc)), row_off, col_off, to_det)
+    eq = complex(math.cos(pl * q), math.sin(pl * q))
+    if dep != 0.0:
+        dep_r, dep_c = _plane_tables(-pl * dep, nr, nc, row_off, col_off, to_det)
+        xa0 = (pl * nn + tilt) * dep / 2.0
+        xb0 = (-pl * nn + tilt) * dep / 2.0
+        ea0 = complex(math.cos(xa0), math.sin(xa0))
+        eb0 = complex(math.cos(xb0), math.sin(xb0))
+    else:
+        dep_r = np.empty(n_rows, dtype=np.complex128)
+        dep_c = np.empty(n_cols, dtype=np.complex128)
+        xa0 = xb0 = 0.0
+        ea0 = eb0 = 0j
+    c_r = c_i = n_r = n_i = d_acc = 0.0
+    # Γ = lin·(S_a a_m e^{-iπλq} - S_b a_p e^{iπλq}), in real arithmetic (Numba's
+    # complex ops promote real operands and divide the slow way).
+    for j in range(n_pairs):
+        b = idx[j]
+        dr, dc = det_r[b], det_c[b]
+        tr, tc = tab_r[dr], tab_c[dc]
+        l_r = tr.real * tc.real - tr.imag * tc.imag
+        l_i = tr.real * tc.imag + tr.imag * tc.real
+        am, ap = amp_m[j], amp_p[j]
         if dep != 0.0:
-            dep_r, dep_c = _plane_tables(-pl * dep, nr, nc, row_off, col_off, to_det)
-            xa0 = (pl * nn + tilt) * dep / 2.0
-            xb0 = (-pl * nn + tilt) * dep / 2.0
-            ea0 = complex(math.cos(xa0), math.sin(xa0))
-            eb0 = complex(math.cos(xb0), math.sin(xb0))
-        else:
-            dep_r = np.empty(n_rows, dtype=np.complex128)
-            dep_c = np.empty(n_cols, dtype=np.complex128)
-            xa0 = xb0 = 0.0
-            ea0 = eb0 = 0j
-        c_r = c_i = n_r = n_i = d_acc = 0.0
-        # Γ = lin·(S_a a_m e^{-iπλq} - S_b a_p e^{iπλq}), in real arithmetic (Numba's
-        # complex ops promote real operands and divide the slow way).
-        for j in range(indptr[m], indptr[m + 1]):
-            dr, dc = det_r[j], det_c[j]
-            tr, tc = tab_r[dr], tab_c[dc]
-            l_r = tr.real * tc.real - tr.imag * tc.imag
-            l_i = tr.real * tc.imag + tr.imag * tc.real
-            am, ap = amp_m[j], amp_p[j]
-            if dep != 0.0:
-                ku = k_r[j] * nr + k_c[j] * nc
-                e = dep_r[dr] * dep_c[dc]
-                am *= _sinc_from(xa0 - pl * dep * ku, ea0.real * e.imag + ea0.imag * e.real)
-                ap *= _sinc_from(xb0 - pl * dep * ku, eb0.real * e.imag + eb0.imag * e.real)
-            b_r = (am - ap) * eq.real
-            b_i = -(am + ap) * eq.imag
-            g_r = l_r * b_r - l_i * b_i
-            g_i = l_r * b_i + l_i * b_r
-            mag2 = g_r * g_r + g_i * g_i
-            Gj = G[j]
-            p_r = Gj.real * g_r + Gj.imag * g_i  # G·conj(Γ)
-            p_i = Gj.imag * g_r - Gj.real * g_i
-            inv = 1.0 / max(math.sqrt(mag2), eps)
-            c_r += p_r * inv
-            c_i += p_i * inv
-            n_r += p_r
-            n_i += p_i
-            d_acc += mag2
-        C[m] = complex(c_r, c_i)
-        N[m] = complex(n_r, n_i)
-        D[m] = d_acc
-    return C, N, D
+            ku = k_r[b] * nr + k_c[b] * nc
+            e = dep_r[dr] * dep_c[dc]
+            am *= _sinc_from(xa0 - pl * dep * ku, ea0.real * e.imag + ea0.imag * e.real)
+            ap *= _sinc_from(xb0 - pl * dep * ku, eb0.real * e.imag + eb0.imag * e.real)
+        b_r = (am - ap) * eq.real
+        b_i = -(am + ap) * eq.imag
+        g_r = l_r * b_r - l_i * b_i
+        g_i = l_r * b_i + l_i * b_r
+        mag2 = g_r * g_r + g_i * g_i
+        Gj = G[col, b]
+        G_r, G_i = Gj.real, (-Gj.imag if flip else Gj.imag)
+        p_r = G_r * g_r + G_i * g_i  # G·conj(Γ)
+        p_i = G_i * g_r - G_r * g_i
+        inv = 1.0 / max(math.sqrt(mag2), eps)
+        c_r += p_r * inv
+        c_i += p_i * inv
+        n_r += p_r
+        n_i += p_i
+        d_acc += mag2
+    return complex(c_r, c_i), complex(n_r, n_i), d_acc
 
 
 @njit(cache=True)

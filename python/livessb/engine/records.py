@@ -8,6 +8,7 @@ NumPy reference geometry on the host (``HostPart``), device rows on CUDA
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar, cast
 
@@ -48,61 +49,71 @@ def own(spectra: object, part_type: type[PartT]) -> PreparedSpectra[PartT]:
 class ReferenceGeometry:
     """What the NumPy reference operations read besides the common record: the half-plane
     frequencies and weights, the scan-frame BF frequencies k and the overlap grids per
-    BF chunk at the current rotation."""
+    BF chunk at the current rotation (a list, or ``reference.LazyGrids`` that builds each
+    chunk when it is used)."""
 
     nu_r: Any  # (M,)
     nu_c: Any  # (M,)
     weights: Any  # (M,) 1 or 2 per rfft column
     k: Any = None  # (B, 2)
-    grids: list[OverlapGrid] = field(default_factory=list)
+    grids: Sequence[OverlapGrid] = field(default_factory=list)
 
 
 @dataclass(eq=False)
-class TrotterPairs:
-    """(b, ν) pairs inside a trotter, grouped by ν (CSR), with their geometry and G: the
-    Numba kernels' input."""
+class PairPack:
+    """The trotter pairs of one half plane at one rotation, ν-major (CSR), b ascending per
+    ν: what the kernels otherwise find per call, kept when small."""
 
-    indptr: np.ndarray
-    k_r: np.ndarray
-    k_c: np.ndarray
-    amp_m: np.ndarray
-    amp_p: np.ndarray
-    G: np.ndarray
-    det_r: np.ndarray
-    det_c: np.ndarray
+    indptr: np.ndarray  # (M + 1,) int64
+    idx: np.ndarray  # int32 BF pixel of each pair
+    amp_m: np.ndarray  # A(k-ν)A(k)
+    amp_p: np.ndarray  # A(k+ν)A(k)
+    minus: np.ndarray  # bool: k-ν in the disc (the k-ν trotter lobe)
+
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        return (self.indptr, self.idx, self.amp_m, self.amp_p, self.minus)
+
+    @property
+    def nbytes(self) -> int:
+        return int(sum(a.nbytes for a in self.arrays()))
 
 
 @dataclass(eq=False)
-class LobeGroups:
-    """Frequency and half-plane weight of each group of the scoring pack: the k-ν lobe's
-    pairs of every ν first, then the k+ν lobe's (2M groups, per-lobe objective sums)."""
+class KernelGeometry:
+    """What the Numba kernels read besides the spectra at one rotation: per BF pixel its
+    scan-frame frequency and aperture A(k), and the pair packs kept so far (by upsampling
+    factor; None: too large to keep, the kernels find the pairs per call)."""
+
+    k_r: np.ndarray  # (B,) contiguous
+    k_c: np.ndarray  # (B,)
+    a_k: np.ndarray  # (B,) A(k), as physics.optics.aperture computes it
+    to_det: np.ndarray  # scan-frame → detector-frame (2, 2)
+    packs: dict[int, PairPack | None] = field(default_factory=dict)
+    uses: dict[int, int] = field(default_factory=dict)  # kernel calls per factor, no pack yet
+
+
+@dataclass(eq=False)
+class FineFrequencies:
+    """The f-times finer reconstruction half plane: its frequencies and, per frequency,
+    the coarse spectrum column it reads (conjugated where ``alias_conj``)."""
 
     nu_r: np.ndarray
     nu_c: np.ndarray
-    weights: np.ndarray
-
-
-@dataclass(eq=False)
-class FinePairs:
-    """Trotter pairs of the f-times finer reconstruction grid and its frequencies."""
-
-    pairs: TrotterPairs
-    nu_r: np.ndarray
-    nu_c: np.ndarray
+    alias: np.ndarray  # int64
+    alias_conj: np.ndarray  # bool
 
 
 @dataclass(eq=False)
 class HostPart:
-    """The CPU engine's part: reference geometry plus the Numba kernels' pair packs (all
-    belong to the current rotation; set_rotation replaces them)."""
+    """The CPU engine's part: reference geometry plus the Numba kernels' geometry (both
+    belong to the current rotation; set_rotation replaces them) and the fine half planes
+    (rotation-independent)."""
 
     geometry: ReferenceGeometry
-    pairs: TrotterPairs | None = None  # scoring pack, one group per (lobe, ν)
-    groups: LobeGroups | None = None  # its groups' frequencies and weights
-    to_det: np.ndarray | None = None  # scan-frame → detector-frame (2, 2)
-    fine: dict[int, FinePairs] = field(default_factory=dict)  # by upsampling factor
-    # The previous rotation's state (energy, k, grids, pairs, groups, to_det, fine), kept
-    # when small so a preview at another rotation and the way back rebuild nothing.
+    kernel: KernelGeometry | None = None
+    fine: dict[int, FineFrequencies] = field(default_factory=dict)  # by upsampling factor
+    # The previous rotation's state (energy, k, grids, kernel geometry), kept when small
+    # so a preview at another rotation and the way back rebuild nothing.
     previous: dict[tuple[float, bool], tuple[Any, ...]] = field(default_factory=dict)
 
 

@@ -5,16 +5,19 @@ record (its Numba kernels are tested against it), the CUDA engine calls it with
 CuPy and a float32 geometry for what its kernels do not cover (other objectives,
 opted-in coefficients, higher-order reconstruction). Reductions run in a fixed
 order (BF chunks in index order, candidates one after another), so the same
-inputs give the same losses bit for bit on the same device.
+inputs give the same losses bit for bit on the same device. The dense overlap geometry
+of a chunk is built when a chunk is used (``LazyGrids``) and kept only when the whole
+set is small: a large scan never holds a (B, M) geometry next to its spectra.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, overload
 
 import numpy as np
 
+from ..mapped_pages import release_pages
 from ..params import JOINT, from_vector
 from ..physics import objective as obj
 from ..physics.geometry import (
@@ -39,6 +42,8 @@ from .records import DatasetGeometry, PreparedSpectra, ReferenceGeometry
 RECON_EPS = 1e-2  # floor of |Γ| in the SSB correction (Γ ~ 1 inside the trotters)
 WIENER_EPS = 1e-3  # Wiener regulariser per BF pixel
 RECON_METHODS = ("ssb", "wiener")
+GRID_BYTES_PER_PAIR = 17  # amp_minus, amp_plus (float64) and minus_lobe (bool) per (b, ν)
+GRID_CACHE_BYTES = 64 * 2**20  # keep a rotation's dense geometry when it is at most this
 
 AnySpectra = PreparedSpectra[Any]
 
@@ -49,8 +54,10 @@ class Reference:
     def __init__(
         self, geo: DatasetGeometry, xp: Any, real_dtype: Any, chunk_elements: int,
         irfft2: Callable[[Any, tuple[int, int]], Any] | None = None,
+        grid_cache_bytes: int = GRID_CACHE_BYTES,
     ) -> None:
         self.geo = geo
+        self.grid_cache_bytes = grid_cache_bytes
         self.xp = xp
         self.real_dtype = real_dtype
         self.complex_dtype = np.result_type(real_dtype, np.complex64)
@@ -69,12 +76,17 @@ class Reference:
             .astype(self.real_dtype))
         return ReferenceGeometry(nu_r=nu_r, nu_c=nu_c, weights=weights)
 
-    def spectra(self, window: Any, shape: tuple[int, int], staging_bytes: int) -> Any:
+    def spectra(self, window: Any, shape: tuple[int, int], staging_bytes: int,
+                by_frequency: bool = False) -> Any:
         """(B, M) half-plane spectra of a (h, w, B) window of BF counts, padded to ``shape``
-        with its mean pattern, staged a chunk of BF pixels at a time."""
+        with its mean pattern, staged a chunk of BF pixels at a time. ``by_frequency``: stored
+        frequency-major, (M, B) C order, returned as its (B, M) transpose (what a kernel that
+        sums over b per ν reads in order)."""
         xp = self.xp
         n_bf = window.shape[2]
-        G = xp.empty((n_bf, shape[0] * (shape[1] // 2 + 1)), dtype=self.complex_dtype)
+        M = shape[0] * (shape[1] // 2 + 1)
+        G = (xp.empty((M, n_bf), dtype=self.complex_dtype).T if by_frequency
+             else xp.empty((n_bf, M), dtype=self.complex_dtype))
         per_pixel = shape[0] * shape[1] * np.dtype(self.complex_dtype).itemsize * 2
         chunk = max(1, staging_bytes // per_pixel)
         for s in range(0, n_bf, chunk):
@@ -82,8 +94,19 @@ class Reference:
             if block.shape[:2] != shape:
                 block = self._pad_with_mean(block, shape)
             spec = xp.fft.rfft2(block, axes=(0, 1))
-            G[s:s + chunk] = xp.moveaxis(spec, 2, 0).reshape(block.shape[2], -1)
+            del block
+            n = spec.shape[2]
+            if by_frequency:
+                G.T[:, s:s + n] = spec.reshape(M, n)
+            else:  # through a view of G's rows (contiguous): no reshaped copy
+                G[s:s + n].reshape(n, shape[0], -1)[...] = xp.moveaxis(spec, 2, 0)
+            del spec
         return G
+
+    def rows(self, G: Any, sl: slice) -> Any:
+        """BF pixels ``sl`` of the spectra, C-contiguous (a copy only when G is stored
+        frequency-major): every reference reduction then runs in the same order."""
+        return self.xp.ascontiguousarray(G[sl])
 
     def _pad_with_mean(self, block: Any, shape: tuple[int, int]) -> Any:
         # Padding with the mean pattern keeps every measured position and adds only DC.
@@ -106,19 +129,29 @@ class Reference:
 
     def rotate(self, G: Any, n_bf: int, ref: ReferenceGeometry, theta: float,
                transpose: bool) -> float:
-        """Set ``ref``'s k and grids for this rotation; returns the sideband energy."""
+        """Set ``ref``'s k and (lazy) grids for this rotation; returns the sideband energy
+        (its trotter masks one chunk at a time)."""
         xp = self.xp
         k = xp.asarray(scan_frame_frequencies(self.geo.bf.k_det, theta, transpose)
                        .astype(self.real_dtype))
         ref.k = k
-        ref.grids = []
+        slices = self.chunks(n_bf, G.shape[1])
+        ref.grids = self.lazy_grids(k, ref.nu_r, ref.nu_c, slices)
         energy = 0.0
-        for sl in self.chunks(n_bf, G.shape[1]):
-            mask, g = self.grid(k[sl], ref.nu_r, ref.nu_c)
-            ref.grids.append(g)
-            Gc = G[sl]
+        for sl in slices:
+            mask = trotter_support(k[sl], ref.nu_r, ref.nu_c, self.geo.k_alpha, xp)
+            Gc = self.rows(G, sl)
             energy += float(xp.sum(mask * (Gc.real**2 + Gc.imag**2) * ref.weights))
         return energy
+
+    def lazy_grids(self, k: Any, nu_r: Any, nu_c: Any, slices: list[slice],
+                   cache: bool | None = None) -> LazyGrids:
+        """The overlap grids of BF chunks ``slices`` of ``k`` on (ν_r, ν_c), built when used;
+        kept (``cache``) by default when they take at most ``grid_cache_bytes``."""
+        if cache is None:
+            cache = int(k.shape[0]) * int(nu_r.size) * GRID_BYTES_PER_PAIR <= (
+                self.grid_cache_bytes)
+        return LazyGrids(lambda sl: self.grid(k[sl], nu_r, nu_c)[1], slices, cache)
 
     # -- scoring -------------------------------------------------------------------------
     def evaluate(
@@ -149,7 +182,7 @@ class Reference:
         D = xp.zeros(2 * M, dtype=self.real_dtype)
         for sl, g in zip(self.chunks(spectra.n_bf, M), ref.grids, strict=True):
             gam = self.gamma_for(g, params)
-            N += obj.lobe_sums(gam.conj() * spectra.G[sl], g.minus_lobe, xp)
+            N += obj.lobe_sums(gam.conj() * self.rows(spectra.G, sl), g.minus_lobe, xp)
             D += obj.lobe_sums(gam.real**2 + gam.imag**2, g.minus_lobe, xp)
         return obj.vp_loss(N, D, obj.lobe_weights(ref.weights, xp), spectra.energy, xp)
 
@@ -178,7 +211,7 @@ class Reference:
             d2N = xp.zeros((len(pairs), L), dtype=self.complex_dtype)
             d2D = xp.zeros((len(pairs), L), dtype=self.real_dtype)
             for sl, g in zip(self.chunks(spectra.n_bf, M), ref.grids, strict=True):
-                G = spectra.G[sl]
+                G = self.rows(spectra.G, sl)
                 if names == JOINT:
                     gam, dg, d2g = gamma_derivatives(g, params, 2, xp)
                 else:
@@ -214,20 +247,14 @@ class Reference:
 
     def fine_grids(
         self, spectra: AnySpectra, ref: ReferenceGeometry, f: int
-    ) -> tuple[list[OverlapGrid], Any, Any]:
-        """Overlap geometry on the f-times finer grid and the map to the coarse spectra."""
+    ) -> tuple[Sequence[OverlapGrid], Any, Any]:
+        """Overlap geometry on the f-times finer grid (built a BF chunk at a time as it is
+        used, never held whole) and the map to the coarse spectra."""
         if f == 1:
             return ref.grids, None, None
         nu_r, nu_c, index, conj = self.fine_frequencies(spectra, f)
-        return list(self.fine_grid_chunks(ref, nu_r, nu_c, spectra.n_bf)), index, conj
-
-    def fine_grid_chunks(self, ref: ReferenceGeometry, nu_r: Any, nu_c: Any,
-                         n_bf: int) -> Iterator[OverlapGrid]:
-        """The fine grid's overlap geometry a BF chunk at a time (a caller that packs each
-        chunk never holds the whole dense grid)."""
-        step_b = max(1, self.chunk_elements // nu_r.size)
-        for s in range(0, n_bf, step_b):
-            yield self.grid(ref.k[s:s + step_b], nu_r, nu_c)[1]
+        slices = self.chunks(spectra.n_bf, int(nu_r.size))
+        return self.lazy_grids(ref.k, nu_r, nu_c, slices, cache=False), index, conj
 
     def fine_frequencies(self, spectra: AnySpectra, f: int) -> tuple[Any, Any, Any, Any]:
         """(ν_r, ν_c) of the f-times finer half plane and its map to the coarse spectra."""
@@ -240,7 +267,7 @@ class Reference:
         return nu_r, nu_c, index, conj
 
     def _coarse_values(self, G_all: Any, sl: slice, index: Any, conj: Any) -> Any:
-        G = G_all[sl]
+        G = self.rows(G_all, sl)
         if index is None:
             return G
         vals = G[:, index]
@@ -253,12 +280,12 @@ class Reference:
 
     def ssb_spectrum(
         self, spectra: AnySpectra, params: Mapping[str, float],
-        grids: list[OverlapGrid], index: Any = None, conj: Any = None,
+        grids: Iterable[OverlapGrid], index: Any = None, conj: Any = None,
     ) -> Any:
         """O(ν) = (1/B) Σ_b m_b G_b conj(Γ_b)/max(|Γ_b|, ε) on the half plane."""
         xp = self.xp
         O = None
-        for sl, g in zip(_grid_slices(grids), grids, strict=True):
+        for sl, g in _with_slices(grids):
             gam = self.gamma_for(g, params)
             G = self._coarse_values(spectra.G, sl, index, conj)
             part = xp.sum(G * gam.conj() / xp.maximum(xp.abs(gam), RECON_EPS), axis=0)
@@ -268,12 +295,12 @@ class Reference:
 
     def _wiener_spectrum(
         self, spectra: AnySpectra, params: Mapping[str, float],
-        grids: list[OverlapGrid], index: Any, conj: Any,
+        grids: Iterable[OverlapGrid], index: Any, conj: Any,
     ) -> Any:
         """O = N/(D + ε): the least-squares object of the VP objective."""
         xp = self.xp
         N = D = None
-        for sl, g in zip(_grid_slices(grids), grids, strict=True):
+        for sl, g in _with_slices(grids):
             gam = self.gamma_for(g, params)
             G = self._coarse_values(spectra.G, sl, index, conj)
             n_part = xp.sum(gam.conj() * G, axis=0)
@@ -315,13 +342,16 @@ def evaluate_rotations_per_theta(
 
 def host_bf_counts(counts: Any, bf: BFPixels) -> np.ndarray:
     """BF pixels of every pattern, (Rr, Rc, B) in the counts' dtype, read row by row
-    (corrected counts, ``livessb.preprocess.CorrectedCounts``: their float32 rows)."""
+    (corrected counts, ``livessb.preprocess.CorrectedCounts``: their float32 rows). A
+    memory-mapped file's pages are released behind each row: only the BF counts stay."""
     rows, cols = bf.rows, bf.cols
     out = np.empty((*counts.shape[:2], rows.size), dtype=counts.dtype)
     corrected = getattr(counts, "bf_row", None)
+    raw = getattr(counts, "counts", counts)  # the file's counts under a correction
     for r in range(counts.shape[0]):
         out[r] = (np.asarray(counts[r])[:, rows, cols] if corrected is None
                   else corrected(np, r, rows, cols))
+        release_pages(raw[r])
     return out
 
 
@@ -336,13 +366,47 @@ def bf_center_of_mass(bf_counts: np.ndarray, geo: DatasetGeometry) -> np.ndarray
     return out
 
 
-def _grid_slices(grids: list[OverlapGrid]) -> list[slice]:
-    out, s = [], 0
+def _with_slices(grids: Iterable[OverlapGrid]) -> Iterator[tuple[slice, OverlapGrid]]:
+    """Each grid with the BF rows it covers (grids of consecutive chunks)."""
+    s = 0
     for g in grids:
         n = int(g.k_r.shape[0])
-        out.append(slice(s, s + n))
+        yield slice(s, s + n), g
         s += n
-    return out
+
+
+class LazyGrids(Sequence[OverlapGrid]):
+    """The overlap grids of consecutive BF chunks, each built when it is used; kept
+    after the first build when ``cache`` (else rebuilt per use: the same values)."""
+
+    def __init__(self, build: Callable[[slice], OverlapGrid], slices: list[slice],
+                 cache: bool) -> None:
+        self._build, self.slices, self.cache = build, slices, cache
+        self._kept: dict[int, OverlapGrid] = {}
+
+    def __len__(self) -> int:
+        return len(self.slices)
+
+    @overload
+    def __getitem__(self, i: int) -> OverlapGrid: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[OverlapGrid]: ...
+
+    def __getitem__(self, i: int | slice) -> OverlapGrid | Sequence[OverlapGrid]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(len(self))[i]]
+        i = range(len(self))[i]  # negative indices; IndexError past the end
+        g = self._kept.get(i)
+        if g is None:
+            g = self._build(self.slices[i])
+            if self.cache:
+                self._kept[i] = g
+        return g
+
+    def kept(self) -> list[OverlapGrid]:
+        """The grids built and kept so far (what they hold in memory)."""
+        return list(self._kept.values())
 
 
 def half_plane_grid(

@@ -106,8 +106,8 @@ def check_block(block: np.ndarray, stats: QualityStats, name: str,
             raise DatasetError(
                 f"{name}: negative counts in frame (scan row {r + where[0]}, col {c + where[1]})"
                 ": subtract the dark level with clipping at zero, or pass raw counts")
-    if stats.integer_max is not None:
-        stats.saturated += int(np.count_nonzero(frames == stats.integer_max))
+    if stats.integer_max is not None:  # a scan row at a time: a small comparison array
+        stats.saturated += sum(int(np.count_nonzero(row == stats.integer_max)) for row in frames)
     stats.pixels += frames.size
     if stats.frame_alive is not None:
         lr, lc = local

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from ..dataset import Dataset4D, DatasetError, measure_bright_field
+from ..mapped_pages import release_pages
 from .binning import bf_crop_window, bin_frames, binned_dtype, check_crop, check_factor, warn_trim
 from .build import build_dataset
 from .errors import CorruptFileError
@@ -18,10 +19,14 @@ from .source import ScanSource, check_region
 # Bytes per streamed read: large enough to amortise per-call overhead, small enough
 # to keep peak memory low next to the output array.
 TARGET_CHUNK_BYTES = 64 * 1024 * 1024
+# A memory-mapped file is only checked in place: its pages are released behind each
+# batch, so a smaller batch bounds what is mapped at once.
+VIEW_CHUNK_BYTES = 8 * 1024 * 1024
 
 
-def _row_batches(r0: int, r1: int, row_bytes: int) -> list[tuple[int, int]]:
-    step = max(1, TARGET_CHUNK_BYTES // max(row_bytes, 1))
+def _row_batches(r0: int, r1: int, row_bytes: int,
+                 target: int = TARGET_CHUNK_BYTES) -> list[tuple[int, int]]:
+    step = max(1, target // max(row_bytes, 1))
     return [(r, min(r + step, r1)) for r in range(r0, r1, step)]
 
 
@@ -82,9 +87,10 @@ def stream_dataset(
         # Memory-mapped NumPy file: keep a view, only scan it for problems.
         counts = _view(source, region)
         with _progress(nr, f"checking {name}", opts.progress) as bar:
-            for a, b in batches:
+            for a, b in _row_batches(r0, r1, row_bytes, VIEW_CHUNK_BYTES):
                 block = np.asarray(counts[a - r0:b - r0])
                 check_block(block, stats, name, (a, c0), (a - r0, 0))
+                release_pages(counts[a - r0:b - r0])  # checked: unmapped, still cached
                 bar.update(b - a)
     else:
         warn_trim(source.detector_shape, factor, name)

@@ -17,6 +17,7 @@ import numpy as np
 
 from ..calibration import CalibrationError
 from ..dataset import Dataset4D, measure_bright_field
+from ..mapped_pages import release_pages
 from .descan import (
     DescanFit,
     block_centres,
@@ -176,7 +177,9 @@ def _measure(counts: Any, mean_pattern: np.ndarray, plan: RepairPlan,
              opts: Preprocessing | None) -> tuple[np.ndarray, DescanFit | None]:
     """Frame totals (after repair) and, when ``opts``, the descan fit: one pass, in the
     counts' own array module; only the disk window is converted (the totals sum the
-    native counts), so a resident GPU dataset is measured in milliseconds."""
+    native counts), so a resident GPU dataset is measured in milliseconds. Each block
+    row's centres are found as soon as it is summed (the ramp's level per count is the
+    repaired mean pattern's: known before the pass), so memory stays one block row."""
     Rr, Rc, kr, kc = (int(s) for s in counts.shape)
     xp, counts = _resident(counts)
     totals = np.empty((Rr, Rc))
@@ -185,8 +188,9 @@ def _measure(counts: Any, mean_pattern: np.ndarray, plan: RepairPlan,
     rs, cs, window = disk_window(repaired, level)
     b = block_size(level)
     col_starts = np.arange(0, Rc, b)
-    sums: list[np.ndarray] = []
-    block_totals: list[np.ndarray] = []
+    mean_total = float(repaired.sum())  # the mean frame total (the repair is linear)
+    per_total = level / mean_total if mean_total > 0 else 0.0
+    found: list[np.ndarray] = []
     acc = None
     cached: dict[str, Any] = {}
     for r in range(Rr):
@@ -201,21 +205,19 @@ def _measure(counts: Any, mean_pattern: np.ndarray, plan: RepairPlan,
             win = (flat.reshape(Rc, kr, kc)[:, rs, cs].astype(xp.float64)
                    if opts is not None else None)
         totals[r] = _to_host(row_totals)
+        release_pages(row)  # a memory-mapped file's pages: read, no longer needed
         if win is None:
             continue
         part = _block_sums(xp, win, col_starts)
         acc = part if acc is None else acc + part
         if (r + 1) % b == 0 or r == Rr - 1:
-            sums.append(_to_host(acc))
-            block_totals.append(np.add.reduceat(totals[r - (r % b):r + 1].sum(axis=0),
-                                                col_starts))
+            T = np.add.reduceat(totals[r - (r % b):r + 1].sum(axis=0), col_starts)
+            found.append(block_centres(_to_host(acc), T, window, per_total,
+                                       (rs.start, cs.start)))
             acc = None
     if opts is None:
         return totals, None
-    mean_total = float(totals.mean())
-    S, T = np.concatenate(sums), np.concatenate(block_totals)
-    centres = block_centres(S, T, window, level / mean_total if mean_total > 0 else 0.0,
-                            (rs.start, cs.start))
+    centres = np.concatenate(found)
     row_starts = np.arange(0, Rr, b)
     n_r = np.minimum(row_starts + b, Rr) - row_starts
     n_c = np.minimum(col_starts + b, Rc) - col_starts
