@@ -33,6 +33,10 @@ from typing import Any
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "python"))
+
+from livessb.memory import host_free_bytes  # noqa: E402
+
 GiB = 2**30
 NOISE_ROWS = 8  # distinct Poisson scan rows, reused (rolled) down the scan: fast to write
 
@@ -110,17 +114,6 @@ def write_npy(path: Path, scan: int, det: int) -> None:
     del arr
 
 
-def _mem_available() -> int | None:
-    try:
-        with open("/proc/meminfo") as fh:
-            for line in fh:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
-
-
 def run_case(scan: int, det: int, tmp: Path) -> dict[str, Any]:
     path = tmp / f"scan{scan}_det{det}.npy"
     file_bytes = scan * scan * det * det * 2
@@ -134,7 +127,7 @@ def run_case(scan: int, det: int, tmp: Path) -> dict[str, Any]:
                    check=True, env=env)
     write_s = time.perf_counter() - t0
     res: dict[str, Any] = {"scan": scan, "detector": det, "file_bytes": file_bytes,
-                           "write_s": write_s, "mem_available_before_bytes": _mem_available(),
+                           "write_s": write_s, "free_before": host_free_bytes(),
                            "loadavg_before": list(os.getloadavg())}
     proc = subprocess.run([sys.executable, "-c", CHILD, str(path)], capture_output=True,
                           text=True, env=env)

@@ -110,13 +110,14 @@ def test_3d_file_without_scan_shape(scan: Path) -> None:
 
 
 def test_too_large_for_memory_is_refused_up_front(tmp_path: Path) -> None:
-    """256²×64² counts: the CPU engine's spectra and geometry need ~10 GiB (the issue
-    measured 8.25 GB RSS): refused before allocating, with the size and the options."""
+    """512²×64² counts (a 1 GiB file) with a large BF disk: the CPU engine's spectra alone
+    take ~5.5 GiB (16 B per BF pixel and frequency), more than the 6 GB limit leaves:
+    refused before allocating, with the size and the options."""
     path = tmp_path / "big.npy"
     counts = np.lib.format.open_memmap(path, mode="w+", dtype=np.uint8,
-                                       shape=(256, 256, 64, 64))
+                                       shape=(512, 512, 64, 64))
     kr, kc = np.meshgrid(np.arange(64), np.arange(64), indexing="ij")
-    disk = (((kr - 31.5) ** 2 + (kc - 31.5) ** 2) <= 24**2).astype(np.uint8) * 50
+    disk = (((kr - 31.5) ** 2 + (kc - 31.5) ** 2) <= 30**2).astype(np.uint8) * 50
     counts[:] = disk
     counts.flush()
     del counts

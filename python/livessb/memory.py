@@ -16,14 +16,16 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .engine.cpu import PAIR_BYTES, PAIR_CACHE_BYTES
 from .physics.geometry import bright_field_pixels, fft_friendly_size
 
 if TYPE_CHECKING:
     from .dataset import Dataset4D
 
 GiB = float(2**30)
-# CPU (float64). Per (BF pixel, half-plane frequency) pair only the spectra G, 16 B: the
-# Numba kernels find the trotter pairs themselves and the reference's dense geometry is
+# CPU (float64). Per (BF pixel, half-plane frequency) pair the spectra G, 16 B, and, for a
+# small scan, its kept trotter pairs (engine.cpu.PAIR_BYTES, PAIR_CACHE_BYTES in all); a
+# large scan's kernels find the pairs per call and the reference's dense geometry is
 # built a BF chunk at a time (kept only when small). Per half-plane frequency: the
 # derivative sums (28 per lobe, complex and real) and their objective's temporaries.
 CPU_BYTES_PER_PAIR = 16
@@ -168,7 +170,16 @@ def session_estimates(dataset: Dataset4D, device: str,
                 Estimate("host", {"BF counts (staged)": counts})]
     return [Estimate("host", {"BF counts": counts, "spectra": CPU_BYTES_PER_PAIR * n_bf * M,
                               "staging": staging, "sums and kernels": CPU_FIXED
-                              + CPU_BYTES_PER_FREQUENCY * M}, exact=("BF counts", "spectra"))]
+                              + CPU_BYTES_PER_FREQUENCY * M, "kept pairs": _kept_pairs(n_bf, M)},
+                     exact=("BF counts", "spectra"))]
+
+
+def _kept_pairs(n_bf: int, M: int) -> int:
+    """What the CPU engine keeps of one grid's trotter pairs: its bound (every pixel of
+    every frequency inside) when that fits its cache (engine.cpu.PAIR_CACHE_BYTES), as the
+    engine decides; else nothing (the kernels find them per call)."""
+    need = (PAIR_BYTES * n_bf + 8) * M
+    return need if need <= PAIR_CACHE_BYTES else 0
 
 
 def reconstruct_estimate(dataset: Dataset4D, device: str, upsample: int) -> Estimate:
@@ -178,8 +189,9 @@ def reconstruct_estimate(dataset: Dataset4D, device: str, upsample: int) -> Esti
         geometry = 0 if upsample == 1 else CUDA_FINE_BYTES_PER_PAIR * n_bf * M_f  # 1: reused
         return Estimate("cuda", {"upsampled geometry": geometry,
                                  "image": IMAGE_BYTES_PER_PIXEL * pixels})
+    kept = 0 if upsample == 1 else _kept_pairs(n_bf, M_f)  # 1: the scoring grid's pairs
     return Estimate("host", {"upsampled half plane": CPU_FINE_BYTES_PER_FREQUENCY * M_f,
-                             "image": IMAGE_BYTES_PER_PIXEL * pixels})
+                             "kept pairs": kept, "image": IMAGE_BYTES_PER_PIXEL * pixels})
 
 
 # -- the checks -----------------------------------------------------------------------

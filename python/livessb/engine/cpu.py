@@ -4,9 +4,10 @@ Composes the NumPy reference operations (``engine.reference``) with fused Numba
 kernels over the trotter pairs only, which cover the six-parameter VP objective
 and the quadratic reconstruction; the reference runs the rest and is what the
 kernels are tested against (``kernels=False`` runs it for everything). Memory: the BF
-counts, the spectra G and O(B + M) arrays; the kernels find each frequency's trotter
-pairs from k and G themselves, and the reference's dense (B, M) geometry is built a
-chunk at a time when it is used (kept only when small).
+counts, the spectra G (stored frequency-major, the kernels' order) and O(B + M) arrays;
+the kernels find each frequency's trotter pairs from k themselves (a small scan's are
+kept, ``PAIR_CACHE_BYTES``), and the reference's dense (B, M) geometry is built a chunk
+at a time when it is used (kept only when small).
 """
 
 from __future__ import annotations
