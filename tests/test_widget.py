@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from helpers import importable, require
-from widget_messages import Sent, region
+from widget_messages import Sent, fit_with_region, region
 
 require(importable("anywidget"), "pip install anywidget")
 
@@ -40,11 +40,7 @@ def calibration(ds, tmp_path_factory) -> Path:
     """A real full-field fit (plus one region), saved once for the module."""
     w = livessb.SSBWidget(ds, trials=TRIALS)
     try:
-        w.wait(TIMEOUT)
-        assert w.status == "done", w.message
-        Sent(w)
-        w.regions = [region("r1", 0, 12, 0, 12)]
-        w.wait(TIMEOUT)
+        fit_with_region(w, TIMEOUT)
         assert w.region_results["r1"]["status"] == "done"
         path = w.save_calibration(tmp_path_factory.mktemp("cal") / "calibration.json")
     finally:

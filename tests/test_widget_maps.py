@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from helpers import importable, require
-from widget_messages import Sent, region
+from widget_messages import fit_with_region
 
 require(importable("anywidget"), "pip install anywidget (the widget extra)")
 
@@ -43,11 +43,7 @@ def mapped(ds, tmp_path_factory):
     w = livessb.SSBWidget(ds, trials=TRIALS)
     stages: list[dict] = []
     try:
-        w.wait(TIMEOUT)
-        assert w.status == "done", w.message
-        Sent(w)
-        w.regions = [region("r1", 0, 12, 0, 12)]
-        w.wait(TIMEOUT)
+        fit_with_region(w, TIMEOUT)
         w.observe(lambda ch: stages.append(dict(ch["new"])), names="progress")
         w._messages.handle({"type": "fit_map", "tile": 12})
         assert w.status == "fitting"

@@ -10,6 +10,17 @@ def region(rid: str, r0: int, r1: int, c0: int, c1: int) -> dict[str, Any]:
     return {"id": rid, "row_start": r0, "row_stop": r1, "col_start": c0, "col_stop": c1}
 
 
+def fit_with_region(w: Any, timeout: float) -> Sent:
+    """Wait for widget ``w``'s full-field fit, capture its messages, then fit region r1
+    (scan rows and columns 0-12); returns the capture."""
+    w.wait(timeout)
+    assert w.status == "done", w.message
+    sent = Sent(w)
+    w.regions = [region("r1", 0, 12, 0, 12)]
+    w.wait(timeout)
+    return sent
+
+
 class Sent:
     """Captures the widget's custom messages (crops, frames, …) by replacing its send."""
 

@@ -88,8 +88,8 @@ def repaired_mean(mean_pattern: np.ndarray, plan: RepairPlan) -> np.ndarray:
 
 
 def _disk_level(mean_pattern: np.ndarray) -> float:
-    """The robust disk level (as ``dataset.measure_bright_field``): the 90th percentile of
-    pixels above 10 % of the peak. An unrepaired hot pixel (bad-pixel search off) far
+    """The disk level the descan measurement works with: the 90th percentile of pixels
+    above 10 % of the peak. An unrepaired hot pixel (bad-pixel search off) far
     above the disk would set that peak and leave no disk above its 10 %: the peak is
     then the 5×5 median-filtered pattern's (on clean data the raw peak stays, unchanged)."""
     m = np.nan_to_num(np.asarray(mean_pattern, dtype=np.float64))
