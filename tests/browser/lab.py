@@ -404,3 +404,13 @@ def fitted_demo(root_dir: Path, tag: str, while_fitting: Callable[[Any], None] |
             (ARTIFACTS / f"{tag}-console.log").write_text("\n".join(console))
             shutil.copyfile(lab.log, ARTIFACTS / f"{tag}-jupyterlab.log")
         assert not [c for c in console if c.startswith("pageerror")], console
+
+
+def require_lab_stack() -> None:
+    """Skip a module that drives JupyterLab + Chromium where those are missing (under
+    LIVESSB_REQUIRE_ALL, as in CI, fail instead)."""
+    from helpers import importable, require  # tests/ (on the path under pytest)
+
+    require(importable("playwright") and importable("jupyterlab"),
+            "pip install playwright jupyterlab (the dev extra)")
+    require(not stack_problem(), stack_problem())

@@ -16,15 +16,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-sys.path.insert(0, str(Path(__file__).parents[1]))
-from helpers import check_installed_location, importable, require  # noqa: E402
-
-require(importable("playwright") and importable("jupyterlab"),
-        "pip install playwright jupyterlab (the dev extra)")
 
 from lab import (  # noqa: E402
     DEMO_NOTEBOOK,
@@ -35,19 +27,21 @@ from lab import (  # noqa: E402
     jupyterlab,
     open_notebook,
     panel_state,
+    require_lab_stack,
     restart_kernel,
     run_all_cells,
     run_code,
     run_json,
     screenshot,
     show_canvas,
-    stack_problem,
     wait_crop,
     wait_status,
     widget_root,
 )
 
-require(not stack_problem(), stack_problem())
+from helpers import check_installed_location  # noqa: E402
+
+require_lab_stack()
 
 FIT_PARAMETERS = ("C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")
 C10_TOLERANCE_A = 5.0  # demo gradient is 0.8 Å per scan column

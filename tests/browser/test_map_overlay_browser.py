@@ -10,31 +10,22 @@ test-artifacts/ (maps-*.png).
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parents[1]))
-from helpers import importable, require
-
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-require(importable("playwright") and importable("jupyterlab"),
-        "pip install playwright jupyterlab (the dev extra)")
 
 from lab import (  # noqa: E402
     ARTIFACTS,
     canvas_pixels_digest,
     fitted_demo,
+    require_lab_stack,
     run_code,
     run_json,
     show_canvas,
-    stack_problem,
     wait_status,
 )
 
-require(not stack_problem(), stack_problem())
+require_lab_stack()
 
 MAP_TILE = 32  # the demo's 96² scan: 3×3 tiles
 MAP_TRIALS = 40

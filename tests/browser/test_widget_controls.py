@@ -14,19 +14,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parents[1]))
-from helpers import importable, require
-
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-require(importable("playwright") and importable("jupyterlab"),
-        "pip install playwright jupyterlab (the dev extra)")
 
 from lab import (  # noqa: E402
     ARTIFACTS,
@@ -35,15 +28,15 @@ from lab import (  # noqa: E402
     drag_scan,
     fitted_demo,
     preview_state,
+    require_lab_stack,
     run_json,
     screenshot,
     show_canvas,
-    stack_problem,
     wait_preview,
     wait_status,
 )
 
-require(not stack_problem(), stack_problem())
+require_lab_stack()
 
 LATTICE_A = 3.905  # the demo's SrTiO3-like square lattice (simulate.demo_dataset)
 PROGRESS: dict[str, str | None] = {}  # the progress bar as seen while the fit ran

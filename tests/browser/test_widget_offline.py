@@ -10,15 +10,12 @@ import functools
 import http.server
 import math
 import shutil
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent))
-sys.path.insert(0, str(Path(__file__).parents[1]))
 from helpers import importable, require
 
 pytestmark = [pytest.mark.browser]
