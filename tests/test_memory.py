@@ -4,6 +4,7 @@ session or reconstruction that does not fit is refused before allocating."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -36,14 +37,23 @@ print(json.dumps({"fit_peak": fit_peak, "fit_estimate": session_estimates(ds, 'c
 """
 
 
-def test_cpu_estimates_cover_the_measured_peaks() -> None:
+def _probe(cache_dir: str) -> dict[str, int]:
+    env = {**os.environ, "NUMBA_CACHE_DIR": cache_dir}
     proc = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True,
-                          timeout=900)
+                          timeout=900, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    m = json.loads(proc.stdout.strip().splitlines()[-1])
-    # covers the peak, and not so loosely that it refuses what would fit
-    assert m["fit_peak"] <= m["fit_estimate"] <= 2.5 * m["fit_peak"], m
-    assert m["rec_peak"] <= m["rec_estimate"] <= 2.5 * m["rec_peak"], m
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def test_cpu_estimates_cover_the_measured_peaks(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # A cold kernel cache (a user's first run) compiles every kernel: the highest peak.
+    cold = _probe(str(tmp_path))
+    assert cold["fit_peak"] <= cold["fit_estimate"], cold
+    assert cold["rec_peak"] <= cold["rec_estimate"], cold
+    # A warm one loads them: the lowest; the estimate must not refuse what would fit.
+    warm = _probe(str(tmp_path))
+    assert warm["fit_estimate"] <= 2.5 * warm["fit_peak"] < 2.5 * cold["fit_peak"], warm
+    assert warm["rec_estimate"] <= 2.5 * warm["rec_peak"], warm
 
 
 @pytest.fixture(scope="module")
