@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import livessb
@@ -92,3 +93,27 @@ def test_free_memory_sources() -> None:
     assert free is not None and free > 0
     assert source in ("available RAM", "the cgroup memory limit",
                       "the address-space limit (ulimit -v)")
+
+
+def test_corrected_counts_are_checked_at_their_float32_size(small, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # A hot pixel turns the corrections on: the engine then holds its BF counts as float32,
+    # twice the uint16 file's; the first check (before the corrections pass) sees 2 bytes.
+    counts = np.asarray(small.counts).copy()
+    counts[:, :, 3, 5] = 4000
+    hot = livessb.Dataset4D(counts, voltage_kV=small.voltage_kV,
+                            semiangle_mrad=small.semiangle_mrad, scan_step_A=small.scan_step_A,
+                            detector_sampling_mrad=small.detector_sampling_mrad)
+    as_file = memory.session_estimates(hot, "cpu")[0]
+    with livessb.Session(hot, device="cpu") as s:
+        assert s.preprocessing.active
+        as_engine = memory.session_estimates(s.preprocessing.dataset_for_engine(hot), "cpu")[0]
+    assert as_engine.parts["BF counts"] == 2 * as_file.parts["BF counts"]
+    between = (as_file.total + as_engine.total) // 2
+    monkeypatch.setattr(memory, "host_free_bytes", lambda: (between, "available RAM"))
+    with pytest.raises(livessb.InsufficientMemoryError, match="float32") as err:
+        livessb.Session(hot, device="cpu")
+    assert "Preprocessing(descan=None, find_bad_pixels=False)" in str(err.value)
+    # the same memory opens the session when the corrections are off (the file's dtype)
+    off = livessb.Preprocessing(descan=None, find_bad_pixels=False)
+    with livessb.Session(hot, device="cpu", preprocessing=off) as s:
+        assert not s.preprocessing.active

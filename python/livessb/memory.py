@@ -206,6 +206,10 @@ def _options(dataset: Dataset4D, where: str, what: str) -> str:
             f"load part of the scan (livessb.load(..., scan_region={half}))"]
     if what == "reconstruction":
         opts.insert(0, "reconstruct with a smaller upsample (upsample=1 or 2)")
+    elif getattr(dataset.counts, "corrections", None) is not None:  # CorrectedCounts
+        opts.insert(0, "the corrections (bad pixels, descan, dose) hold the BF counts as "
+                    "float32; preprocessing=livessb.Preprocessing(descan=None, "
+                    "find_bad_pixels=False) keeps the file's dtype")
     opts.append("use another device (device='cpu')" if where == "cuda"
                 else "use another device (device='cuda' on a GPU machine)")
     return "; ".join(opts)

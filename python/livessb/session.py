@@ -76,9 +76,11 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         doc = None if calibration is None else load_calibration(calibration, dataset, force)
         self.dataset = dataset = restored_sampling(dataset, doc)  # a fitted sampling
         self.preprocessing: Corrections = preprocess_for(dataset, preprocessing, doc)
-        self._engine: Engine | None = make_engine(
-            self.preprocessing.dataset_for_engine(dataset), device,
-            staging_budget_MiB=staging_budget_MiB)
+        engine_dataset = self.preprocessing.dataset_for_engine(dataset)
+        if engine_dataset is not dataset:  # corrected BF counts are float32: check anew
+            check_session_memory(engine_dataset, device, staging_budget_MiB)
+        self._engine: Engine | None = make_engine(engine_dataset, device,
+                                                  staging_budget_MiB=staging_budget_MiB)
         self.device: str = self._engine.name
         self.upsample_factor = auto_upsample(dataset.scan_step_A, dataset.k_alpha)
         self._full: ThickSampleModel | None = None
