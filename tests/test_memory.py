@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -46,7 +47,7 @@ def _probe(cache_dir: str) -> dict[str, int]:
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
-def test_cpu_estimates_cover_the_measured_peaks(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_cpu_estimates_cover_the_measured_peaks(tmp_path: Path) -> None:
     # A cold kernel cache (a user's first run) compiles every kernel: the highest peak.
     cold = _probe(str(tmp_path))
     assert cold["fit_peak"] <= cold["fit_estimate"], cold
@@ -95,7 +96,8 @@ def test_free_memory_sources() -> None:
                       "the address-space limit (ulimit -v)")
 
 
-def test_corrected_counts_are_checked_at_their_float32_size(small, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_corrected_counts_are_checked_at_their_float32_size(
+        small: livessb.Dataset4D, monkeypatch: pytest.MonkeyPatch) -> None:
     # A hot pixel turns the corrections on: the engine then holds its BF counts as float32,
     # twice the uint16 file's; the first check (before the corrections pass) sees 2 bytes.
     counts = np.asarray(small.counts).copy()
