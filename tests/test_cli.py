@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from livessb.cli import main
 from livessb.simulate import simulate_4dstem
@@ -45,6 +46,20 @@ def test_a_missing_file_is_named_before_missing_values(tmp_path, capsys) -> None
     err = capsys.readouterr().err
     assert "no such file" in err and "scna.npy" in err
     assert "missing --voltage-kV" not in err
+
+
+def test_a_mistyped_flag_names_the_flag_it_meant(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as ex:
+        main(["fit", "scan.npy", "--voltage-kv", "200", "--semiangel-mrad", "20", "--zzz"])
+    assert ex.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: livessb fit")  # the subcommand's usage, not the top level's
+    assert "--voltage-kv (did you mean --voltage-kV?)" in err  # the case
+    assert "--semiangel-mrad (did you mean --semiangle-mrad?)" in err  # two letters swapped
+    assert "--zzz\n" in err or err.rstrip().endswith("--zzz")  # nothing near: no guess
+    with pytest.raises(SystemExit):
+        main(["--quiet", "fit", "scan.npy"])  # a fit flag before the command name
+    assert "--quiet (it goes after the command: livessb fit ... --quiet)" in capsys.readouterr().err
 
 
 def test_fit_command_reports_missing_calibration(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]

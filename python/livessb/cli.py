@@ -13,7 +13,14 @@ from typing import Any
 
 from .atomic import atomic_write
 from .cli_preprocess import add_preprocessing_arguments, check_options, preprocessing_from_args
-from .cli_text import UsageError, cli_words, dataset_line, fit_lines, preprocessing_line
+from .cli_text import (
+    UsageError,
+    cli_words,
+    dataset_line,
+    fit_lines,
+    preprocessing_line,
+    unknown_options_hint,
+)
 
 
 def _write_json(path: str | Path, doc: dict[str, Any]) -> Path:
@@ -233,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     d.add_argument("--seed", type=int, default=42)
     d.add_argument("--port", type=int, default=None, help="JupyterLab port (default: a free one)")
     d.add_argument("--no-browser", action="store_true")
+    d.set_defaults(subparser=d)
 
     f = sub.add_parser("fit", help="fit a dataset file (.npy/.npz/.h5/.emd/.mib)",
                        formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -284,6 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--quiet", action="store_true",
                    help="print only errors and warnings (no progress bars, no summary)")
     add_preprocessing_arguments(f)
+    f.set_defaults(subparser=f)
 
     b = sub.add_parser("benchmark", help="time the reference workload (SPEC §4)",
                        formatter_class=fmt)
@@ -297,6 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--device", default="cuda", choices=["auto", "cpu", "cuda"])
     b.add_argument("--map", type=int, default=0, metavar="N",
                    help="also time a map of N×N tiles and its reconstruction (8 on 512²)")
+    b.set_defaults(subparser=b)
     return p
 
 
@@ -315,7 +325,10 @@ def _show_warning(message: Warning | str, category: type[Warning], *_rest: Any,
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args, extras = build_parser().parse_known_args(argv)
+    if extras:  # the subcommand's own usage, and the flag a typo most likely meant
+        args.subparser.error(f"unrecognized arguments: "
+                             f"{unknown_options_hint(args.subparser, extras)}")
     old_show = warnings.showwarning
     warnings.showwarning = _show_warning
     try:

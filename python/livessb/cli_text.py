@@ -3,6 +3,8 @@ and a concise summary of a fit."""
 
 from __future__ import annotations
 
+import argparse
+import difflib
 import math
 import re
 from collections.abc import Mapping
@@ -117,3 +119,22 @@ def preprocessing_line(corrections: Any) -> str:
     pixels = f"{n} bad detector pixel{'' if n == 1 else 's'} repaired ({auto})"
     dose = "dose normalised" if opts["dose_normalise"] else "dose normalisation off"
     return f"preprocessing: {descan}; {pixels}; {dose}"
+
+
+def unknown_options_hint(parser: argparse.ArgumentParser, extras: list[str]) -> str:
+    """``extras`` (what ``parser``, a subcommand's, did not recognise), each mistyped flag
+    followed by the flag it most likely meant: the case (``--voltage-kv``) or a letter or
+    two off; a flag of the subcommand given before its name, with where it goes."""
+    flags = [s for action in parser._actions for s in action.option_strings]
+    words = []
+    for extra in extras:
+        name = extra.split("=", 1)[0]
+        if name in flags:  # given before the command name, where the top level reads it
+            extra = f"{extra} (it goes after the command: {parser.prog} ... {name})"
+        elif name.startswith("--"):
+            same_case = [f for f in flags if f.lower() == name.lower()]
+            near = same_case or difflib.get_close_matches(name, flags, n=1, cutoff=0.75)
+            if near:
+                extra = f"{extra} (did you mean {near[0]}?)"
+        words.append(extra)
+    return " ".join(words)
