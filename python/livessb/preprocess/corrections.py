@@ -18,6 +18,7 @@ import numpy as np
 from ..calibration import CalibrationError
 from ..dataset import Dataset4D, measure_bright_field
 from ..mapped_pages import release_pages
+from ..physics.bright_field import BrightFieldError, estimate_disk
 from .descan import (
     DescanFit,
     block_centres,
@@ -88,19 +89,15 @@ def repaired_mean(mean_pattern: np.ndarray, plan: RepairPlan) -> np.ndarray:
 
 
 def _disk_level(mean_pattern: np.ndarray) -> float:
-    """The disk level the descan measurement works with: the 90th percentile of pixels
-    above 10 % of the peak. An unrepaired hot pixel (bad-pixel search off) far
-    above the disk would set that peak and leave no disk above its 10 %: the peak is
-    then the 5×5 median-filtered pattern's (on clean data the raw peak stays, unchanged)."""
+    """The disk level the descan measurement works with: the BF estimator's plateau
+    (physics.bright_field: outliers such as an unrepaired hot pixel cleaned first)."""
     m = np.nan_to_num(np.asarray(mean_pattern, dtype=np.float64))
-    peak = float(m.max())
-    if peak > 0:
-        from scipy.ndimage import median_filter
-
-        smooth_peak = float(median_filter(m, size=5, mode="nearest").max())
-        if peak > 2.0 * smooth_peak > 0:
-            peak = smooth_peak
-    return float(np.percentile(m[m > 0.1 * peak], 90)) if peak > 0 else 0.0
+    if not float(m.max()) > 0:
+        return 0.0
+    try:
+        return float(estimate_disk(m).disk_level)
+    except BrightFieldError:
+        return 0.0
 
 
 def prepare_corrections(dataset: Dataset4D, options: Preprocessing | None = None,
