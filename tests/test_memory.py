@@ -14,6 +14,7 @@ import pytest
 
 import livessb
 from livessb import memory
+from livessb.preprocess import corrections
 from livessb.simulate import simulate_4dstem
 
 PROBE = r"""
@@ -99,7 +100,8 @@ def test_free_memory_sources() -> None:
 def test_corrected_counts_are_checked_at_their_float32_size(
         small: livessb.Dataset4D, monkeypatch: pytest.MonkeyPatch) -> None:
     # A hot pixel turns the corrections on: the engine then holds its BF counts as float32,
-    # twice the uint16 file's; the first check (before the corrections pass) sees 2 bytes.
+    # twice the uint16 file's. It is known from the mean pattern, so the session refuses
+    # before the corrections' pass over the counts (minutes on a large file).
     counts = np.asarray(small.counts).copy()
     counts[:, :, 3, 5] = 4000
     hot = livessb.Dataset4D(counts, voltage_kV=small.voltage_kV,
@@ -107,15 +109,37 @@ def test_corrected_counts_are_checked_at_their_float32_size(
                             detector_sampling_mrad=small.detector_sampling_mrad)
     as_file = memory.session_estimates(hot, "cpu")[0]
     with livessb.Session(hot, device="cpu") as s:
-        assert s.preprocessing.active
+        assert s.preprocessing.active and s.preprocessing.bad_pixels[3, 5]
         as_engine = memory.session_estimates(s.preprocessing.dataset_for_engine(hot), "cpu")[0]
     assert as_engine.parts["BF counts"] == 2 * as_file.parts["BF counts"]
+    assert memory.session_estimates(hot, "cpu", corrected=True)[0].total == as_engine.total
     between = (as_file.total + as_engine.total) // 2
     monkeypatch.setattr(memory, "host_free_bytes", lambda: (between, "available RAM"))
+    passes: list[int] = []
+    measure = corrections._measure
+    monkeypatch.setattr(corrections, "_measure", lambda *a: passes.append(1) or measure(*a))
     with pytest.raises(livessb.InsufficientMemoryError, match="float32") as err:
         livessb.Session(hot, device="cpu")
     assert "Preprocessing(descan=None, find_bad_pixels=False)" in str(err.value)
+    assert passes == []  # refused before the pass
     # the same memory opens the session when the corrections are off (the file's dtype)
     off = livessb.Preprocessing(descan=None, find_bad_pixels=False)
     with livessb.Session(hot, device="cpu", preprocessing=off) as s:
         assert not s.preprocessing.active
+
+
+def test_a_descan_found_in_the_pass_is_checked_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No bad pixel: only the pass can tell that the descan is significant (then corrected).
+    ds, _ = simulate_4dstem(scan_shape=(16, 16), detector_shape=(32, 32), dose=2e5, seed=4,
+                            descan_px_per_px=(0.1, 0.05, -0.05, 0.1))
+    as_file = memory.session_estimates(ds, "cpu")[0].total
+    as_engine = memory.session_estimates(ds, "cpu", corrected=True)[0].total
+    monkeypatch.setattr(memory, "host_free_bytes",
+                        lambda: ((as_file + as_engine) // 2, "available RAM"))
+    with pytest.raises(livessb.InsufficientMemoryError, match="float32"):
+        livessb.Session(ds, device="cpu")
+    with livessb.Session(ds, device="cpu", preprocessing=livessb.Preprocessing(descan=None)) as s:
+        assert not s.preprocessing.active
+    monkeypatch.setattr(memory, "host_free_bytes", lambda: (2 * as_engine, "available RAM"))
+    with livessb.Session(ds, device="cpu") as s:
+        assert s.preprocessing.descan_applied and not s.preprocessing.bad_pixels.any()

@@ -157,12 +157,15 @@ def uses_cuda(device: str) -> bool:
     return cuda_available()
 
 
-def session_estimates(dataset: Dataset4D, device: str,
-                      staging_budget_MiB: float = 256) -> list[Estimate]:
-    """What a Session and its full-field fit allocate: BF counts, spectra, geometry."""
+def session_estimates(dataset: Dataset4D, device: str, staging_budget_MiB: float = 256,
+                      corrected: bool = False) -> list[Estimate]:
+    """What a Session and its full-field fit allocate: BF counts (float32 when
+    ``corrected``: the preprocessing's repaired, shifted or scaled counts), spectra,
+    geometry."""
     n_bf, M, _ = _pairs(dataset)
     rows, cols = dataset.scan_shape
-    counts = rows * cols * n_bf * dataset.counts.dtype.itemsize
+    itemsize = max(4, dataset.counts.dtype.itemsize) if corrected else dataset.counts.dtype.itemsize
+    counts = rows * cols * n_bf * itemsize
     Nr, Nc = (fft_friendly_size(n) for n in dataset.scan_shape)
     # The FFT staging block (and its spectrum) holds at most the budget, at most all pixels.
     staging = min(int(staging_budget_MiB * 2**20), n_bf * Nr * Nc * 16)
@@ -198,7 +201,7 @@ def reconstruct_estimate(dataset: Dataset4D, device: str, upsample: int) -> Esti
 
 # -- the checks -----------------------------------------------------------------------
 
-def _options(dataset: Dataset4D, where: str, what: str) -> str:
+def _options(dataset: Dataset4D, where: str, what: str, corrected: bool) -> str:
     rows, cols = dataset.scan_shape
     half = (rows // 4, rows // 4 + rows // 2, cols // 4, cols // 4 + cols // 2)
     opts = ["bin the detector (livessb.load(..., bin_detector=2): about 4x fewer BF pixels)",
@@ -206,7 +209,7 @@ def _options(dataset: Dataset4D, where: str, what: str) -> str:
             f"load part of the scan (livessb.load(..., scan_region={half}))"]
     if what == "reconstruction":
         opts.insert(0, "reconstruct with a smaller upsample (upsample=1 or 2)")
-    elif getattr(dataset.counts, "corrections", None) is not None:  # CorrectedCounts
+    elif corrected:
         opts.insert(0, "the corrections (bad pixels, descan, dose) hold the BF counts as "
                     "float32; preprocessing=livessb.Preprocessing(descan=None, "
                     "find_bad_pixels=False) keeps the file's dtype")
@@ -215,7 +218,8 @@ def _options(dataset: Dataset4D, where: str, what: str) -> str:
     return "; ".join(opts)
 
 
-def check_fits(estimate: Estimate, dataset: Dataset4D, what: str) -> None:
+def check_fits(estimate: Estimate, dataset: Dataset4D, what: str,
+               corrected: bool = False) -> None:
     """Raise InsufficientMemoryError when ``estimate`` exceeds what is free there."""
     if estimate.where == "cuda":
         free, source = cuda_free_bytes(), "free GPU memory"
@@ -229,14 +233,29 @@ def check_fits(estimate: Estimate, dataset: Dataset4D, what: str) -> None:
         f"not enough memory for the {what} of {dataset.counts.shape} {dataset.counts.dtype}: "
         f"it needs about {need / GiB:.2f} GiB {place} ({estimate.describe()}) and "
         f"{free / GiB:.2f} GiB is free ({source}). Options: "
-        f"{_options(dataset, estimate.where, what)}", need, free, estimate.where)
+        f"{_options(dataset, estimate.where, what, corrected)}", need, free, estimate.where)
 
 
 def check_session_memory(dataset: Dataset4D, device: str = "auto",
-                         staging_budget_MiB: float = 256) -> None:
+                         staging_budget_MiB: float = 256, corrected: bool = False) -> None:
     """Preflight for Session.__init__ (and the full-field fit it prepares for)."""
-    for estimate in session_estimates(dataset, device, staging_budget_MiB):
-        check_fits(estimate, dataset, "session")
+    for estimate in session_estimates(dataset, device, staging_budget_MiB, corrected):
+        check_fits(estimate, dataset, "session", corrected)
+
+
+class CorrectedCountsCheck:
+    """The session preflight again, at float32 BF counts, once corrections turn out to be
+    on: before the corrections' pass when bad pixels or dose normalisation say so, after
+    it when only the descan measurement does (Session.__init__ calls it both times)."""
+
+    def __init__(self, dataset: Dataset4D, device: str, staging_budget_MiB: float) -> None:
+        self.dataset, self.device, self.budget_MiB = dataset, device, staging_budget_MiB
+        self.done = False
+
+    def __call__(self, corrected: bool) -> None:
+        if corrected and not self.done:
+            check_session_memory(self.dataset, self.device, self.budget_MiB, corrected=True)
+            self.done = True
 
 
 _checked: weakref.WeakKeyDictionary[Any, set[int]] = weakref.WeakKeyDictionary()

@@ -34,7 +34,7 @@ from .fit.search import Box
 from .fit.uncertainty import assess, with_assessment
 from .map_blend import auto_density, blend_tiles, refine_tiles
 from .maps import MapResult
-from .memory import check_reconstruct_memory, check_session_memory
+from .memory import CorrectedCountsCheck, check_reconstruct_memory, check_session_memory
 from .params import JOINT, OPTIONAL, fit_names
 from .physics.geometry import auto_upsample
 from .physics.optics import unknown_aberration_keys
@@ -75,12 +75,13 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         check_session_memory(dataset, device, staging_budget_MiB)  # refuse before allocating
         doc = None if calibration is None else load_calibration(calibration, dataset, force)
         self.dataset = dataset = restored_sampling(dataset, doc)  # a fitted sampling
-        self.preprocessing: Corrections = preprocess_for(dataset, preprocessing, doc)
-        engine_dataset = self.preprocessing.dataset_for_engine(dataset)
-        if engine_dataset is not dataset:  # corrected BF counts are float32: check anew
-            check_session_memory(engine_dataset, device, staging_budget_MiB)
-        self._engine: Engine | None = make_engine(engine_dataset, device,
-                                                  staging_budget_MiB=staging_budget_MiB)
+        check_corrected = CorrectedCountsCheck(dataset, device, staging_budget_MiB)
+        self.preprocessing: Corrections = preprocess_for(dataset, preprocessing, doc,
+                                                         before_pass=check_corrected)
+        check_corrected(self.preprocessing.active)  # a descan found in the pass, too
+        self._engine: Engine | None = make_engine(
+            self.preprocessing.dataset_for_engine(dataset), device,
+            staging_budget_MiB=staging_budget_MiB)
         self.device: str = self._engine.name
         self.upsample_factor = auto_upsample(dataset.scan_step_A, dataset.k_alpha)
         self._full: ThickSampleModel | None = None

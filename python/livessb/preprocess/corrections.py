@@ -10,6 +10,7 @@ are, so results are bit-identical to a session without preprocessing.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,9 +102,13 @@ def _disk_level(mean_pattern: np.ndarray) -> float:
 
 
 def prepare_corrections(dataset: Dataset4D, options: Preprocessing | None = None,
-                        recorded: dict[str, Any] | None = None) -> Corrections:
+                        recorded: dict[str, Any] | None = None,
+                        before_pass: Callable[[bool], None] | None = None) -> Corrections:
     """Measure the corrections ``options`` ask for (``recorded``: a calibration file's
-    entry, whose bad pixels and descan fit are reused instead of measured)."""
+    entry, whose bad pixels and descan fit are reused instead of measured).
+    ``before_pass(corrected)`` runs once the bad pixels are known, before the pass over
+    the counts: ``corrected`` says the engine will hold corrected (float32) counts
+    whatever the descan measurement finds (bad pixels to repair, dose normalisation)."""
     if recorded is not None:
         options = Preprocessing.from_dict(recorded.get("options", {}))
     opts = options if options is not None else Preprocessing()
@@ -130,6 +135,8 @@ def prepare_corrections(dataset: Dataset4D, options: Preprocessing | None = None
         raise ValueError("every detector pixel is masked as bad: check detector_mask "
                          "(True = use the pixel)")
     plan = repair_plan(bad)
+    if before_pass is not None:
+        before_pass(bool(bad.any()) or bool(opts.dose_normalise))
     measure = opts.descan is not None and recorded is None
     if not (measure or opts.dose_normalise):
         fit = None if recorded is None or recorded.get("descan") is None else (
@@ -297,21 +304,23 @@ def _bilinear(xp: Any, flat: Any, shift: np.ndarray, rows: np.ndarray, cols: np.
 
 
 def preprocess_for(dataset: Dataset4D, options: Preprocessing | None,
-                   calibration: dict[str, Any] | None) -> Corrections:
+                   calibration: dict[str, Any] | None,
+                   before_pass: Callable[[bool], None] | None = None) -> Corrections:
     """A session's corrections: ``options`` measured (default ``Preprocessing()``); with a
     calibration document and no ``options``, its recorded entry reused (bad pixels and
     descan fit as recorded, nothing re-measured but the dose totals), and nothing
-    corrected for a file written before preprocessing existed (as it was fitted)."""
+    corrected for a file written before preprocessing existed (as it was fitted).
+    ``before_pass``: as for prepare_corrections."""
     if options is not None and not isinstance(options, Preprocessing):
         raise TypeError(f"preprocessing must be a livessb.Preprocessing, got "
                         f"{type(options).__name__}: e.g. Preprocessing(descan='smooth')")
     if calibration is None or options is not None:
-        return prepare_corrections(dataset, options)
+        return prepare_corrections(dataset, options, before_pass=before_pass)
     recorded = calibration.get("preprocessing")
     if recorded is None:
-        return prepare_corrections(dataset, Preprocessing.off())
+        return prepare_corrections(dataset, Preprocessing.off(), before_pass=before_pass)
     try:
-        out = prepare_corrections(dataset, recorded=recorded)
+        out = prepare_corrections(dataset, recorded=recorded, before_pass=before_pass)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise CalibrationError(f"the calibration's preprocessing entry cannot be used: "
                                f"{exc}") from None
