@@ -15,11 +15,18 @@ def test_fit_result_repr_is_concise(demo_session) -> None:  # type: ignore[no-un
     assert len(text) < 400, len(text)  # was 63,000 characters: every trial
     assert text.startswith("FitResult(loss=") and "C10=" in text and " Å" in text
     assert f"{len(fit.trials)} trials" in text
+    # each value with its error; what the data do not determine named, not shown as 0
+    assert f"C10={fit.params['C10']:.4g} ± {fit.errors['C10']:.2g} Å" in text
+    assert fit.undetermined == ["tilt_row_mrad", "tilt_col_mrad", "depth"]  # thin demo
+    assert "not determined: tilt_row_mrad, tilt_col_mrad, depth;" in text
+    assert "depth=" not in text and "tilt_row_mrad=" not in text
     html = fit._repr_html_()
     assert len(html) < 4000 and "<table>" in html
     for name in fit.params:
         assert f"<td>{name}</td>" in html
     assert "rotation" in html and f"{fit.rotation_deg:.3f}°" in html
+    assert html.count("not determined") == 3 and "<td>thin</td>" not in html
+    assert "<th style='text-align:left'>model</th><td colspan='3'>thin</td>" in html
 
 
 def test_session_region_and_reconstruction_reprs(demo_session) -> None:  # type: ignore[no-untyped-def]
@@ -36,6 +43,7 @@ def test_session_region_and_reconstruction_reprs(demo_session) -> None:  # type:
     try:
         t = repr(reg)
         assert t.startswith("RegionResult(id='q', bounds=(8, 40, 8, 40)") and len(t) < 400
+        assert f"C10={reg.params['C10']:.4g} ± {reg.fit.errors['C10']:.2g} Å" in t
         assert "stops exclusive" in reg._repr_html_()
     finally:
         s.remove_region("q")

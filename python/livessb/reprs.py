@@ -28,30 +28,56 @@ def _num(value: float, digits: int = 4) -> str:
     return f"{value:.{digits}g}" if math.isfinite(value) else str(value)
 
 
-def _params_text(params: Mapping[str, float]) -> str:
-    return ", ".join(f"{k}={_num(v)}{(' ' + _unit(k)) if _unit(k) else ''}"
-                     for k, v in params.items())
+def _error(errors: Mapping[str, float] | None, name: str) -> float | None:
+    """A parameter's 1-σ error when the fit has one (0.0: held, so none to show)."""
+    err = (errors or {}).get(name)
+    return err if err is not None and math.isfinite(err) and err > 0 else None
 
 
-def _params_rows(params: Mapping[str, float], errors: Mapping[str, float] | None) -> str:
+def _params_text(params: Mapping[str, float], errors: Mapping[str, float] | None = None,
+                 undetermined: tuple[str, ...] = ()) -> str:
+    """``C10=-49.81 ± 0.21 Å, …``; the parameters the data do not determine named once
+    at the end instead of a value that means nothing (the thin model's zero tilt)."""
+    shown = []
+    for k, v in params.items():
+        if k in undetermined:
+            continue
+        err = _error(errors, k)
+        shown.append(f"{k}={_num(v)}{'' if err is None else ' ± ' + _num(err, 2)}"
+                     f"{(' ' + _unit(k)) if _unit(k) else ''}")
+    if undetermined:
+        shown.append(f"not determined: {', '.join(undetermined)}")
+    return ", ".join(shown)
+
+
+def _fit_params_text(fit: Any) -> str:
+    errors = getattr(fit, "errors", None)
+    return _params_text(fit.params, errors if isinstance(errors, Mapping) else None,
+                        tuple(getattr(fit, "undetermined", None) or ()))
+
+
+def _params_rows(params: Mapping[str, float], errors: Mapping[str, float] | None,
+                 undetermined: tuple[str, ...] = ()) -> str:
     rows = []
     for name, value in params.items():
-        err = (errors or {}).get(name)
-        err_cell = f"± {_num(err, 3)}" if err is not None and math.isfinite(err) else ""
+        err = _error(errors, name)
+        err_cell = ("not determined" if name in undetermined
+                    else "" if err is None else f"± {_num(err, 3)}")
         rows.append(f"<tr><td>{html.escape(name)}</td><td style='text-align:right'>"
-                    f"{_num(value, 6)}</td><td>{err_cell}</td>"
+                    f"{'—' if name in undetermined else _num(value, 6)}</td><td>{err_cell}</td>"
                     f"<td>{html.escape(_unit(name))}</td></tr>")
     return "".join(rows)
 
 
 def _table(title: str, facts: list[tuple[str, str]], params: Mapping[str, float] | None = None,
-           errors: Mapping[str, float] | None = None, extra: str = "") -> str:
+           errors: Mapping[str, float] | None = None, extra: str = "",
+           undetermined: tuple[str, ...] = ()) -> str:
     head = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th>"
                    f"<td colspan='3'>{html.escape(v)}</td></tr>" for k, v in facts)
     body = ""
     if params:
         body = ("<tr><th style='text-align:left'>parameter</th><th>value</th><th>error</th>"
-                f"<th>unit</th></tr>{_params_rows(params, errors)}")
+                f"<th>unit</th></tr>{_params_rows(params, errors, undetermined)}")
     return (f"<div class='livessb-repr'><b>{html.escape(title)}</b>"
             f"<table>{head}{body}</table>{extra}</div>")
 
@@ -64,6 +90,9 @@ def _fit_facts(fit: Any) -> list[tuple[str, str]]:
                                                          else ""))]
     if fit.bounds is not None:
         facts.append(("region", f"{tuple(fit.bounds)} (stops exclusive)"))
+    choice = (getattr(fit, "provenance", None) or {}).get("model_choice")
+    if isinstance(choice, Mapping) and choice.get("kept"):
+        facts.append(("model", str(choice["kept"])))
     facts.append(("record", f"{len(fit.trials)} trials, {len(fit.newton)} Newton steps"))
     total = (fit.timings or {}).get("total_s")
     if total is not None:
@@ -77,14 +106,19 @@ def fit_result_text(fit: Any) -> str:
     where = f", bounds={tuple(fit.bounds)}" if fit.bounds is not None else ""
     edge = f", on_box_edge={list(fit.on_box_edge)}" if fit.on_box_edge else ""
     return (f"FitResult(loss={_num(fit.loss, 6)}, rotation_deg={fit.rotation_deg:.3f}, "
-            f"transpose={fit.transpose}{where}, {_params_text(fit.params)}; "
+            f"transpose={fit.transpose}{where}, {_fit_params_text(fit)}; "
             f"{len(fit.trials)} trials, {len(fit.newton)} Newton steps{edge})")
 
 
-def fit_result_html(fit: Any) -> str:
+def _fit_table(title: str, fit: Any, facts: list[tuple[str, str]], params: Mapping[str, float],
+               extra: str = "") -> str:
     errors = getattr(fit, "errors", None)
-    return _table("FitResult", _fit_facts(fit), fit.params,
-                  errors if isinstance(errors, Mapping) else None)
+    return _table(title, facts, params, errors if isinstance(errors, Mapping) else None,
+                  extra, tuple(getattr(fit, "undetermined", None) or ()))
+
+
+def fit_result_html(fit: Any) -> str:
+    return _fit_table("FitResult", fit, _fit_facts(fit), fit.params)
 
 
 # -- Reconstruction ----------------------------------------------------------------
@@ -123,16 +157,13 @@ def reconstruction_html(rec: Any) -> str:
 def region_result_text(reg: Any) -> str:
     rows, cols = reg.crop.shape
     return (f"RegionResult(id={reg.id!r}, bounds={tuple(reg.bounds)}, "
-            f"loss={_num(reg.fit.loss, 6)}, {_params_text(reg.params)}; "
+            f"loss={_num(reg.fit.loss, 6)}, {_fit_params_text(reg.fit)}; "
             f"crop {rows}×{cols} at {reg.crop.upsample}x)")
 
 
 def region_result_html(reg: Any) -> str:
     facts = [("id", str(reg.id)), *_fit_facts(reg.fit), *_recon_facts(reg.crop)[:2]]
-    errors = getattr(reg.fit, "errors", None)
-    return _table("RegionResult", facts, reg.params,
-                  errors if isinstance(errors, Mapping) else None,
-                  extra=_thumbnail(reg.crop.phase))
+    return _fit_table("RegionResult", reg.fit, facts, reg.params, _thumbnail(reg.crop.phase))
 
 
 # -- Session -------------------------------------------------------------------------
