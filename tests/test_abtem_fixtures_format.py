@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import pytest
@@ -23,7 +24,7 @@ def load_fixture(name: str) -> tuple[Dataset4D, dict]:
             d["counts"],
             voltage_kV=float(d["voltage_kV"]),
             semiangle_mrad=float(d["semiangle_mrad"]),
-            scan_step_A=tuple(float(s) for s in d["scan_step_A"]),
+            scan_step_A=cast(tuple[float, float], tuple(float(s) for s in d["scan_step_A"])),
             detector_sampling_mrad=float(d["detector_sampling_mrad"]),
         )
         truth = {k: float(d[f"truth_{k}"]) for k in TRUTH_KEYS}
@@ -34,7 +35,7 @@ def load_fixture(name: str) -> tuple[Dataset4D, dict]:
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_fixture_loads_with_truth(name):
+def test_fixture_loads_with_truth(name: str) -> None:
     path = FIXTURES / f"{name}.npz"
     assert path.stat().st_size <= 2_000_000
     ds, truth = load_fixture(name)

@@ -4,6 +4,7 @@ noise, off-centre, hot pixel, dead column, saturated spot) and the simulator's o
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -67,7 +68,7 @@ def test_edge_profile_is_the_squared_ramp_without_blur_and_keeps_its_area() -> N
     ((64, 64), {"dose": 1e4, "rotation_deg": -30.0, "transpose": True}),
 ])
 def test_derived_detector_sampling_matches_the_simulator(
-        detector: tuple[int, int], kwargs: dict) -> None:  # type: ignore[type-arg]
+        detector: tuple[int, int], kwargs: dict[str, Any]) -> None:
     ds, truth = simulate_4dstem(scan_shape=(12, 12), detector_shape=detector, **kwargs)
     derived = Dataset4D(ds.counts, voltage_kV=200, semiangle_mrad=20, scan_step_A=0.6)
     assert derived.detector_sampling_derived

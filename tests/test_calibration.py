@@ -1,7 +1,11 @@
 """Calibration files: round trip without refitting, refusal of bad files, atomic saves."""
 
+from __future__ import annotations
+
 import json
 import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 import pytest
@@ -10,9 +14,15 @@ import livessb
 from livessb.calibration import CalibrationError
 from livessb.simulate import simulate_4dstem
 
+if TYPE_CHECKING:
+    from livessb import Dataset4D
+
+    # (dataset, saved calibration, fitted values before saving, reconstruction's phase hash)
+    Saved = tuple[Dataset4D, Path, dict[str, Any], str]
+
 
 @pytest.fixture(scope="module")
-def saved(tmp_path_factory):  # type: ignore[no-untyped-def]
+def saved(tmp_path_factory: pytest.TempPathFactory) -> Saved:
     ds, _ = simulate_4dstem(scan_shape=(24, 24), detector_shape=(32, 32), dose=1e5, seed=9,
                             aberrations={"C10": -30.0, "C12": 5.0, "phi12": 1.0})
     path = tmp_path_factory.mktemp("cal") / "calibration.json"
@@ -21,14 +31,16 @@ def saved(tmp_path_factory):  # type: ignore[no-untyped-def]
         s.fit_region((0, 12, 0, 24), trials=30, region_id="top")
         s.save_calibration(path)
         rec_hash = s.reconstruct().phase_hash()
+        assert s.full_fit is not None
         snapshot = {"full": s.full_fit.params, "top": s.regions["top"].params,
                     "top_hash": s.regions["top"].crop.phase_hash(), "rot": s.rotation_deg}
     return ds, path, snapshot, rec_hash
 
 
-def test_restore_needs_no_fit_and_is_identical(saved) -> None:  # type: ignore[no-untyped-def]
+def test_restore_needs_no_fit_and_is_identical(saved: Saved) -> None:
     ds, path, snap, rec_hash = saved
     with livessb.Session(ds, device="cpu", calibration=path) as s:
+        assert s.full_fit is not None
         assert s.full_fit.params == snap["full"] and s.rotation_deg == snap["rot"]
         assert s.regions["top"].params == snap["top"]
         assert s.regions["top"].crop.phase_hash() == snap["top_hash"]
@@ -36,7 +48,7 @@ def test_restore_needs_no_fit_and_is_identical(saved) -> None:  # type: ignore[n
         assert s.evaluations == 0  # not one objective evaluation: nothing was refitted
 
 
-def test_corrupt_and_foreign_files_are_refused(saved, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_corrupt_and_foreign_files_are_refused(saved: Saved, tmp_path: Path) -> None:
     ds, path, _, _ = saved
     bad = tmp_path / "bad.json"
     bad.write_text('{"schema": "livessb.calibration", "schema_vers')
@@ -57,7 +69,7 @@ def test_corrupt_and_foreign_files_are_refused(saved, tmp_path) -> None:  # type
         livessb.Session(ds, device="cpu", calibration=tmp_path / "nope.json")
 
 
-def test_other_dataset_is_refused_unless_forced(saved) -> None:  # type: ignore[no-untyped-def]
+def test_other_dataset_is_refused_unless_forced(saved: Saved) -> None:
     ds, path, snap, _ = saved
     other = livessb.Dataset4D(np.ascontiguousarray(ds.counts[:, ::-1]), voltage_kV=200,
                               semiangle_mrad=20, scan_step_A=0.6,
@@ -65,16 +77,18 @@ def test_other_dataset_is_refused_unless_forced(saved) -> None:  # type: ignore[
     with pytest.raises(CalibrationError, match="different dataset"):
         livessb.Session(other, device="cpu", calibration=path)
     with livessb.Session(other, device="cpu", calibration=path, force=True) as s:
+        assert s.full_fit is not None
         assert s.full_fit.params == snap["full"]
 
 
-def test_save_is_atomic_and_failed_save_keeps_old_file(saved, tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_save_is_atomic_and_failed_save_keeps_old_file(
+        saved: Saved, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ds, path, _, _ = saved
     target = tmp_path / "keep.json"
     target.write_text(path.read_text())
     before = target.read_text()
     with livessb.Session(ds, device="cpu", calibration=path) as s:
-        def broken_replace(src, dst):  # type: ignore[no-untyped-def]
+        def broken_replace(src: object, dst: object) -> NoReturn:
             raise OSError("disk full")
         monkeypatch.setattr(os, "replace", broken_replace)
         with pytest.raises(OSError, match="disk full"):
@@ -84,7 +98,7 @@ def test_save_is_atomic_and_failed_save_keeps_old_file(saved, tmp_path, monkeypa
     assert [p.name for p in tmp_path.iterdir()] == ["keep.json"]  # no temp file left
 
 
-def test_nothing_to_save_before_a_fit(saved, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_nothing_to_save_before_a_fit(saved: Saved, tmp_path: Path) -> None:
     ds = saved[0]
     with livessb.Session(ds, device="cpu") as s, pytest.raises(RuntimeError, match="fit"):
         s.save_calibration(tmp_path / "x.json")

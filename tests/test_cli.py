@@ -1,8 +1,11 @@
 """The livessb command line: fit on a file, headless demo (real runs, small data)."""
 
+from __future__ import annotations
+
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,7 +14,7 @@ from livessb.cli import main
 from livessb.simulate import simulate_4dstem
 
 
-def test_fit_command_writes_json_png_and_calibration(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_fit_command_writes_json_png_and_calibration(tmp_path: Path) -> None:
     ds, _ = simulate_4dstem(scan_shape=(24, 24), detector_shape=(32, 32), dose=2e5, seed=4,
                                 aberrations={"C10": 40.0, "C12": 8.0, "phi12": -0.3})
     np.save(tmp_path / "scan.npy", ds.counts)
@@ -40,7 +43,8 @@ def test_fit_command_writes_json_png_and_calibration(tmp_path) -> None:  # type:
         out2.read_text())["phase_sha256"]
 
 
-def test_a_missing_file_is_named_before_missing_values(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_a_missing_file_is_named_before_missing_values(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["fit", str(tmp_path / "scna.npy")])  # a typo'd name, no values either
     assert code == 2
     err = capsys.readouterr().err
@@ -62,7 +66,8 @@ def test_a_mistyped_flag_names_the_flag_it_meant(capsys: pytest.CaptureFixture[s
     assert "--quiet (it goes after the command: livessb fit ... --quiet)" in capsys.readouterr().err
 
 
-def test_fit_command_reports_missing_calibration(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_fit_command_reports_missing_calibration(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ds, _ = simulate_4dstem(scan_shape=(8, 8), detector_shape=(32, 32), seed=1)
     np.save(tmp_path / "scan.npy", ds.counts)
     code = main(["fit", str(tmp_path / "scan.npy"), "--json", str(tmp_path / "o.json")])
@@ -73,7 +78,7 @@ def test_fit_command_reports_missing_calibration(tmp_path, capsys) -> None:  # t
     assert not (tmp_path / "o.json").exists()
 
 
-def test_headless_demo_end_to_end(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_headless_demo_end_to_end(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "livessb.cli", "demo", "--headless", "--device", "cpu",
          "--out", str(tmp_path)], capture_output=True, text=True, timeout=900)
@@ -88,7 +93,9 @@ def test_headless_demo_end_to_end(tmp_path) -> None:  # type: ignore[no-untyped-
         assert (tmp_path / name).stat().st_size > 0
 
 
-def _cli(*args: str, cwd=None, umask: int | None = None) -> subprocess.CompletedProcess:  # type: ignore[no-untyped-def]
+def _cli(
+        *args: str, cwd: Path | None = None,
+        umask: int | None = None) -> subprocess.CompletedProcess:
     import os
 
     def pre() -> None:
@@ -110,7 +117,7 @@ def test_version_and_help_name_units_defaults_and_exclusive_stops() -> None:
         assert words in text, words
 
 
-def test_summary_umask_and_no_unasked_folders(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_summary_umask_and_no_unasked_folders(tmp_path: Path) -> None:
     ds, _ = simulate_4dstem(scan_shape=(16, 16), detector_shape=(32, 32), dose=2e5, seed=4,
                             aberrations={"C10": 40.0})
     np.save(tmp_path / "scan.npy", ds.counts)

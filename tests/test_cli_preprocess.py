@@ -16,7 +16,7 @@ from livessb.cli import main
 
 DESCAN = (0.02, 0.05, -0.04, 0.03)  # detector px per scan px: (rr, rc, cr, cc)
 HOT = (14, 17)  # inside the BF disk of the 32×32 detector
-SMALL = {"scan_shape": (24, 24), "detector_shape": (32, 32), "scan_step_A": 0.6,
+SMALL: dict[str, Any] = {"scan_shape": (24, 24), "detector_shape": (32, 32), "scan_step_A": 0.6,
          "aberrations": {"C10": -30.0}, "dose": 2e4, "seed": 5, "descan_px_per_px": DESCAN}
 
 

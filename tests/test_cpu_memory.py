@@ -18,6 +18,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -86,7 +87,7 @@ def write_scan(path: Path, scan: int, det: int, radius: float) -> int:
 
 
 @pytest.fixture(scope="module")
-def measured(tmp_path_factory):  # type: ignore[no-untyped-def]
+def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("cpu_memory")
     write_scan(tmp / "warm.npy", 16, 160, 8.0)
     file_bytes = write_scan(tmp / "scan.npy", 64, 160, 8.0)
@@ -99,7 +100,8 @@ def measured(tmp_path_factory):  # type: ignore[no-untyped-def]
     return out
 
 
-def test_peak_rss_growth_is_the_counts_and_spectra_plus_a_bounded_margin(measured) -> None:  # type: ignore[no-untyped-def]
+def test_peak_rss_growth_is_the_counts_and_spectra_plus_a_bounded_margin(
+        measured: dict[str, Any]) -> None:
     m = measured
     assert m["n_bf"] > 150 and m["upsample"] == 2, m  # the case is what it claims to be
     assert 0 < m["kept_pairs"] <= PAIR_CACHE_BYTES, m
@@ -110,7 +112,7 @@ def test_peak_rss_growth_is_the_counts_and_spectra_plus_a_bounded_margin(measure
         f"{STAGING_MiB} + margin {MARGIN / MiB:.0f} = {bound / MiB:.0f} MiB", m)
 
 
-def test_a_memory_mapped_file_is_not_loaded_whole(measured) -> None:  # type: ignore[no-untyped-def]
+def test_a_memory_mapped_file_is_not_loaded_whole(measured: dict[str, Any]) -> None:
     m = measured
     assert m["file"] > 20 * (m["bf_counts"] + m["spectra"])  # the file dwarfs both
     # Every page of the file is read (checks, mean pattern, descan, BF gather), none stays.

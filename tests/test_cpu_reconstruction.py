@@ -1,6 +1,10 @@
 """The CPU engine's reconstruction kernel (phase tables per detector row and column)
 against the NumPy reference path, float64, before the image is cast to complex64."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pytest
 
@@ -8,9 +12,12 @@ from helpers import disk_dataset
 from livessb.engine.cpu import CPUEngine
 from livessb.params import JOINT
 
+if TYPE_CHECKING:
+    from livessb.engine.cpu import HostSpectra
+
 
 @pytest.fixture(scope="module")
-def engines():  # type: ignore[no-untyped-def]
+def engines() -> tuple[CPUEngine, HostSpectra, CPUEngine, HostSpectra]:
     ds = disk_dataset(scan=(12, 14), det=24, radius=6)
     fast, ref = CPUEngine(ds), CPUEngine(ds, kernels=False)
     return fast, fast.prepare(), ref, ref.prepare()
@@ -24,8 +31,9 @@ def engines():  # type: ignore[no-untyped-def]
 ])
 @pytest.mark.parametrize("upsample", [1, 2, 3])
 @pytest.mark.parametrize("method", ["ssb", "wiener"])
-def test_kernel_reconstruction_matches_numpy_reference(  # type: ignore[no-untyped-def]
-        engines, theta, transpose, vector, upsample, method) -> None:
+def test_kernel_reconstruction_matches_numpy_reference(
+        engines: tuple[CPUEngine, HostSpectra, CPUEngine, HostSpectra], theta: float,
+        transpose: bool, vector: list[float], upsample: int, method: str) -> None:
     fast, sp_fast, ref, sp_ref = engines
     params = dict(zip(JOINT, vector, strict=True))
     fast.set_rotation(sp_fast, theta, transpose)
@@ -44,7 +52,8 @@ def test_kernel_reconstruction_matches_numpy_reference(  # type: ignore[no-untyp
     np.testing.assert_allclose(image, image_ref, rtol=0, atol=1e-6 * np.abs(image_ref).max())
 
 
-def test_returning_to_a_rotation_reuses_its_geometry_with_the_same_results(engines) -> None:  # type: ignore[no-untyped-def]
+def test_returning_to_a_rotation_reuses_its_geometry_with_the_same_results(
+        engines: tuple[CPUEngine, HostSpectra, CPUEngine, HostSpectra]) -> None:
     fast, sp, _, _ = engines
     params = dict(zip(JOINT, [-40.0, 15.0, -1.1, 4.0, -7.0, 120.0], strict=True))
     cand = np.array([list(params.values())])

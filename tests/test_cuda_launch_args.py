@@ -86,7 +86,8 @@ def _check_values(args: la.KernelArgs) -> None:
 
 def test_builders_give_values_of_the_signature_dtypes() -> None:
     geo = la.KernelGeo.of(0.8, 0.02, 0.0197)
-    w = la.Window.of(*_arrays(1), 100, 60, (10, 10), *_arrays(2))
+    G, nu_r, nu_c = _arrays(3)
+    w = la.Window.of(G, 100, 60, (10, 10), nu_r, nu_c)
     k64, px, cand, part, raw, energy, dk, pairs = _arrays(8)
     _check_values(la.vp_eval_args(w, k64, px, cand, geo, part, 128, raw, energy, dk))
     _check_values(la.vp_derivs_args(w, k64, px, cand, geo, part, 128, raw, pairs, 7))

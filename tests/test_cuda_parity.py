@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import math
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 import pytest
@@ -31,13 +33,22 @@ from livessb.params import JOINT  # noqa: E402
 from livessb.physics.geometry import estimate_rotation  # noqa: E402
 from livessb.simulate import simulate_4dstem  # noqa: E402
 
+if TYPE_CHECKING:
+    from livessb.engine.cpu import HostSpectra
+    from livessb.engine.cuda.engine import DeviceSpectra
+    from livessb.physics.geometry import RotationEstimate
+    from livessb.results import Bounds
+    from livessb.simulate import SimulationTruth
+
+    Simulated = tuple[Dataset4D, SimulationTruth]  # a simulated dataset and its truth
+
 LOSS_RTOL = 1e-5
 PHASE_ATOL = 2e-4
 PARAM_RTOL = 1e-3
 
 
 @pytest.fixture(scope="module")
-def thick():
+def thick() -> Simulated:
     ds, truth = simulate_4dstem(
         scan_shape=(32, 32), detector_shape=(32, 32), scan_step_A=0.6,
         aberrations={"C10": -40.0, "C12": 12.0, "phi12": 0.4}, depth_A=60.0,
@@ -46,7 +57,7 @@ def thick():
 
 
 @pytest.fixture(scope="module")
-def thin():
+def thin() -> Simulated:
     ds, truth = simulate_4dstem(
         scan_shape=(40, 36), detector_shape=(32, 32), scan_step_A=0.6,
         aberrations={"C10": -60.0, "C12": 15.0, "phi12": -0.7}, defocus_gradient=(0.0, 0.5),
@@ -55,7 +66,7 @@ def thin():
 
 
 @contextlib.contextmanager
-def _cuda_prepared(ds):
+def _cuda_prepared(ds: Dataset4D) -> Iterator[tuple[CUDAEngine, RotationEstimate, DeviceSpectra]]:
     """A CUDA engine with the full field prepared at its COM rotation; closed after."""
     eng = CUDAEngine(ds)
     try:
@@ -65,7 +76,8 @@ def _cuda_prepared(ds):
 
 
 @contextlib.contextmanager
-def _both_prepared(ds):
+def _both_prepared(ds: Dataset4D) -> Iterator[
+        tuple[CPUEngine, CUDAEngine, RotationEstimate, HostSpectra, DeviceSpectra]]:
     """CPU and CUDA engines with the full field prepared at their COM rotation:
     (cpu, gpu, the device's rotation, cpu spectra, gpu spectra); closed after."""
     cpu, gpu = CPUEngine(ds), CUDAEngine(ds)
@@ -78,7 +90,7 @@ def _both_prepared(ds):
         gpu.close()
 
 
-def _every_pixel_mask(tiles, n_bf):
+def _every_pixel_mask(tiles: int, n_bf: int) -> Any:
     """One support-mask row listing every BF pixel (with mask stride 0: for all warps)."""
     every = np.zeros((tiles, 128), dtype=np.uint64)
     every.reshape(-1)[:n_bf] = 1
@@ -86,7 +98,7 @@ def _every_pixel_mask(tiles, n_bf):
     return cp.asarray(row.astype(np.uint32).ravel())
 
 
-def test_candidate_groups_give_identical_losses(thick):
+def test_candidate_groups_give_identical_losses(thick: Simulated) -> None:
     """2 or 4 candidates per thread: each candidate's sums run in the same order, so the
     losses are the same bits."""
     ds, _ = thick
@@ -104,14 +116,16 @@ def test_candidate_groups_give_identical_losses(thick):
         eng.close()
 
 
-def _prepared(engine, ds, bounds=None):
+def _prepared(
+        engine: CPUEngine | CUDAEngine, ds: Dataset4D,
+        bounds: Bounds | None = None) -> tuple[RotationEstimate, Any]:
     rot = estimate_rotation(engine.bf_center_of_mass(), ds.scan_step_A)
     sp = engine.prepare(bounds)
     engine.set_rotation(sp, rot.theta, rot.transpose)
     return rot, sp
 
 
-def _candidates(n, seed=0):
+def _candidates(n: int, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     c = np.column_stack([rng.uniform(-200, 200, n), rng.uniform(0, 50, n),
                          rng.uniform(-1.5, 1.5, n), rng.uniform(-12, 12, n),
@@ -122,7 +136,7 @@ def _candidates(n, seed=0):
 
 
 @pytest.mark.parametrize("bounds", [None, (3, 29, 2, 30), (5, 12, 4, 31)])
-def test_losses_and_derivatives_match_cpu(thick, bounds):
+def test_losses_and_derivatives_match_cpu(thick: Simulated, bounds: Bounds | None) -> None:
     ds, _ = thick
     cpu, gpu = CPUEngine(ds), CUDAEngine(ds)
     try:
@@ -148,7 +162,7 @@ def test_losses_and_derivatives_match_cpu(thick, bounds):
         gpu.close()
 
 
-def test_both_engines_score_one_object_per_trotter_lobe(thick):
+def test_both_engines_score_one_object_per_trotter_lobe(thick: Simulated) -> None:
     """The device scores the per-lobe VP loss (issue 15), as the CPU does: below the loss
     of one object shared by both lobes (computed here from the CPU reference's grids) by
     far more than the parity tolerance, on the fused θ grid and the split pixel loop too."""
@@ -174,7 +188,7 @@ def test_both_engines_score_one_object_per_trotter_lobe(thick):
         assert pixel_split(sg.part.M, sg.n_bf)[1] > 1  # this small window splits the pixels
 
 
-def test_opt_in_coefficients_generic_path_matches_cpu(thick):
+def test_opt_in_coefficients_generic_path_matches_cpu(thick: Simulated) -> None:
     from livessb.params import fit_names
 
     ds, _ = thick
@@ -199,7 +213,7 @@ def test_opt_in_coefficients_generic_path_matches_cpu(thick):
 
 
 @pytest.mark.parametrize("upsample,method", [(1, "ssb"), (3, "ssb"), (2, "wiener")])
-def test_reconstruction_matches_cpu(thick, upsample, method):
+def test_reconstruction_matches_cpu(thick: Simulated, upsample: int, method: str) -> None:
     ds, truth = thick
     cpu, gpu = CPUEngine(ds), CUDAEngine(ds)
     try:
@@ -216,7 +230,7 @@ def test_reconstruction_matches_cpu(thick, upsample, method):
         gpu.close()
 
 
-def test_higher_order_reconstruction_uses_generic_path(thick):
+def test_higher_order_reconstruction_uses_generic_path(thick: Simulated) -> None:
     ds, _ = thick
     cpu, gpu = CPUEngine(ds), CUDAEngine(ds)
     try:
@@ -235,7 +249,7 @@ def test_higher_order_reconstruction_uses_generic_path(thick):
         gpu.close()
 
 
-def test_session_fit_parity_and_determinism(thick):
+def test_session_fit_parity_and_determinism(thick: Simulated) -> None:
     # A thick, tilted slab: all six parameters are identified (on a thin sample tilt is
     # not, and its fitted value is arbitrary within a flat valley).
     ds, _ = thick
@@ -271,7 +285,7 @@ def test_session_fit_parity_and_determinism(thick):
     assert r1.crop.phase_hash() == r2.crop.phase_hash()
 
 
-def test_close_releases_pool_and_keeps_results(thin):
+def test_close_releases_pool_and_keeps_results(thin: Simulated) -> None:
     ds, _ = thin
     pool = cp.get_default_memory_pool()
     pool.free_all_blocks()
@@ -291,14 +305,16 @@ def test_close_releases_pool_and_keeps_results(thin):
     assert full.params and reg2.params
 
 
-def test_out_of_memory_is_a_clear_error_and_session_survives(thin, monkeypatch):
+def test_out_of_memory_is_a_clear_error_and_session_survives(
+        thin: Simulated, monkeypatch: pytest.MonkeyPatch) -> None:
     ds, _ = thin
     s = Session(ds, device="cuda")
     try:
         s.fit(trials=20, seed=1, progress=False)
         engine = s.diagnostics.engine
+        assert isinstance(engine, CUDAEngine)
 
-        def boom(*a, **k):
+        def boom(*a: object, **k: object) -> NoReturn:
             raise cp.cuda.memory.OutOfMemoryError(1 << 40, 0)
 
         monkeypatch.setattr(engine.memory.buffers, "take", boom)
@@ -312,7 +328,7 @@ def test_out_of_memory_is_a_clear_error_and_session_survives(thin, monkeypatch):
         s.close()
 
 
-def test_device_dataset_matches_host_counts(thin):
+def test_device_dataset_matches_host_counts(thin: Simulated) -> None:
     from livessb.bench.device_data import DeviceDataset4D
 
     ds, _ = thin
@@ -330,12 +346,13 @@ def test_device_dataset_matches_host_counts(thin):
         b.close()
 
 
-def test_synthetic_device_dataset_small():
-    from livessb.bench.device_data import generate_dataset
+def test_synthetic_device_dataset_small() -> None:
+    from livessb.bench.device_data import DeviceCounts, generate_dataset
 
     ds, truth = generate_dataset(scan=(48, 48), detector=(64, 64), bf_pixels=900, seed=3)
     ds2, _ = generate_dataset(scan=(48, 48), detector=(64, 64), bf_pixels=900, seed=3)
     assert ds.counts.shape == (48, 48, 64, 64) and ds.counts.dtype == np.uint16
+    assert isinstance(ds.counts, DeviceCounts) and isinstance(ds2.counts, DeviceCounts)
     assert bool((ds.counts.device_array == ds2.counts.device_array).all())
     with Session(ds, device="cuda") as s:
         full = s.fit(trials=60, seed=2, progress=False)
@@ -343,7 +360,7 @@ def test_synthetic_device_dataset_small():
     assert abs(full.rotation_deg % 180 - truth.rotation_deg % 180) < 2
 
 
-def test_rotation_grid_matches_per_rotation_path(thick):
+def test_rotation_grid_matches_per_rotation_path(thick: Simulated) -> None:
     """One launch for the whole θ grid == set_rotation + evaluate per θ (and the CPU)."""
     from livessb.engine.reference import evaluate_rotations_per_theta
 
@@ -360,7 +377,7 @@ def test_rotation_grid_matches_per_rotation_path(thick):
         assert np.ptp(fused) > 0  # θ matters: the grid is not one value repeated
 
 
-def test_rotation_grid_bitwise_on_unsplit_window():
+def test_rotation_grid_bitwise_on_unsplit_window() -> None:
     """Windows of ≥ 512 frequency blocks do not split the pixel loop: then the fused θ
     grid (losses and in-kernel energies) equals the per-θ path bit for bit."""
     from livessb.bench.device_data import generate_dataset
@@ -380,7 +397,7 @@ def test_rotation_grid_bitwise_on_unsplit_window():
         eng.close()
 
 
-def test_support_masks_skip_only_pixels_outside_every_trotter(thick):
+def test_support_masks_skip_only_pixels_outside_every_trotter(thick: Simulated) -> None:
     """Reconstruction walks only the masked pixels: same bits as walking every pixel."""
     ds, truth = thick
     eng = CUDAEngine(ds)
@@ -399,12 +416,13 @@ def test_support_masks_skip_only_pixels_outside_every_trotter(thick):
         eng.close()
 
 
-def test_lobe_masks_skip_only_pixels_outside_each_lobe(thick):
+def test_lobe_masks_skip_only_pixels_outside_each_lobe(thick: Simulated) -> None:
     """vp_derivs walks only the pixels its lobe masks list: same bits as every pixel."""
     ds, _ = thick
     with _cuda_prepared(ds) as (eng, _, sp):
         cand = _candidates(3)
         masked = eng.derivatives(sp, cand)
+        assert sp.part.lobe_masks is not None
         words, tiles = sp.part.lobe_masks
         rows = words.size // (4 * tiles)  # both lobes' rows
         set_bits = int(np.unpackbits(cp.asnumpy(words).view(np.uint8)).sum())
@@ -414,7 +432,7 @@ def test_lobe_masks_skip_only_pixels_outside_each_lobe(thick):
             np.testing.assert_array_equal(a, b)
 
 
-def test_mirror_branch_reconstructs_the_conjugate_object_on_device(thick):
+def test_mirror_branch_reconstructs_the_conjugate_object_on_device(thick: Simulated) -> None:
     """The branch choice negates one branch's phase skewness for its exact mirror: on the
     device too, O(θ+π, mirror(p)) = conj O(θ, p) to float32 rounding."""
     from livessb.fit.search import Box, mirror_params
@@ -430,7 +448,7 @@ def test_mirror_branch_reconstructs_the_conjugate_object_on_device(thick):
     assert np.abs(o_mirror - o).max() > 0.1 * np.abs(o).max()
 
 
-def test_set_rotation_revisits_are_free_and_identical(thick):
+def test_set_rotation_revisits_are_free_and_identical(thick: Simulated) -> None:
     """Returning to a visited rotation reuses its geometry and energy (same bits)."""
     ds, truth = thick
     with _cuda_prepared(ds) as (eng, rot, sp):
@@ -445,11 +463,12 @@ def test_set_rotation_revisits_are_free_and_identical(thick):
         assert other == pytest.approx(energy, rel=1e-6)  # energy is even in k
         region = eng.prepare((3, 29, 2, 30))
         eng.set_rotation(region, rot.theta, rot.transpose)
+        assert region.part.geometry is not None and sp.part.geometry is not None
         assert region.part.geometry.px is sp.part.geometry.px  # geometry shared across windows
         assert eng.stage_timings()["set_rotation_calls"] == calls + 2
 
 
-def test_few_candidate_launches_split_to_fill_the_device():
+def test_few_candidate_launches_split_to_fill_the_device() -> None:
     """A lone leftover candidate of a batch and a single derivative start run split over
     the pixels on an otherwise unsplit window: same values as in a full group."""
     from livessb.bench.device_data import generate_dataset
@@ -471,7 +490,7 @@ def test_few_candidate_launches_split_to_fill_the_device():
             np.testing.assert_allclose(a[0], b[0], rtol=1e-5, atol=1e-12 * np.abs(b[0]).max())
 
 
-def test_cuda_session_corrects_like_the_cpu_session():
+def test_cuda_session_corrects_like_the_cpu_session() -> None:
     ds, _ = simulate_4dstem(scan_shape=(32, 32), detector_shape=(32, 32), scan_step_A=0.6,
                             aberrations={"C10": -40.0}, dose=2e4, seed=3, rotation_deg=8.0,
                             descan_px_per_px=(0.0, 0.04, -0.03, 0.01),

@@ -1,10 +1,15 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 import pytest
 
 from helpers import disk_counts
 from livessb import Dataset4D, DatasetError
 
-CAL = {"voltage_kV": 200, "semiangle_mrad": 20, "scan_step_A": 0.5}
+CAL: dict[str, Any] = {"voltage_kV": 200, "semiangle_mrad": 20, "scan_step_A": 0.5}
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.uint32, np.float32])
@@ -32,7 +37,8 @@ def test_three_d_counts_need_scan_shape() -> None:
      "NaN or inf"),
     (lambda c: c.astype(np.float32) - 1000, "negative"),
 ])
-def test_bad_counts_raise_clear_errors(mutate, message) -> None:  # type: ignore[no-untyped-def]
+def test_bad_counts_raise_clear_errors(
+        mutate: Callable[[np.ndarray], np.ndarray], message: str) -> None:
     with pytest.raises(DatasetError, match=message):
         Dataset4D(mutate(disk_counts()), **CAL)
 

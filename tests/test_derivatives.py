@@ -5,7 +5,11 @@ form, independently of livessb's fast-path algebra; only the prepared spectra,
 frequencies and trotter masks are shared.
 """
 
+from __future__ import annotations
+
 import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -15,15 +19,25 @@ from helpers import disk_dataset
 from livessb.engine.cpu import CPUEngine
 from livessb.params import JOINT, fit_names
 
+if TYPE_CHECKING:
+    from livessb import Dataset4D
+    from livessb.engine.cpu import HostSpectra
+
+    Prepared = tuple[Dataset4D, list[CPUEngine], list[HostSpectra]]
+    # G, k, nu, mask, weights; energy, wavelength, aperture and edge width (torch_vp_loss's order)
+    LossArgs = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor,
+                     float, float, float, float]
+
 torch.set_default_dtype(torch.float64)
 
 
-def torch_vp_loss(theta, G, k, nu, mask, weights, energy, lam, k_alpha, edge,  # type: ignore[no-untyped-def]
-                  names=JOINT):
+def torch_vp_loss(theta: torch.Tensor, G: torch.Tensor, k: torch.Tensor, nu: torch.Tensor,
+                  mask: torch.Tensor, weights: torch.Tensor, energy: float, lam: float,
+                  k_alpha: float, edge: float, names: Sequence[str] = JOINT) -> torch.Tensor:
     p = dict(zip(names, theta, strict=True))
     t_r, t_c, depth = p["tilt_row_mrad"], p["tilt_col_mrad"], p["depth"]
 
-    def probe(qr, qc):  # type: ignore[no-untyped-def]
+    def probe(qr: torch.Tensor, qc: torch.Tensor) -> torch.Tensor:
         q2 = qr**2 + qc**2
         phi = torch.atan2(qc, qr)
         chi = math.pi * lam * q2 * (p["C10"] + p["C12"] * torch.cos(2 * (phi - p["phi12"])))
@@ -57,14 +71,14 @@ def torch_vp_loss(theta, G, k, nu, mask, weights, energy, lam, k_alpha, edge,  #
     return 1 - (w[ok] * N[ok].abs() ** 2 / D[ok]).sum() / energy
 
 
-def _sinc(x):  # type: ignore[no-untyped-def]
+def _sinc(x: torch.Tensor) -> torch.Tensor:
     # torch.sinc's double backward is NaN at 0; use the series there.
     small = x.abs() < 1e-3
     safe = torch.where(small, torch.ones_like(x), x)
     return torch.where(small, 1 - x**2 / 6 + x**4 / 120, torch.sin(safe) / safe)
 
 
-def torch_loss_args(ds, sp):  # type: ignore[no-untyped-def]
+def torch_loss_args(ds: Dataset4D, sp: HostSpectra) -> LossArgs:
     """torch_vp_loss's data arguments for prepared spectra ``sp`` of ``ds``."""
     ref = sp.part.geometry
     mask = np.concatenate([(g.amp_minus != 0) | (g.amp_plus != 0) for g in ref.grids])
@@ -75,7 +89,7 @@ def torch_loss_args(ds, sp):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="module")
-def prepared():  # type: ignore[no-untyped-def]
+def prepared() -> Prepared:
     ds = disk_dataset(scan=(12, 12), det=24, radius=6)
     engines = [CPUEngine(ds), CPUEngine(ds, kernels=False)]  # Numba, NumPy reference
     spectra = []
@@ -91,7 +105,7 @@ def prepared():  # type: ignore[no-untyped-def]
     [-40.0, 15.0, -1.1, 4.0, -7.0, 120.0],
     [5.0, 0.5, 1.4, -12.0, 3.0, 400.0],
 ])
-def test_gradient_and_hessian_match_autograd(prepared, theta) -> None:  # type: ignore[no-untyped-def]
+def test_gradient_and_hessian_match_autograd(prepared: Prepared, theta: list[float]) -> None:
     ds, engines, spectra = prepared
     args = torch_loss_args(ds, spectra[1])
     x = torch.tensor(theta)
@@ -106,7 +120,7 @@ def test_gradient_and_hessian_match_autograd(prepared, theta) -> None:  # type: 
         assert engine.evaluate(s, np.array([theta]))[0] == pytest.approx(loss_t, rel=1e-10)
 
 
-def test_numba_kernels_equal_numpy_reference(prepared) -> None:  # type: ignore[no-untyped-def]
+def test_numba_kernels_equal_numpy_reference(prepared: Prepared) -> None:
     _, (fast, ref), (s_fast, s_ref) = prepared
     cand = np.array([[30.0, 12.0, 0.4, 3.0, -2.0, 80.0], [-10, 5, -1, 0, 0, 0]])
     np.testing.assert_allclose(fast.evaluate(s_fast, cand), ref.evaluate(s_ref, cand), rtol=1e-12)
@@ -116,7 +130,8 @@ def test_numba_kernels_equal_numpy_reference(prepared) -> None:  # type: ignore[
 
 @pytest.mark.parametrize("method", ["ssb", "wiener"])
 @pytest.mark.parametrize("upsample", [1, 2])
-def test_numba_reconstruction_equals_numpy_reference(prepared, method, upsample) -> None:  # type: ignore[no-untyped-def]
+def test_numba_reconstruction_equals_numpy_reference(
+        prepared: Prepared, method: str, upsample: int) -> None:
     _, (fast, ref), (s_fast, s_ref) = prepared
     params = {"C10": 20.0, "C12": 4.0, "phi12": 0.3, "tilt_row_mrad": 2.0, "depth": 60.0}
     a = fast.reconstruct(s_fast, params, upsample, method)
@@ -125,7 +140,7 @@ def test_numba_reconstruction_equals_numpy_reference(prepared, method, upsample)
     np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6 * np.abs(b).max())
 
 
-def test_opt_in_coefficients_derivatives_match_autograd(prepared) -> None:  # type: ignore[no-untyped-def]
+def test_opt_in_coefficients_derivatives_match_autograd(prepared: Prepared) -> None:
     ds, engines, spectra = prepared
     names = fit_names(("C21", "C23", "C30"))
     theta = [25.0, 8.0, 0.3, 4.0, -7.0, 120.0, 300.0, 0.7, 200.0, -0.4, 3e4]

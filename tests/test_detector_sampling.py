@@ -4,6 +4,7 @@ and its record in the calibration file."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -57,7 +58,7 @@ def test_fit_detector_sampling_needs_the_vp_objective() -> None:
 
 
 def test_joint_fit_recovers_a_sampling_given_2_percent_off_and_the_file_keeps_it(
-        tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # An integer BF centre: the simulator renders a sub-pixel centre by bilinear
     # interpolation, a blur of the aperture edge that the fit reads ≈ 1 % large
     # (docs/uncertainty.md). Measured: -0.05 % ± 0.07 %; C10 -49.15 → -49.64.

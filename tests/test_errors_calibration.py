@@ -82,7 +82,8 @@ def _coverage(fits: list[tuple[Any, dict[str, float]]], names: tuple[str, ...]) 
     return {n: inside[n] / len(fits) for n in names}
 
 
-def test_thin_errors_are_calibrated_and_the_thin_model_is_kept(thin_fits) -> None:  # type: ignore[no-untyped-def]
+def test_thin_errors_are_calibrated_and_the_thin_model_is_kept(
+        thin_fits: list[tuple[Any, dict[str, float]]]) -> None:
     kept = [fit.provenance["model_choice"]["kept"] for fit, _ in thin_fits]
     assert kept.count("thin") >= COVERAGE * REALISATIONS
     thin = [(f, t) for f, t in thin_fits if f.provenance["model_choice"]["kept"] == "thin"]
@@ -94,7 +95,8 @@ def test_thin_errors_are_calibrated_and_the_thin_model_is_kept(thin_fits) -> Non
     assert min(cover.values()) >= COVERAGE, cover
 
 
-def test_misfit_errors_agree_with_noise_errors_on_data_the_thin_model_describes(thin_fits) -> None:  # type: ignore[no-untyped-def]
+def test_misfit_errors_agree_with_noise_errors_on_data_the_thin_model_describes(
+        thin_fits: list[tuple[Any, dict[str, float]]]) -> None:
     # The sandwich estimates the same scatter as the noise error when the residual is
     # counting noise (measured: mean ratio 1.02-1.05), so taking the larger of the two
     # does not inflate calibrated errors.
@@ -111,7 +113,8 @@ def _kept_thick(fits: list[tuple[Any, dict[str, float]]]) -> list[tuple[Any, dic
     return [(f, t) for f, t in fits if f.provenance["model_choice"]["kept"] == "thick"]
 
 
-def test_thick_model_is_kept_and_its_errors_are_calibrated_to_90_percent(thick_fits) -> None:  # type: ignore[no-untyped-def]
+def test_thick_model_is_kept_and_its_errors_are_calibrated_to_90_percent(
+        thick_fits: list[tuple[Any, dict[str, float]]]) -> None:
     # ≥ 90 % kept thick, as the thin test asks of the thin model: with one object per
     # trotter lobe the test has less power, and in one of these 20 realisations (seed
     # 109) the thick model removes ΔR = 13 σ² only (T = ΔR/(κσ²) = 6.0, κ = 2.2), below

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
@@ -12,6 +13,10 @@ from livessb.fit.search import Box
 from livessb.params import JOINT, fit_names, to_vector
 from livessb.simulate import simulate_4dstem
 
+if TYPE_CHECKING:
+    from livessb import Dataset4D, Session
+    from livessb.simulate import SimulationTruth
+
 HELD = {"depth": 0.0, "tilt_row_mrad": 0.0, "tilt_col_mrad": 0.0}
 
 
@@ -20,12 +25,13 @@ def _phi12_diff(a: float, b: float) -> float:
 
 
 @pytest.fixture(scope="module")
-def small():  # type: ignore[no-untyped-def]
+def small() -> tuple[Dataset4D, SimulationTruth]:
     return simulate_4dstem(scan_shape=(32, 32), detector_shape=(32, 32), dose=1e5, seed=5,
                            aberrations={"C10": 25.0, "C12": 6.0, "phi12": 0.2})
 
 
-def test_fixed_parameters_are_held_and_the_rest_recover_the_truth(demo_with_truth) -> None:  # type: ignore[no-untyped-def]
+def test_fixed_parameters_are_held_and_the_rest_recover_the_truth(
+        demo_with_truth: tuple[Dataset4D, SimulationTruth]) -> None:
     ds, truth = demo_with_truth
     with livessb.Session(ds, device="cpu") as s:
         fit = s.fit(trials=100, seed=3, progress=False, fixed=HELD)
@@ -41,7 +47,8 @@ def test_fixed_parameters_are_held_and_the_rest_recover_the_truth(demo_with_trut
     assert len({t["params"]["C10"] for t in fit.trials}) == len(fit.trials)  # C10 does vary
 
 
-def test_held_defocus_is_not_moved_by_a_region_fit(small) -> None:  # type: ignore[no-untyped-def]
+def test_held_defocus_is_not_moved_by_a_region_fit(
+        small: tuple[Dataset4D, SimulationTruth]) -> None:
     ds, truth = small
     with livessb.Session(ds, device="cpu") as s:
         s.fit(trials=40, progress=False)
@@ -52,7 +59,8 @@ def test_held_defocus_is_not_moved_by_a_region_fit(small) -> None:  # type: igno
     assert reg.params["C12"] == pytest.approx(truth.params["C12"], abs=3.0)
 
 
-def test_held_astigmatism_magnitude_leaves_its_angle_free(small) -> None:  # type: ignore[no-untyped-def]
+def test_held_astigmatism_magnitude_leaves_its_angle_free(
+        small: tuple[Dataset4D, SimulationTruth]) -> None:
     ds, truth = small
     with livessb.Session(ds, device="cpu") as s:
         fit = s.fit(trials=40, progress=False, fixed={"C12": truth.params["C12"]})
@@ -70,12 +78,14 @@ def test_held_astigmatism_magnitude_leaves_its_angle_free(small) -> None:  # typ
     ({"C10": "a lot"}, "must be a number"),
     (dict.fromkeys(JOINT, 0.0), "nothing left to fit"),
 ])
-def test_bad_fixed_values_are_refused(small, fixed, message) -> None:  # type: ignore[no-untyped-def]
+def test_bad_fixed_values_are_refused(
+        small: tuple[Dataset4D, SimulationTruth], fixed: dict[str, Any], message: str) -> None:
     with livessb.Session(small[0], device="cpu") as s, pytest.raises(ValueError, match=message):
         s.fit(trials=4, progress=False, fixed=fixed)
 
 
-def test_fixed_and_box_for_one_parameter_is_refused(small) -> None:  # type: ignore[no-untyped-def]
+def test_fixed_and_box_for_one_parameter_is_refused(
+        small: tuple[Dataset4D, SimulationTruth]) -> None:
     with livessb.Session(small[0], device="cpu") as s, pytest.raises(ValueError, match="both"):
         s.fit(trials=4, progress=False, fixed={"C10": 0.0}, box={"C10": (-10.0, 10.0)})
 
@@ -87,7 +97,8 @@ def test_reconstruction_only_coefficients_cannot_be_fitted() -> None:
         Box.from_mapping({"C32": (0.0, 1.0)})
 
 
-def test_progress_callback_sees_search_reach_total_then_newton(small) -> None:  # type: ignore[no-untyped-def]
+def test_progress_callback_sees_search_reach_total_then_newton(
+        small: tuple[Dataset4D, SimulationTruth]) -> None:
     events: list[tuple[str, int, int]] = []
     with livessb.Session(small[0], device="cpu") as s:
         s.fit(trials=40, progress=lambda *e: events.append(e))
@@ -106,8 +117,9 @@ def test_progress_callback_sees_search_reach_total_then_newton(small) -> None:  
             s.fit(trials=4, progress="yes")  # type: ignore[arg-type]
 
 
-def test_refine_from_a_defocus_error_returns_to_the_fit(demo_session) -> None:  # type: ignore[no-untyped-def]
+def test_refine_from_a_defocus_error_returns_to_the_fit(demo_session: Session) -> None:
     full = demo_session.full_fit
+    assert full is not None
     start = dict(full.params, C10=full.params["C10"] + 15.0)
     refined = demo_session.refine(start)
     evaluate = demo_session.loss_evaluator()
@@ -120,10 +132,12 @@ def test_refine_from_a_defocus_error_returns_to_the_fit(demo_session) -> None:  
     assert refined.rotation_deg == demo_session.rotation_deg
 
 
-def test_refine_in_a_region_holds_fixed_values(demo_session, demo_with_truth) -> None:  # type: ignore[no-untyped-def]
+def test_refine_in_a_region_holds_fixed_values(
+        demo_session: Session, demo_with_truth: tuple[Dataset4D, SimulationTruth]) -> None:
     _, truth = demo_with_truth
     left = (8, 88, 2, 34)
     full = demo_session.full_fit
+    assert full is not None
     start = {k: v for k, v in full.params.items() if k not in HELD}
     refined = demo_session.refine(start, fixed=HELD, bounds=left)
     assert refined.bounds == left
@@ -133,7 +147,8 @@ def test_refine_in_a_region_holds_fixed_values(demo_session, demo_with_truth) ->
     assert np.isfinite(refined.loss)
 
 
-def test_refine_refuses_bad_starts(demo_session) -> None:  # type: ignore[no-untyped-def]
+def test_refine_refuses_bad_starts(demo_session: Session) -> None:
+    assert demo_session.full_fit is not None
     params = dict(demo_session.full_fit.params)
     with pytest.raises(ValueError, match="start value"):
         demo_session.refine({k: v for k, v in params.items() if k != "C12"})

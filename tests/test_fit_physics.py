@@ -1,6 +1,9 @@
 """Joint fits recover the simulator's known truth (CPU engine, small data, full trials)."""
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
@@ -8,33 +11,39 @@ import pytest
 import livessb
 from livessb.simulate import simulate_4dstem
 
+if TYPE_CHECKING:
+    from livessb import Dataset4D, Session
+    from livessb.results import FitResult
+    from livessb.simulate import SimulationTruth
+
 
 def _angle_diff_deg(a: float, b: float) -> float:
     return abs((a - b + 180.0) % 360.0 - 180.0)
 
 
 @pytest.fixture(scope="module")
-def rotated_data():  # type: ignore[no-untyped-def]
+def rotated_data() -> tuple[Dataset4D, SimulationTruth]:
     return simulate_4dstem(
         scan_shape=(32, 32), detector_shape=(32, 32), dose=5e4, seed=2, rotation_deg=17.0,
         aberrations={"C10": -50.0, "C12": 10.0, "phi12": -0.4})
 
 
 @pytest.fixture(scope="module")
-def rotated_fit(rotated_data):  # type: ignore[no-untyped-def]
+def rotated_fit(
+        rotated_data: tuple[Dataset4D, SimulationTruth]) -> tuple[FitResult, SimulationTruth]:
     ds, truth = rotated_data
     with livessb.Session(ds, device="cpu") as s:
         return s.fit(progress=False), truth
 
 
 @pytest.fixture(scope="module")
-def rotated_fit_both_searched(rotated_data):  # type: ignore[no-untyped-def]
+def rotated_fit_both_searched(rotated_data: tuple[Dataset4D, SimulationTruth]) -> FitResult:
     with livessb.Session(rotated_data[0], device="cpu") as s:
         return s.fit(progress=False, search_both_branches=True)
 
 
 @pytest.fixture(scope="module")
-def transposed_fit():  # type: ignore[no-untyped-def]
+def transposed_fit() -> tuple[FitResult, SimulationTruth]:
     ds, truth = simulate_4dstem(
         scan_shape=(32, 32), detector_shape=(32, 32), dose=5e4, seed=3, rotation_deg=-30.0,
         transpose=True, aberrations={"C10": 60.0, "C12": 20.0, "phi12": 0.6})
@@ -48,13 +57,15 @@ def transposed_fit():  # type: ignore[no-untyped-def]
     "jagged steps for every seed; refine_rotation's parabola over ±3° lands 0.3-1.1° "
     "high at 5e4 e-/pattern on a 32² detector (1.012° here; noise-free 0.02°). Fix: hold "
     "each lobe's pixel set at the central θ during the scan (engine change)."))
-def test_rotation_within_one_degree_on_a_32px_detector(rotated_fit) -> None:  # type: ignore[no-untyped-def]
+def test_rotation_within_one_degree_on_a_32px_detector(
+        rotated_fit: tuple[FitResult, SimulationTruth]) -> None:
     fit, truth = rotated_fit
     assert _angle_diff_deg(fit.rotation_deg, truth.rotation_deg) < 1.0
 
 
 @pytest.mark.parametrize("which", ["rotated_fit", "transposed_fit"])
-def test_full_field_fit_recovers_aberrations_rotation_and_branch(which, request) -> None:  # type: ignore[no-untyped-def]
+def test_full_field_fit_recovers_aberrations_rotation_and_branch(
+        which: str, request: pytest.FixtureRequest) -> None:
     fit, truth = request.getfixturevalue(which)
     p, t = fit.params, truth.params
     assert p["C10"] == pytest.approx(t["C10"], abs=3.0)
@@ -73,8 +84,9 @@ def test_full_field_fit_recovers_aberrations_rotation_and_branch(which, request)
     assert fit.newton and all(np.isfinite(s["loss"]) for s in fit.newton)
 
 
-def test_wrong_branch_is_the_exact_mirror_of_the_right_one(  # type: ignore[no-untyped-def]
-        rotated_fit, rotated_fit_both_searched) -> None:
+def test_wrong_branch_is_the_exact_mirror_of_the_right_one(
+        rotated_fit: tuple[FitResult, SimulationTruth],
+        rotated_fit_both_searched: FitResult) -> None:
     # The VP loss is invariant under θ→θ+π with aberrations and tilt negated: two
     # independent searches land on mirrored parameters with equal loss, and the
     # mirrored shortcut picks the same branch with the same parameters.
@@ -124,7 +136,8 @@ def test_defocus_is_unbiased_on_a_thin_object_that_is_not_weak() -> None:
     assert fit.params["C12"] == pytest.approx(truth.params["C12"], abs=0.5)
 
 
-def test_demo_regions_recover_their_local_defocus(demo_session, demo_with_truth) -> None:  # type: ignore[no-untyped-def]
+def test_demo_regions_recover_their_local_defocus(
+        demo_session: Session, demo_with_truth: tuple[Dataset4D, SimulationTruth]) -> None:
     _, truth = demo_with_truth
     left, right = (8, 88, 2, 34), (8, 88, 62, 94)
     reg_l = demo_session.fit_region(left, region_id="left")
@@ -136,6 +149,7 @@ def test_demo_regions_recover_their_local_defocus(demo_session, demo_with_truth)
     assert reg_r.params["C10"] - reg_l.params["C10"] == pytest.approx(true_diff, abs=4.0)
     f = demo_session.upsample_factor
     assert reg_l.crop.shape == (80 * f, 32 * f)
+    assert demo_session.rotation_deg is not None
     assert _angle_diff_deg(demo_session.rotation_deg, truth.rotation_deg) < 1.0
 
 
@@ -161,7 +175,8 @@ def test_opted_in_spherical_and_threefold_are_recovered() -> None:
     assert set(more.provenance["box"]) == set(p)
 
 
-def test_mirror_params_give_the_same_loss_on_the_other_branch(rotated_data) -> None:  # type: ignore[no-untyped-def]
+def test_mirror_params_give_the_same_loss_on_the_other_branch(
+        rotated_data: tuple[Dataset4D, SimulationTruth]) -> None:
     # The symmetry the mirrored branch relies on, with every opt-in coefficient set:
     # L(θ, p) = L(θ+π, mirror(p)); a wrong mirror (e.g. C21 negated) breaks it.
     from livessb.fit.search import Box, box_is_mirror_symmetric, mirror_params
@@ -184,7 +199,8 @@ def test_mirror_params_give_the_same_loss_on_the_other_branch(rotated_data) -> N
     assert abs(broken[0] - loss[0]) > 1e-5  # far above the symmetry's rounding
 
 
-def test_mirror_branch_reconstructs_the_conjugate_object(rotated_data) -> None:  # type: ignore[no-untyped-def]
+def test_mirror_branch_reconstructs_the_conjugate_object(
+        rotated_data: tuple[Dataset4D, SimulationTruth]) -> None:
     # The branch choice reconstructs only one branch of a mirrored pair and negates its
     # phase skewness for the other: that rests on O(θ+π, mirror(p)) = conj O(θ, p).
     from livessb.fit.search import Box, mirror_params

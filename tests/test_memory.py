@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
@@ -16,6 +17,9 @@ import livessb
 from livessb import memory
 from livessb.preprocess import corrections
 from livessb.simulate import simulate_4dstem
+
+if TYPE_CHECKING:
+    from livessb import Dataset4D
 
 PROBE = r"""
 import json, numpy as np, livessb
@@ -60,13 +64,14 @@ def test_cpu_estimates_cover_the_measured_peaks(tmp_path: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def small():  # type: ignore[no-untyped-def]
+def small() -> Dataset4D:
     ds, _ = simulate_4dstem(scan_shape=(24, 24), detector_shape=(32, 32), dose=2e5, seed=4,
                             aberrations={"C10": 40.0})
     return ds
 
 
-def test_session_refused_when_it_does_not_fit(small, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_session_refused_when_it_does_not_fit(
+        small: Dataset4D, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(memory, "host_free_bytes", lambda: (2**20, "available RAM"))
     with pytest.raises(livessb.InsufficientMemoryError) as err:
         livessb.Session(small, device="cpu")
@@ -79,7 +84,8 @@ def test_session_refused_when_it_does_not_fit(small, monkeypatch) -> None:  # ty
         assert option in msg, option
 
 
-def test_reconstruction_refused_when_it_does_not_fit(small, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_reconstruction_refused_when_it_does_not_fit(
+        small: Dataset4D, monkeypatch: pytest.MonkeyPatch) -> None:
     with livessb.Session(small, device="cpu") as s:
         s.fit(trials=8, progress=False)
         est = memory.reconstruct_estimate(small, "cpu", 6).total
@@ -117,7 +123,12 @@ def test_corrected_counts_are_checked_at_their_float32_size(
     monkeypatch.setattr(memory, "host_free_bytes", lambda: (between, "available RAM"))
     passes: list[int] = []
     measure = corrections._measure
-    monkeypatch.setattr(corrections, "_measure", lambda *a: passes.append(1) or measure(*a))
+
+    def counted_measure(*a: Any) -> Any:
+        passes.append(1)
+        return measure(*a)
+
+    monkeypatch.setattr(corrections, "_measure", counted_measure)
     with pytest.raises(livessb.InsufficientMemoryError, match="float32") as err:
         livessb.Session(hot, device="cpu")
     assert "Preprocessing(descan=None, find_bad_pixels=False)" in str(err.value)

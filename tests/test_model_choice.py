@@ -5,16 +5,22 @@ thick one with depth and tilt determined and near the truth."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 import livessb
 from livessb.simulate import simulate_4dstem
 
+if TYPE_CHECKING:
+    from livessb import Dataset4D, Session
+    from livessb.simulate import SimulationTruth
 
-def test_demo_full_field_keeps_the_thin_model(demo_session, demo_with_truth) -> None:  # type: ignore[no-untyped-def]
+
+def test_demo_full_field_keeps_the_thin_model(
+        demo_session: Session, demo_with_truth: tuple[Dataset4D, SimulationTruth]) -> None:
     fit = demo_session.full_fit
+    assert fit is not None
     _, truth = demo_with_truth
     choice = fit.provenance["model_choice"]
     assert choice["kept"] == "thin", choice["reason"]
@@ -43,7 +49,7 @@ def thick_fit() -> tuple[Any, dict[str, float]]:
         return s.fit(progress=False), truth.params
 
 
-def test_thick_tilted_slab_keeps_the_thick_model(thick_fit) -> None:  # type: ignore[no-untyped-def]
+def test_thick_tilted_slab_keeps_the_thick_model(thick_fit: tuple[Any, dict[str, float]]) -> None:
     fit, truth = thick_fit
     choice = fit.provenance["model_choice"]
     assert choice["kept"] == "thick", choice["reason"]

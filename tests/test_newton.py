@@ -1,26 +1,32 @@
 """Trust-region Newton on analytic objectives: convergence, and merging of starts."""
 
+from __future__ import annotations
+
+from collections.abc import Callable
+
 import numpy as np
 
 from livessb.fit.newton import NewtonOptions, _merge_duplicates, newton_refine
 from livessb.fit.search import Box
 from livessb.params import JOINT, scale_of
 
+Derivatives = Callable[[np.ndarray], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
 BOX = Box.from_mapping(None)
 CENTER = np.array([-80.0, 20.0, 0.5, 2.0, -3.0, 40.0])
 
 
-def _counted(f):  # type: ignore[no-untyped-def]
+def _counted(f: Derivatives) -> tuple[Derivatives, list[int]]:
     calls: list[int] = []
 
-    def derivatives(x: np.ndarray):  # type: ignore[no-untyped-def]
+    def derivatives(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         calls.append(len(x))
         return f(x)
 
     return derivatives, calls
 
 
-def _valley(x: np.ndarray):  # type: ignore[no-untyped-def]
+def _valley(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """1 + Σ w (x - c)²/s², nearly flat along the tilts (as at small depth spread)."""
     w = np.array([1.0, 1.0, 1.0, 1e-4, 1e-4, 1.0]) / scale_of(JOINT) ** 2
     d = x - CENTER
@@ -59,7 +65,7 @@ def test_lockstep_starts_converge_to_the_valley_floor() -> None:
 
 
 def test_starts_in_different_basins_are_not_merged() -> None:
-    def double_well(x: np.ndarray):  # type: ignore[no-untyped-def]
+    def double_well(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         u = (x[:, 0] - CENTER[0]) / 100.0  # minima at C10 = c ± 100 Å
         rest = ((x[:, 1:] - CENTER[1:]) / scale_of(JOINT)[1:]) ** 2
         loss = 1.0 + (u * u - 1.0) ** 2 + 0.01 * u + rest.sum(axis=1)

@@ -4,6 +4,7 @@ allow_unusual (or the context manager) accepts unusual set-ups."""
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import pytest
 
@@ -13,7 +14,7 @@ from livessb.dataset import Dataset4D, DatasetError, ImplausibleCalibrationError
 from livessb.physics.geometry import MAX_AUTO_UPSAMPLE, UpsampleCapWarning, auto_upsample
 from livessb.physics.optics import wavelength_A
 
-GOOD = {"voltage_kV": 200, "semiangle_mrad": 20, "scan_step_A": 0.6}
+GOOD: dict[str, Any] = {"voltage_kV": 200, "semiangle_mrad": 20, "scan_step_A": 0.6}
 
 
 @pytest.mark.parametrize(("key", "value", "words"), [

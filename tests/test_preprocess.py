@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
@@ -15,7 +17,10 @@ from livessb.preprocess import CorrectedCounts, prepare_corrections
 from livessb.preprocess import corrections as corrections_module
 from livessb.preprocess.pixels import find_bad_pixels
 
-SMALL = {"scan_shape": (24, 24), "detector_shape": (32, 32), "scan_step_A": 0.6,
+if TYPE_CHECKING:
+    from livessb.simulate import SimulationTruth
+
+SMALL: dict[str, Any] = {"scan_shape": (24, 24), "detector_shape": (32, 32), "scan_step_A": 0.6,
          "aberrations": {"C10": -30.0}, "dose": 2e4, "seed": 5}
 
 
@@ -27,7 +32,7 @@ def _copy(ds: Dataset4D, counts: np.ndarray) -> Dataset4D:
 # -- the simulator's descan and beam current --------------------------------------------
 
 
-def test_simulated_descan_moves_the_disk_by_the_truth():
+def test_simulated_descan_moves_the_disk_by_the_truth() -> None:
     a = (0.01, 0.03, -0.02, 0.015)
     ds, truth = sim.simulate_4dstem(scan_shape=(9, 9), detector_shape=(32, 32), dose=None,
                                     phase_peak_rad=1e-4, descan_px_per_px=a,
@@ -47,7 +52,7 @@ def test_simulated_descan_moves_the_disk_by_the_truth():
     assert np.abs(moved - d).max() < 0.02  # the disk moved by the truth at every position
 
 
-def test_beam_current_fluctuation_scales_the_dose_per_position():
+def test_beam_current_fluctuation_scales_the_dose_per_position() -> None:
     ds, truth = sim.simulate_4dstem(**{**SMALL, "beam_current_fluctuation": 0.2})
     current = np.asarray(truth.extra["beam_current"]).reshape(24, 24)
     assert 0.8 <= current.min() and current.max() <= 1.2 and current.std() > 0.08
@@ -62,7 +67,7 @@ def test_beam_current_fluctuation_scales_the_dose_per_position():
 
 
 @pytest.mark.parametrize("model", ["plane", "smooth"])
-def test_descan_fit_recovers_the_simulated_plane(model: str):
+def test_descan_fit_recovers_the_simulated_plane(model: str) -> None:
     a = (0.02, 0.05, -0.04, 0.03)
     ds, truth = sim.simulate_4dstem(**{**SMALL, "descan_px_per_px": a})
     corr = prepare_corrections(ds, Preprocessing(descan=model))
@@ -78,7 +83,7 @@ def test_descan_fit_recovers_the_simulated_plane(model: str):
         assert np.allclose(fit.px_per_px, a, atol=0.003)
 
 
-def test_descan_measurement_at_low_dose_bins_blocks():
+def test_descan_measurement_at_low_dose_bins_blocks() -> None:
     a = (0.0, 0.06, -0.06, 0.0)
     ds, _ = sim.simulate_4dstem(**{**SMALL, "dose": 800.0, "descan_px_per_px": a})
     fit = prepare_corrections(ds).descan
@@ -86,7 +91,8 @@ def test_descan_measurement_at_low_dose_bins_blocks():
     assert np.allclose(fit.px_per_px, a, atol=0.01)
 
 
-def test_no_descan_is_insignificant_and_leaves_the_counts_untouched(demo_with_truth):
+def test_no_descan_is_insignificant_and_leaves_the_counts_untouched(
+        demo_with_truth: tuple[Dataset4D, SimulationTruth]) -> None:
     ds, _ = demo_with_truth
     corr = prepare_corrections(ds)
     assert corr.descan is not None and not corr.descan.significant
@@ -95,7 +101,7 @@ def test_no_descan_is_insignificant_and_leaves_the_counts_untouched(demo_with_tr
     assert corr.dataset_for_engine(ds) is ds  # the engines gather the raw counts
 
 
-def test_corrected_counts_shift_frames_back_bilinearly():
+def test_corrected_counts_shift_frames_back_bilinearly() -> None:
     ds, _ = sim.simulate_4dstem(**{**SMALL, "descan_px_per_px": (0.0, 0.1, 0.0, 0.0)})
     corr = prepare_corrections(ds, Preprocessing(find_bad_pixels=False))
     view = CorrectedCounts(ds.counts, corr)
@@ -114,7 +120,7 @@ def test_corrected_counts_shift_frames_back_bilinearly():
 # -- bad pixels ----------------------------------------------------------------------------
 
 
-def test_descan_is_measured_past_an_unmasked_hot_pixel():
+def test_descan_is_measured_past_an_unmasked_hot_pixel() -> None:
     """Bad-pixel search off (``--no-auto-mask``): a pixel ~500× the disk level must not
     hide a real descan plane from the measurement."""
     a = (0.02, 0.05, -0.04, 0.03)
@@ -129,7 +135,8 @@ def test_descan_is_measured_past_an_unmasked_hot_pixel():
 
 
 
-def test_hot_pixel_and_dead_column_are_found_and_nothing_else(demo_with_truth):
+def test_hot_pixel_and_dead_column_are_found_and_nothing_else(
+        demo_with_truth: tuple[Dataset4D, SimulationTruth]) -> None:
     ds, _ = demo_with_truth
     assert not find_bad_pixels(ds.mean_pattern, 96 * 96).any()
     counts = ds.counts.copy()
@@ -144,7 +151,7 @@ def test_hot_pixel_and_dead_column_are_found_and_nothing_else(demo_with_truth):
     assert np.array_equal(bad, expect)
 
 
-def test_user_detector_mask_is_applied_and_checked():
+def test_user_detector_mask_is_applied_and_checked() -> None:
     ds, _ = sim.simulate_4dstem(**SMALL)
     mask = np.ones((32, 32), dtype=bool)
     mask[16, 16] = False
@@ -164,7 +171,7 @@ def test_user_detector_mask_is_applied_and_checked():
         Session(ds, device="cpu", preprocessing={"descan": None})  # type: ignore[arg-type]
 
 
-def test_dose_normalisation_equalises_frame_totals():
+def test_dose_normalisation_equalises_frame_totals() -> None:
     ds, _ = sim.simulate_4dstem(**{**SMALL, "beam_current_fluctuation": 0.2})
     corr = prepare_corrections(ds, Preprocessing(dose_normalise=True))
     assert corr.dose_factors is not None
@@ -182,7 +189,8 @@ def test_dose_normalisation_equalises_frame_totals():
 # -- calibration ----------------------------------------------------------------------------
 
 
-def test_calibration_records_and_restore_reuses_the_descan(tmp_path, monkeypatch):
+def test_calibration_records_and_restore_reuses_the_descan(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ds, _ = sim.simulate_4dstem(**{**SMALL, "descan_px_per_px": (0.0, 0.05, -0.05, 0.0)})
     with Session(ds, device="cpu") as s:
         s.fit(trials=24, progress=False)
@@ -213,7 +221,7 @@ def test_calibration_records_and_restore_reuses_the_descan(tmp_path, monkeypatch
         Session(ds, device="cpu", calibration=tmp_path / "bad.json")
 
 
-def test_cuda_layout_gather_matches_the_host_gather():
+def test_cuda_layout_gather_matches_the_host_gather() -> None:
     """The CUDA engine's corrected upload (memory.upload_bf_counts) runs array ops only:
     with NumPy as the array module it must give the host gather in (B, Rr, Rc) layout."""
     from livessb.engine.cuda.memory import upload_bf_counts
@@ -235,7 +243,7 @@ def test_cuda_layout_gather_matches_the_host_gather():
     assert np.array_equal(cuda_layout, np.moveaxis(host, 2, 0))
 
 
-def test_plot_descan_shows_measured_fit_and_residual():
+def test_plot_descan_shows_measured_fit_and_residual() -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -247,7 +255,7 @@ def test_plot_descan_shows_measured_fit_and_residual():
     assert fit is not None and fit.measured is not None
     fig = plot_descan(fit)
     assert len(fig.axes) == 6 + 6  # six panels and their colour bars
-    assert "applied" in fig._suptitle.get_text()
+    assert "applied" in fig.get_suptitle()
     restored = DescanFit.from_dict(fit.to_dict())
     assert restored.measured is None and np.array_equal(restored.coefficients, fit.coefficients)
     assert len(plot_descan(restored).axes) == 6 + 2  # only the fitted panels have data

@@ -4,12 +4,17 @@ corrections recover what a clean acquisition gives (slow: one demo fit per case)
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 
 import livessb.simulate as sim
 from livessb import Dataset4D, Preprocessing, Session
+
+if TYPE_CHECKING:
+    from livessb.results import FitResult
+    from livessb.simulate import SimulationTruth
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +28,8 @@ DEAD_COLUMN = 30
 def _descan(span_px: float) -> tuple[float, float, float, float]:
     """A plane with a curl (it biases the COM rotation), each component moving the disk
     by ``span_px`` from one corner of the 96×96 scan to the other."""
-    return tuple(v * span_px / 95 for v in (0.3, 0.7, -0.6, 0.4))  # type: ignore[return-value]
+    r0, r1, c0, c1 = (v * span_px / 95 for v in (0.3, 0.7, -0.6, 0.4))
+    return r0, r1, c0, c1
 
 
 @functools.lru_cache(maxsize=2)
@@ -39,14 +45,15 @@ def _with_bad_pixels(ds: Dataset4D) -> Dataset4D:
                      scan_step_A=ds.scan_step_A, detector_sampling_mrad=ds.detector_sampling_mrad)
 
 
-def _assert_like_clean(fit, clean) -> None:  # type: ignore[no-untyped-def]
+def _assert_like_clean(fit: FitResult, clean: FitResult) -> None:
     assert abs(fit.rotation_deg - clean.rotation_deg) < ROTATION_TOL_DEG
     assert abs(fit.params["C10"] - clean.params["C10"]) < C10_TOL_A
 
 
 @pytest.mark.parametrize(("span_px", "bad_pixels"),
                          [(1.0, False), (3.0, False), (1.0, True), (3.0, True)])
-def test_descan_correction_recovers_rotation_and_C10(demo_session, span_px, bad_pixels):
+def test_descan_correction_recovers_rotation_and_C10(
+        demo_session: Session, span_px: float, bad_pixels: bool) -> None:
     ds = _descan_demo(span_px)
     if bad_pixels:
         ds = _with_bad_pixels(ds)
@@ -57,19 +64,22 @@ def test_descan_correction_recovers_rotation_and_C10(demo_session, span_px, bad_
         assert abs(s.descan.span_px - span_px) < 0.1 * span_px
         assert pre.bad_pixels[HOT_PIXEL] == bad_pixels
         assert pre.bad_pixels[:, DEAD_COLUMN].any() == bad_pixels
+    assert demo_session.full_fit is not None
     _assert_like_clean(fit, demo_session.full_fit)
 
 
-def test_hot_pixel_and_dead_column_do_not_change_the_fit(demo_session, demo_with_truth):
+def test_hot_pixel_and_dead_column_do_not_change_the_fit(
+        demo_session: Session, demo_with_truth: tuple[Dataset4D, SimulationTruth]) -> None:
     ds = _with_bad_pixels(demo_with_truth[0])
     with Session(ds, device="cpu") as s:
         fit = s.fit(progress=False)
         assert s.preprocessing.found_pixels >= 1 + 20  # the hot pixel and the column's disk part
         assert not s.preprocessing.descan_applied
+    assert demo_session.full_fit is not None
     _assert_like_clean(fit, demo_session.full_fit)
 
 
-def test_dose_normalisation_brings_C10_closer_to_truth():
+def test_dose_normalisation_brings_C10_closer_to_truth() -> None:
     ds, truth = sim.simulate_4dstem(**{**sim.DEMO_SETTINGS, "beam_current_fluctuation": 0.2})
     errors = []
     for normalise in (False, True):

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import threading
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
@@ -23,6 +25,11 @@ from livessb.widget import WidgetClosedError  # noqa: E402
 from livessb.widget.bundle import _STATIC  # noqa: E402
 from livessb.widget.scheduler import Scheduler  # noqa: E402
 
+if TYPE_CHECKING:
+    from livessb import Dataset4D, Session, SSBWidget
+    from livessb.preview import Frame
+    from livessb.simulate import SimulationTruth
+
 TRIALS = 24
 TIMEOUT = 300
 TRUTH = {"C10": -40.0, "C12": 10.0, "phi12": 0.3, "tilt_row_mrad": 0.0, "tilt_col_mrad": 0.0,
@@ -32,14 +39,14 @@ require((_STATIC / "widget.js").is_file(), "front end not built (scripts/build-f
 
 
 @pytest.fixture(scope="module")
-def sim():
+def sim() -> tuple[Dataset4D, SimulationTruth]:
     return simulate_4dstem(scan_shape=(24, 24), detector_shape=(32, 32),
                            aberrations={"C10": -40.0, "C12": 10.0, "phi12": 0.3},
                            dose=5e4, seed=7)
 
 
 @pytest.fixture(scope="module")
-def session(sim):
+def session(sim: tuple[Dataset4D, SimulationTruth]) -> Iterator[Session]:
     s = livessb.Session(sim[0], device="cpu")
     s.fit(trials=TRIALS, seed=1, progress=False)
     yield s
@@ -47,7 +54,7 @@ def session(sim):
 
 
 @pytest.fixture
-def widget(session):
+def widget(session: Session) -> Iterator[tuple[SSBWidget, Sent]]:
     w = livessb.SSBWidget(session, fit=False)
     sent = Sent(w)
     w.wait(TIMEOUT)
@@ -61,15 +68,20 @@ def preview_msg(seq: int, **params: float) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------- scheduler
 
-def test_scheduler_latest_wins_per_key_and_stale_generations():
+def test_scheduler_latest_wins_per_key_and_stale_generations() -> None:
     s = Scheduler("test")
     try:
-        gate, ran = threading.Event(), []
+        gate = threading.Event()
+        ran: list[tuple[str, int, int]] = []
         s.submit("block", lambda _g: gate.wait(TIMEOUT))
-        futs = [s.submit("k", lambda g, i=i: ran.append(("k", i, g))) for i in range(5)]
+
+        def record(key: str, i: int) -> Callable[[int], None]:
+            """A job that records (key, i, its generation) when it runs."""
+            return lambda g: ran.append((key, i, g))
+
+        futs = [s.submit("k", record("k", i)) for i in range(5)]
         other = s.submit("other", lambda g: ran.append(("other", 0, g)))
-        saves = [s.submit("save", lambda g, i=i: ran.append(("save", i, g)), coalesce=False)
-                 for i in range(2)]
+        saves = [s.submit("save", record("save", i), coalesce=False) for i in range(2)]
         gate.set()
         s.wait(TIMEOUT)
         # one job for "k": the newest, with its generation; the replaced ones never ran
@@ -94,14 +106,14 @@ def test_scheduler_latest_wins_per_key_and_stale_generations():
 
 # ------------------------------------------------------------------------ preview
 
-def test_display_upsample_fits_max_px():
+def test_display_upsample_fits_max_px() -> None:
     assert display_upsample((96, 96), 3, 1024) == 3
     assert display_upsample((512, 512), 3, 1024) == 2
     assert display_upsample((512, 400), 3, 600) == 1
     assert display_upsample((2048, 2048), 3, 1024) == 1  # at least 1×
 
 
-def test_frame_is_the_reconstruction_at_display_resolution(session):
+def test_frame_is_the_reconstruction_at_display_resolution(session: Session) -> None:
     params = {**TRUTH, "C10": -35.0, "C21": 30.0, "phi21": 0.2}  # higher orders steer too
     for max_px in (1024, 30):
         frame = render_preview(session, params, max_px=max_px)
@@ -121,7 +133,7 @@ def test_frame_is_the_reconstruction_at_display_resolution(session):
     np.testing.assert_allclose(amp.image, np.abs(session.reconstruct(params, upsample=f).object))
 
 
-def test_frame_loss_is_the_session_evaluators(session):
+def test_frame_loss_is_the_session_evaluators(session: Session) -> None:
     params = {**TRUTH, "C10": -30.0, "C12": 12.0}
     frame = render_preview(session, params)
     want = session.loss_evaluator()(to_vector(params, JOINT)[None])[0]
@@ -132,8 +144,10 @@ def test_frame_loss_is_the_session_evaluators(session):
         session, {**TRUTH, "C10": 20.0}).loss
 
 
-def test_frame_at_another_rotation(session, sim):
+def test_frame_at_another_rotation(
+        session: Session, sim: tuple[Dataset4D, SimulationTruth]) -> None:
     fitted = session.rotation_deg
+    assert fitted is not None
     other = (fitted + 7.0) % 360.0
     frame = render_preview(session, TRUTH, rotation_deg=other)
     assert frame.rotation_deg == other
@@ -151,14 +165,15 @@ def test_frame_at_another_rotation(session, sim):
     assert render_preview(session, TRUTH).loss == session.loss_evaluator()(vec)[0]
 
 
-def test_preview_latest_wins_only_last_rendered(widget, session, monkeypatch):
+def test_preview_latest_wins_only_last_rendered(
+        widget: tuple[SSBWidget, Sent], session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
     w, sent = widget
     from livessb.widget import messages
 
     rendered: list[float] = []
     real = messages.render_preview
 
-    def counting(session_, params, *a: Any, **kw: Any):
+    def counting(session_: Session, params: Mapping[str, float], *a: Any, **kw: Any) -> Frame:
         rendered.append(params["C10"])
         return real(session_, params, *a, **kw)
 
@@ -176,7 +191,8 @@ def test_preview_latest_wins_only_last_rendered(widget, session, monkeypatch):
     assert w.status == "done", w.message
 
 
-def test_frames_arrive_in_increasing_seq_params_of_last_request(widget):
+def test_frames_arrive_in_increasing_seq_params_of_last_request(
+        widget: tuple[SSBWidget, Sent]) -> None:
     w, sent = widget
     last = None
     for seq in range(1, 41):  # a slider sweep faster than the worker renders
@@ -186,6 +202,7 @@ def test_frames_arrive_in_increasing_seq_params_of_last_request(widget):
     seqs = [c["seq"] for c, _ in sent.of("frame")]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
     final, buffers = sent.of("frame")[-1]
+    assert last is not None
     assert final["seq"] == 40 and final["params"] == last["params"]
     assert len(buffers) == 1 and len(buffers[0]) == 2 * final["shape"][0] * final["shape"][1]
     # a late request with an older seq is not answered with an older frame
@@ -198,7 +215,7 @@ def test_frames_arrive_in_increasing_seq_params_of_last_request(widget):
     assert sent.of("frame")[n:][0][0] == final
 
 
-def test_bad_preview_request_shows_error(widget):
+def test_bad_preview_request_shows_error(widget: tuple[SSBWidget, Sent]) -> None:
     w, _ = widget
     w._on_custom_msg(w, {"type": "preview", "seq": 1, "params": {"C10": "x"}}, [])
     assert w.status == "error" and "number" in w.message
@@ -212,7 +229,7 @@ def test_bad_preview_request_shows_error(widget):
 
 # ------------------------------------------------------------------------- traits
 
-def test_traits_for_the_front_end(widget, session):
+def test_traits_for_the_front_end(widget: tuple[SSBWidget, Sent], session: Session) -> None:
     w, _ = widget
     assert w.param_table == table_for_frontend()
     assert w.min_region_px == MIN_REGION_PX
@@ -223,7 +240,8 @@ def test_traits_for_the_front_end(widget, session):
     assert livessb.SSBWidget(session, fit=False, live_regions=True).live_regions is True
 
 
-def test_too_small_region_refused_by_the_session_rule(widget, session):
+def test_too_small_region_refused_by_the_session_rule(
+        widget: tuple[SSBWidget, Sent], session: Session) -> None:
     w, _ = widget
     small = (0, MIN_REGION_PX - 1, 0, MIN_REGION_PX - 1)
     with pytest.raises(RegionError) as rule:
@@ -238,9 +256,11 @@ def test_too_small_region_refused_by_the_session_rule(widget, session):
 
 # ------------------------------------------------------------------------- export
 
-def test_export_pins_and_tiff(widget, session, tmp_path, monkeypatch):
+def test_export_pins_and_tiff(
+        widget: tuple[SSBWidget, Sent], session: Session, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     import tifffile
-    from PIL import Image
+    from PIL import Image, PngImagePlugin
 
     w, sent = widget
     monkeypatch.chdir(tmp_path)  # relative paths: the kernel's working directory
@@ -259,6 +279,7 @@ def test_export_pins_and_tiff(widget, session, tmp_path, monkeypatch):
     f = session.upsample_factor
     for path in files[:2]:
         img = Image.open(path)
+        assert isinstance(img, PngImagePlugin.PngImageFile)  # its text chunks: img.text
         assert img.format == "PNG" and img.mode == "RGB" and img.size == (24 * f, 24 * f)
         assert json.loads(img.text["livessb"])["scale_bar"].endswith(("Å", "nm"))
     manifest = json.loads((tmp_path / "out" / "pins.json").read_text())
@@ -272,15 +293,17 @@ def test_export_pins_and_tiff(widget, session, tmp_path, monkeypatch):
     (tif_path,) = answers[1]["files"]
     with tifffile.TiffFile(tif_path) as tif:
         page = tif.pages[0]
+        assert isinstance(page, tifffile.TiffPage)  # the first page is never a TiffFrame
         assert page.dtype == np.float32
         x_num, x_den = page.tags["XResolution"].value
+        assert tif.imagej_metadata is not None
         assert tif.imagej_metadata["unit"] == "nm"
         px_A = 10 * x_den / x_num  # ImageJ: pixels per nm → Å per pixel
         assert px_A == pytest.approx(session.dataset.scan_step_A[1] / f, rel=1e-6)
         np.testing.assert_array_equal(page.asarray(), session.reconstruct(TRUTH).phase)
 
 
-def test_export_errors_are_answered(widget, tmp_path):
+def test_export_errors_are_answered(widget: tuple[SSBWidget, Sent], tmp_path: Path) -> None:
     w, sent = widget
     w._on_custom_msg(w, {"type": "export_tiff", "path": str(tmp_path / "x.png"),
                          "params": TRUTH}, [])
@@ -294,7 +317,7 @@ def test_export_errors_are_answered(widget, tmp_path):
 
 # -------------------------------------------------------------------------- close
 
-def test_edits_after_close_are_refused_clearly(session):
+def test_edits_after_close_are_refused_clearly(session: Session) -> None:
     w = livessb.SSBWidget(session, fit=False)
     w.wait(TIMEOUT)
     w.close()
@@ -320,7 +343,7 @@ def _record_progress(w: Any) -> list[dict[str, Any]]:
     return seen
 
 
-def test_full_fit_reports_progress(sim):
+def test_full_fit_reports_progress(sim: tuple[Dataset4D, SimulationTruth]) -> None:
     w = livessb.SSBWidget(sim[0], trials=TRIALS, device="cpu")
     seen = _record_progress(w)
     try:
@@ -339,7 +362,9 @@ def test_full_fit_reports_progress(sim):
     assert any(p["stage"] == "search" and p["done"] == p["total"] > 0 for p in running)
 
 
-def test_refine_from_here_with_locks(widget, session, sim):
+def test_refine_from_here_with_locks(
+        widget: tuple[SSBWidget, Sent], session: Session,
+        sim: tuple[Dataset4D, SimulationTruth]) -> None:
     w, sent = widget
     before = session.full_fit
     truth = sim[1].params
@@ -354,6 +379,7 @@ def test_refine_from_here_with_locks(widget, session, sim):
         got = w.full_fit["params"]
         assert got["depth"] == held  # the lock holds it
         assert abs(got["C10"] - truth["C10"]) < 10.0  # Newton walks back to the truth
+        assert session.full_fit is not None
         assert session.full_fit is not before and session.full_fit.params == got
         assert w.full_fit["loss"] == pytest.approx(session.full_fit.loss)
         assert w.trials_full  # the search's trials stay listed

@@ -1,13 +1,20 @@
 """Host side of the CUDA scoring kernel's recurrent phases (CPU only): where the
 recurrences re-anchor, and the per-pixel step they advance by."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from livessb.engine import cuda_kernels as ck
 from livessb.physics.geometry import bright_field_pixels, scan_frame_frequencies
 
+if TYPE_CHECKING:
+    from livessb.physics.geometry import BFPixels
 
-def _bf():  # type: ignore[no-untyped-def]
+
+def _bf() -> BFPixels:
     return bright_field_pixels((96, 96), (47.3, 48.6), 0.02, 0.8)
 
 

@@ -14,7 +14,7 @@ def _decode(png: bytes) -> np.ndarray:
     return np.asarray(img)
 
 
-def test_png_roundtrip_shape_and_range():
+def test_png_roundtrip_shape_and_range() -> None:
     rng = np.random.default_rng(0)
     phase = rng.normal(size=(30, 50)).astype(np.float32)
     png = phase_to_png(phase)
@@ -24,7 +24,7 @@ def test_png_roundtrip_shape_and_range():
     assert out.min() == 0 and out.max() == 255
 
 
-def test_percentile_contrast_ignores_outliers():
+def test_percentile_contrast_ignores_outliers() -> None:
     phase = np.tile(np.linspace(-1.0, 1.0, 100), (100, 1))
     phase[0, 0] = 1e6  # one hot pixel must not flatten the image
     lo, hi = contrast_limits(phase)
@@ -36,7 +36,7 @@ def test_percentile_contrast_ignores_outliers():
     assert np.all(np.diff(out[1].astype(int)) >= 0)
 
 
-def test_flat_and_nonfinite_images():
+def test_flat_and_nonfinite_images() -> None:
     assert np.all(to_uint8(np.zeros((4, 5))) == 128)
     a = np.ones((4, 4))
     a[0, 0] = np.nan
@@ -45,18 +45,18 @@ def test_flat_and_nonfinite_images():
     assert out.shape == (4, 4)
 
 
-def test_rejects_non_2d():
+def test_rejects_non_2d() -> None:
     with pytest.raises(ValueError):
         to_uint8(np.zeros((2, 3, 4)))
 
 
-def test_deterministic():
+def test_deterministic() -> None:
     rng = np.random.default_rng(1)
     phase = rng.normal(size=(16, 16))
     assert phase_to_png(phase) == phase_to_png(phase.copy())
 
 
-def test_max_px_downsamples_keeping_aspect():
+def test_max_px_downsamples_keeping_aspect() -> None:
     phase = np.random.default_rng(2).normal(size=(300, 150))
     assert _decode(phase_to_png(phase, max_px=100)).shape == (100, 50)
     assert _decode(phase_to_png(phase, max_px=1000)).shape == (300, 150)

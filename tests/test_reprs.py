@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 import pytest
 
 from livessb import progress
 
+if TYPE_CHECKING:
+    from livessb import Session
 
-def test_fit_result_repr_is_concise(demo_session) -> None:  # type: ignore[no-untyped-def]
+
+def test_fit_result_repr_is_concise(demo_session: Session) -> None:
     fit = demo_session.full_fit
+    assert fit is not None
     text = repr(fit)
     assert len(text) < 400, len(text)  # was 63,000 characters: every trial
     assert text.startswith("FitResult(loss=") and "C10=" in text and " Å" in text
@@ -29,7 +34,7 @@ def test_fit_result_repr_is_concise(demo_session) -> None:  # type: ignore[no-un
     assert "<th style='text-align:left'>model</th><td colspan='3'>thin</td>" in html
 
 
-def test_session_region_and_reconstruction_reprs(demo_session) -> None:  # type: ignore[no-untyped-def]
+def test_session_region_and_reconstruction_reprs(demo_session: Session) -> None:
     s = demo_session
     text = repr(s)
     assert text.startswith("Session(device='cpu', Dataset4D(") and len(text) < 400
@@ -49,14 +54,15 @@ def test_session_region_and_reconstruction_reprs(demo_session) -> None:  # type:
         s.remove_region("q")
 
 
-def test_study_logs_nothing(demo_session, caplog) -> None:  # type: ignore[no-untyped-def]
+def test_study_logs_nothing(demo_session: Session, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.INFO):
+        assert demo_session.full_fit is not None
         study = demo_session.full_fit.study()
     assert len(study.trials) == len(demo_session.full_fit.trials)
     assert not [r for r in caplog.records if r.name.startswith("optuna")]
 
 
-def test_progress_bars_follow_the_flag(capsys) -> None:  # type: ignore[no-untyped-def]
+def test_progress_bars_follow_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
     import time
 
     with progress.progress_enabled(True), progress.stage("slow stage"):

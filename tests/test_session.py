@@ -1,7 +1,11 @@
 """Session behaviour: regions, determinism, lifetime, bad input (CPU engine)."""
 
+from __future__ import annotations
+
 import gc
 import weakref
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
@@ -11,23 +15,28 @@ from livessb.params import from_vector
 from livessb.session import FitRequiredError, RegionError, SessionClosedError
 from livessb.simulate import simulate_4dstem
 
+if TYPE_CHECKING:
+    from livessb import Dataset4D
+    from livessb.simulate import SimulationTruth
+
 
 @pytest.fixture(scope="module")
-def small():  # type: ignore[no-untyped-def]
+def small() -> tuple[Dataset4D, SimulationTruth]:
     ds, truth = simulate_4dstem(scan_shape=(32, 32), detector_shape=(32, 32), dose=1e5, seed=5,
                                 aberrations={"C10": 25.0, "C12": 6.0, "phi12": 0.2})
     return ds, truth
 
 
 @pytest.fixture(scope="module")
-def fitted(small):  # type: ignore[no-untyped-def]
+def fitted(small: tuple[Dataset4D, SimulationTruth]) -> Iterator[livessb.Session]:
     s = livessb.Session(small[0], device="cpu")
     s.fit(progress=False, trials=60)
     yield s
     s.close()
 
 
-def test_same_seed_gives_identical_records_and_hashes(small) -> None:  # type: ignore[no-untyped-def]
+def test_same_seed_gives_identical_records_and_hashes(
+        small: tuple[Dataset4D, SimulationTruth]) -> None:
     runs = []
     for _ in range(2):
         with livessb.Session(small[0], device="cpu") as s:
@@ -43,7 +52,7 @@ def test_same_seed_gives_identical_records_and_hashes(small) -> None:  # type: i
     assert other.trials != f1.trials
 
 
-def test_odd_region_keeps_every_position_and_pads_with_mean(fitted) -> None:  # type: ignore[no-untyped-def]
+def test_odd_region_keeps_every_position_and_pads_with_mean(fitted: livessb.Session) -> None:
     engine = fitted.diagnostics.engine
     spectra = engine.prepare((0, 31, 0, 32))
     try:
@@ -63,7 +72,7 @@ def test_odd_region_keeps_every_position_and_pads_with_mean(fitted) -> None:  # 
     assert len(reg.fit.trials) == 30
 
 
-def test_regions_touching_the_scan_edge_work(fitted) -> None:  # type: ignore[no-untyped-def]
+def test_regions_touching_the_scan_edge_work(fitted: livessb.Session) -> None:
     reg = fitted.fit_region((20, 32, 0, 12), trials=20, region_id="corner")
     assert reg.bounds == (20, 32, 0, 12) and np.isfinite(reg.phase).all()
     assert fitted.regions["corner"] is reg
@@ -74,20 +83,22 @@ def test_regions_touching_the_scan_edge_work(fitted) -> None:  # type: ignore[no
     ((-1, 10, 0, 10), "outside"), ((0, 2, 0, 10), "too small"), ((0, 10, 0), "four integers"),
     ((0.5, 10, 0, 10), "four integers"),
 ])
-def test_bad_regions_raise(fitted, bounds, message) -> None:  # type: ignore[no-untyped-def]
+def test_bad_regions_raise(
+        fitted: livessb.Session, bounds: Any, message: str) -> None:  # bounds: malformed on purpose
     before = dict(fitted.regions)
     with pytest.raises(RegionError, match=message):
         fitted.fit_region(bounds)
     assert fitted.regions == before  # nothing computed is lost
 
 
-def test_region_needs_full_field_rotation(small) -> None:  # type: ignore[no-untyped-def]
+def test_region_needs_full_field_rotation(small: tuple[Dataset4D, SimulationTruth]) -> None:
     with livessb.Session(small[0], device="cpu") as s, pytest.raises(FitRequiredError):
         s.fit_region((0, 16, 0, 16))
 
 
-def test_editing_one_region_leaves_others_and_full_fit(fitted) -> None:  # type: ignore[no-untyped-def]
+def test_editing_one_region_leaves_others_and_full_fit(fitted: livessb.Session) -> None:
     a = fitted.fit_region((0, 16, 0, 16), trials=20, region_id="a")
+    assert fitted.full_fit is not None
     full = dict(fitted.full_fit.params)
     a_hash = a.crop.phase_hash()
     fitted.fit_region((10, 26, 10, 26), trials=20, region_id="b")
@@ -96,7 +107,7 @@ def test_editing_one_region_leaves_others_and_full_fit(fitted) -> None:  # type:
     assert fitted.full_fit.params == full
 
 
-def test_reconstruct_options_and_errors(fitted) -> None:  # type: ignore[no-untyped-def]
+def test_reconstruct_options_and_errors(fitted: livessb.Session) -> None:
     rec = fitted.reconstruct()
     assert rec.upsample == fitted.upsample_factor == 2  # 0.6 Å step, 20 mrad at 200 kV
     assert rec.shape == (64, 64) and rec.object.dtype == np.complex64
@@ -104,6 +115,7 @@ def test_reconstruct_options_and_errors(fitted) -> None:  # type: ignore[no-unty
     wiener = fitted.reconstruct(upsample=1, method="wiener")
     assert native.shape == (32, 32) and np.isfinite(wiener.phase).all()
     assert np.corrcoef(native.phase.ravel(), wiener.phase.ravel())[0, 1] > 0.5
+    assert fitted.full_fit is not None
     higher = fitted.reconstruct({**fitted.full_fit.params, "C30": 1e4, "C23": 50.0})
     assert higher.phase_hash() != rec.phase_hash()
     with pytest.raises(ValueError, match="unknown parameter"):
@@ -114,7 +126,8 @@ def test_reconstruct_options_and_errors(fitted) -> None:  # type: ignore[no-unty
         fitted.reconstruct(method="magic")
 
 
-def test_reconstruction_phase_matches_true_object(small, fitted) -> None:  # type: ignore[no-untyped-def]
+def test_reconstruction_phase_matches_true_object(
+        small: tuple[Dataset4D, SimulationTruth], fitted: livessb.Session) -> None:
     _, truth = small
     rec = fitted.reconstruct(truth.params, upsample=1)
     rows, cols = np.meshgrid(np.arange(32) * 0.6, np.arange(32) * 0.6, indexing="ij")
@@ -123,9 +136,11 @@ def test_reconstruction_phase_matches_true_object(small, fitted) -> None:  # typ
     assert corr > 0.8  # atoms where the simulator put them, with the right sign
 
 
-def test_comparison_objectives_prefer_the_truth(small, fitted) -> None:  # type: ignore[no-untyped-def]
+def test_comparison_objectives_prefer_the_truth(
+        small: tuple[Dataset4D, SimulationTruth], fitted: livessb.Session) -> None:
     _, truth = small
     model = fitted.diagnostics.full_model
+    assert model is not None
     good = np.array([[truth.params[k] for k in livessb.params.JOINT]])
     bad = good + np.array([[120.0, 0, 0, 0, 0, 0]])
     for objective in ("vp", "coherence", "phase_variance"):
@@ -134,7 +149,8 @@ def test_comparison_objectives_prefer_the_truth(small, fitted) -> None:  # type:
     assert from_vector(good[0])["C10"] == truth.params["C10"]
 
 
-def test_close_breaks_cycle_releases_and_keeps_results(small) -> None:  # type: ignore[no-untyped-def]
+def test_close_breaks_cycle_releases_and_keeps_results(
+        small: tuple[Dataset4D, SimulationTruth]) -> None:
     s = livessb.Session(small[0], device="cpu")
     fit = s.fit(trials=20, progress=False)
     rec = s.reconstruct()
@@ -154,7 +170,7 @@ def test_close_breaks_cycle_releases_and_keeps_results(small) -> None:  # type: 
     s.close()  # idempotent
 
 
-def test_device_choices(small) -> None:  # type: ignore[no-untyped-def]
+def test_device_choices(small: tuple[Dataset4D, SimulationTruth]) -> None:
     from livessb.engine import DeviceUnavailableError, cuda_available
 
     with pytest.raises(ValueError, match="device"):
@@ -168,7 +184,7 @@ def test_device_choices(small) -> None:  # type: ignore[no-untyped-def]
         livessb.Session(np.zeros((4, 4, 8, 8)))  # type: ignore[arg-type]
 
 
-def test_box_is_validated_and_edges_reported(small) -> None:  # type: ignore[no-untyped-def]
+def test_box_is_validated_and_edges_reported(small: tuple[Dataset4D, SimulationTruth]) -> None:
     with livessb.Session(small[0], device="cpu") as s:
         with pytest.raises(ValueError, match="unknown fit parameter"):
             s.fit(box={"C99": (0, 1)}, progress=False)
@@ -180,7 +196,8 @@ def test_box_is_validated_and_edges_reported(small) -> None:  # type: ignore[no-
     assert fit.study().best_value == pytest.approx(min(t["loss"] for t in fit.trials))
 
 
-def test_optuna_sampler_option_is_seeded_and_recovers_truth(small) -> None:  # type: ignore[no-untyped-def]
+def test_optuna_sampler_option_is_seeded_and_recovers_truth(
+        small: tuple[Dataset4D, SimulationTruth]) -> None:
     ds, truth = small
     with livessb.Session(ds, device="cpu") as s:
         a = s.fit(trials=80, seed=3, sampler="optuna", progress=False)
@@ -191,19 +208,21 @@ def test_optuna_sampler_option_is_seeded_and_recovers_truth(small) -> None:  # t
     assert a.params["C10"] == pytest.approx(truth.params["C10"], abs=3.0)
 
 
-def test_diagnostic_plots_from_a_fit(fitted) -> None:  # type: ignore[no-untyped-def]
+def test_diagnostic_plots_from_a_fit(fitted: livessb.Session) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     figs = fitted.plot_diagnostics()
     assert len(figs) == 3 and all(len(f.axes) >= 1 for f in figs)
+    assert fitted.full_fit is not None
     loss = fitted.loss_evaluator()(np.array([[fitted.full_fit.params[k]
                                               for k in livessb.params.JOINT]]))
     assert loss[0] == pytest.approx(fitted.full_fit.loss, rel=1e-9)
 
 
 @pytest.mark.parametrize("objective", ["coherence", "phase_variance"])
-def test_comparison_objectives_run_a_full_fit_without_newton(small, objective) -> None:  # type: ignore[no-untyped-def]
+def test_comparison_objectives_run_a_full_fit_without_newton(
+        small: tuple[Dataset4D, SimulationTruth], objective: str) -> None:
     ds, _ = small
     with livessb.Session(ds, device="cpu") as s:
         fit = s.fit(trials=60, objective=objective, progress=False)
@@ -213,7 +232,7 @@ def test_comparison_objectives_run_a_full_fit_without_newton(small, objective) -
                                                             fit.branches].index(True)))
 
 
-def test_region_diagnostics_release_their_spectra(fitted) -> None:  # type: ignore[no-untyped-def]
+def test_region_diagnostics_release_their_spectra(fitted: livessb.Session) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -224,7 +243,7 @@ def test_region_diagnostics_release_their_spectra(fitted) -> None:  # type: igno
     assert len(fitted.diagnostics.models) == models_before
 
 
-def test_region_covering_the_whole_scan_releases_its_spectra(fitted) -> None:  # type: ignore[no-untyped-def]
+def test_region_covering_the_whole_scan_releases_its_spectra(fitted: livessb.Session) -> None:
     """A region equal to the full field has spectra whose fields equal the full field's:
     releasing it must release that buffer (identity), not compare the arrays."""
     models_before = len(fitted.diagnostics.models)

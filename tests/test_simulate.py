@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,10 +14,10 @@ import livessb.simulate as sim
 from livessb import Dataset4D
 from livessb.physics.optics import wavelength_A
 
-SMALL = {"scan_shape": (8, 8), "detector_shape": (32, 32), "scan_step_A": 0.7}
+SMALL: dict[str, Any] = {"scan_shape": (8, 8), "detector_shape": (32, 32), "scan_step_A": 0.7}
 
 
-def _sim(**kw):
+def _sim(**kw: Any) -> tuple[Dataset4D, sim.SimulationTruth]:
     args = dict(SMALL)
     args.update(kw)
     return sim.simulate_4dstem(**args)
@@ -32,7 +33,7 @@ def _corr(a: np.ndarray, b: np.ndarray) -> float:
 # -- counts, dose, calibration ---------------------------------------------------------------
 
 
-def test_dose_and_normalisation():
+def test_dose_and_normalisation() -> None:
     dose = 2e4
     ds, truth = _sim(dose=dose, aberrations={"C10": 40.0}, seed=3)
     assert ds.counts.dtype == np.uint16
@@ -48,7 +49,7 @@ def test_dose_and_normalisation():
 
 
 @pytest.mark.parametrize("detector", [(32, 32), (48, 48)])
-def test_bright_field_radius_centre_and_sampling(detector):
+def test_bright_field_radius_centre_and_sampling(detector: tuple[int, int]) -> None:
     ds, truth = _sim(detector_shape=detector, aberrations={"C10": -30.0, "C12": 10.0},
                      dose=1e5, seed=1)
     lam = wavelength_A(200)
@@ -68,7 +69,7 @@ def test_bright_field_radius_centre_and_sampling(detector):
     assert abs(truth.sim_pixel_A * truth.sim_window_px * dk - 1) < 1e-9
 
 
-def test_determinism():
+def test_determinism() -> None:
     a, _ = _sim(dose=1e4, seed=7)
     b, _ = _sim(dose=1e4, seed=7)
     c, _ = _sim(dose=1e4, seed=8)
@@ -76,7 +77,7 @@ def test_determinism():
     assert not np.array_equal(a.counts, c.counts)
 
 
-def test_bad_arguments():
+def test_bad_arguments() -> None:
     with pytest.raises(ValueError):
         _sim(aberrations={"defocus": 3.0})
     with pytest.raises(ValueError):
@@ -88,7 +89,7 @@ def test_bad_arguments():
 # -- detector geometry --------------------------------------------------------------------
 
 
-def test_transpose_swaps_detector_axes():
+def test_transpose_swaps_detector_axes() -> None:
     kw = {"aberrations": {"C10": 35.0, "C12": 12.0, "phi12": 0.4},
           "detector_center_offset_px": (0.3, 0.3)}
     a, ta = _sim(**kw)
@@ -97,7 +98,7 @@ def test_transpose_swaps_detector_axes():
     np.testing.assert_allclose(b.counts, a.counts.swapaxes(2, 3), rtol=1e-5, atol=1e-9)
 
 
-def test_rotation_by_90_degrees_is_rot90():
+def test_rotation_by_90_degrees_is_rot90() -> None:
     # Centre on the exact middle of the detector so that rot90 maps it onto itself.
     kw = {"aberrations": {"C10": 35.0, "C12": 12.0, "phi12": 0.4},
           "detector_center_offset_px": (-0.5, -0.5)}
@@ -108,7 +109,7 @@ def test_rotation_by_90_degrees_is_rot90():
                                rtol=1e-5, atol=1e-9)
 
 
-def test_resampling_matches_map_coordinates():
+def test_resampling_matches_map_coordinates() -> None:
     theta, transpose = 33.0, True
     m = sim._rotation_transpose(theta, transpose)
     c, s = math.cos(math.radians(theta)), math.sin(math.radians(theta))
@@ -128,7 +129,7 @@ def test_resampling_matches_map_coordinates():
 # -- physics -----------------------------------------------------------------------------
 
 
-def test_zero_potential_is_the_aperture():
+def test_zero_potential_is_the_aperture() -> None:
     ab = {"C10": 30.0, "C12": 10.0, "phi12": 0.3, "C30": 1e4}
     ds, _ = _sim(aberrations=ab, phase_peak_rad=0.0, defocus_gradient=(1.0, -2.0),
                      detector_center_offset_px=(0.0, 0.0))
@@ -142,7 +143,7 @@ def test_zero_potential_is_the_aperture():
     np.testing.assert_allclose(pats[0], want, atol=1e-6)
 
 
-def test_thin_limit_of_multislice():
+def test_thin_limit_of_multislice() -> None:
     kw = {"aberrations": {"C10": -25.0, "C12": 8.0, "phi12": 1.0}, "phase_peak_rad": 0.3}
     thin, t0 = _sim(**kw)
     thick, t1 = _sim(depth_A=1e-4, slice_A=1e-5, tilt_mrad=(10.0, -5.0), **kw)
@@ -150,7 +151,7 @@ def test_thin_limit_of_multislice():
     np.testing.assert_allclose(thick.counts, thin.counts, rtol=0, atol=2e-6 * thin.counts.max())
 
 
-def test_thick_slab_is_the_sum_of_shifted_defocused_slices():
+def test_thick_slab_is_the_sum_of_shifted_defocused_slices() -> None:
     """First-order (weak-object) multislice = mean of thin slices at C10 + z, shifted by z·τ.
 
     This is the ThickSample model of SPEC §2; it checks the sign of the tilt shift relative
@@ -158,8 +159,8 @@ def test_thick_slab_is_the_sum_of_shifted_defocused_slices():
     order the slab is symmetric under z -> -z, so only that relative sign is observable.)
     """
     c10, depth, tau = 20.0, 60.0, (25.0, -15.0)
-    base = {"aberrations": {"C10": c10, "C12": 5.0, "phi12": 0.2}, "phase_peak_rad": 0.01,
-            "lattice_A": 3.905, "atom_sigma_A": 0.4}
+    base: dict[str, Any] = {"aberrations": {"C10": c10, "C12": 5.0, "phi12": 0.2},
+                            "phase_peak_rad": 0.01, "lattice_A": 3.905, "atom_sigma_A": 0.4}
     origin = np.array((0.9, 1.3))
     thick, tr = _sim(depth_A=depth, slice_A=10.0, tilt_mrad=tau, **base)
     assert tr.n_slices == 6
@@ -183,7 +184,7 @@ def test_thick_slab_is_the_sum_of_shifted_defocused_slices():
 
 
 @pytest.mark.parametrize(("theta", "transpose"), [(0.0, False), (30.0, True), (-110.0, False)])
-def test_centre_of_mass_follows_phase_gradient(theta, transpose):
+def test_centre_of_mass_follows_phase_gradient(theta: float, transpose: bool) -> None:
     """NumPy FFT: t = exp(iφ) deflects the beam to k = +∇φ/2π, so COM ∥ +∇φ (scan frame)."""
     kw = {"scan_shape": (16, 16), "scan_step_A": 0.75, "lattice_A": 12.0, "atom_sigma_A": 1.5,
           "basis": ((0.0, 0.0, 1.0),), "phase_peak_rad": 0.05, "aberrations": {"C10": 0.0}}
@@ -212,7 +213,7 @@ def test_centre_of_mass_follows_phase_gradient(theta, transpose):
     assert 0.6 < ratio < 1.1
 
 
-def test_defocus_gradient_is_applied_per_position():
+def test_defocus_gradient_is_applied_per_position() -> None:
     ab = {"C10": -20.0, "C12": 6.0, "phi12": -0.3}
     grad = (1.5, -3.0)
     ds, truth = _sim(aberrations=ab, defocus_gradient=grad)
@@ -227,7 +228,7 @@ def test_defocus_gradient_is_applied_per_position():
     assert abs(truth.local_C10((2, 5, 1, 7)) - c10[2:5, 1:7].mean()) < 1e-9
 
 
-def test_demo_dataset_truth():
+def test_demo_dataset_truth() -> None:
     ds, truth = sim.demo_dataset(with_truth=True)
     assert sim.demo_dataset() is ds  # cached in-process
     assert ds.counts.dtype == np.uint16 and ds.counts.ndim == 4
@@ -243,6 +244,7 @@ def test_demo_dataset_truth():
     d = json.loads(json.dumps(truth.to_dict()))
     assert d["rotation_deg"] == truth.rotation_deg and d["params"]["C12"] == truth.params["C12"]
     totals = ds.counts.reshape(nr * nc, -1).sum(axis=1, dtype=np.float64)
+    assert truth.dose is not None
     assert abs(totals.mean() / truth.dose - 1) < 0.01
     assert 1e4 <= truth.dose <= 1e5
 
@@ -273,7 +275,7 @@ def _vp_loss(ds: Dataset4D, p: dict, rotation_deg: float, transpose: bool) -> fl
     kr, kc = k[0], k[1]
     coeffs = {key: p[key] for key in ("C10", "C12", "phi12")}
 
-    def probe(qr, qc):
+    def probe(qr: np.ndarray, qc: np.ndarray) -> np.ndarray:
         return probe_spectrum(qr, qc, lam, ka, dk, coeffs)
 
     k2 = kr**2 + kc**2
@@ -292,7 +294,7 @@ def _vp_loss(ds: Dataset4D, p: dict, rotation_deg: float, transpose: bool) -> fl
     return float(1 - (np.abs(num) ** 2 / np.maximum(den, 1e-30)).sum() / energy.sum())
 
 
-def test_thick_slab_matches_the_spec_objective():
+def test_thick_slab_matches_the_spec_objective() -> None:
     ds, truth = sim.simulate_4dstem(
         scan_shape=(24, 24), detector_shape=(32, 32), scan_step_A=0.6,
         aberrations={"C10": -30.0, "C12": 10.0, "phi12": -0.3}, depth_A=120.0,

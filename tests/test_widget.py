@@ -5,8 +5,9 @@ from __future__ import annotations
 import io
 import json
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import numpy as np
 import pytest
@@ -20,6 +21,10 @@ import livessb  # noqa: E402
 from livessb import widget as widget_mod  # noqa: E402
 from livessb.simulate import simulate_4dstem  # noqa: E402
 
+if TYPE_CHECKING:
+    from livessb import Dataset4D
+    from livessb.results import Bounds, RegionResult
+
 TRIALS = 24
 TIMEOUT = 300
 
@@ -28,7 +33,7 @@ require((widget_mod.bundle._STATIC / "widget.js").is_file(),
 
 
 @pytest.fixture(scope="module")
-def ds():
+def ds() -> Dataset4D:
     data, _truth = simulate_4dstem(
         scan_shape=(24, 24), detector_shape=(32, 32),
         aberrations={"C10": -40.0, "C12": 10.0, "phi12": 0.3}, dose=5e4, seed=7)
@@ -36,7 +41,7 @@ def ds():
 
 
 @pytest.fixture(scope="module")
-def calibration(ds, tmp_path_factory) -> Path:
+def calibration(ds: Dataset4D, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A real full-field fit (plus one region), saved once for the module."""
     w = livessb.SSBWidget(ds, trials=TRIALS)
     try:
@@ -49,7 +54,7 @@ def calibration(ds, tmp_path_factory) -> Path:
 
 
 @pytest.fixture
-def fitted(ds):
+def fitted(ds: Dataset4D) -> Iterator[tuple[livessb.SSBWidget, Sent]]:
     """A widget after its full-field fit, with captured crop messages."""
     w = livessb.SSBWidget(ds, trials=TRIALS)
     w.wait(TIMEOUT)
@@ -69,13 +74,14 @@ def png_shape(png: bytes) -> tuple[int, int]:
 
 # --------------------------------------------------------------------------- basics
 
-def test_missing_bundle_raises_clear_error(monkeypatch, tmp_path, ds):
+def test_missing_bundle_raises_clear_error(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, ds: Dataset4D) -> None:
     monkeypatch.setattr(widget_mod.bundle, "_STATIC", tmp_path)
     with pytest.raises(widget_mod.FrontendBuildError, match="build-frontend"):
         livessb.SSBWidget(ds, fit=False)
 
 
-def test_fit_false_without_calibration_shows_bf_and_asks_for_fit(ds):
+def test_fit_false_without_calibration_shows_bf_and_asks_for_fit(ds: Dataset4D) -> None:
     w = livessb.SSBWidget(ds, fit=False)
     try:
         w.wait(TIMEOUT)
@@ -101,7 +107,7 @@ def test_fit_false_without_calibration_shows_bf_and_asks_for_fit(ds):
         w.close()
 
 
-def test_full_fit_on_creation(ds):
+def test_full_fit_on_creation(ds: Dataset4D) -> None:
     w = livessb.SSBWidget(ds, trials=TRIALS)
     try:
         assert w.status == "fitting"
@@ -137,7 +143,8 @@ def test_full_fit_on_creation(ds):
     ([{"id": "r1", "row_start": 0}], "keys"),
     ([{**region("r1", 0, 8, 0, 8), "id": ""}], "id"),
 ])
-def test_invalid_regions_rejected_previous_kept(ds, bad, why):
+def test_invalid_regions_rejected_previous_kept(
+        ds: Dataset4D, bad: list[dict[str, Any]], why: str) -> None:
     w = livessb.SSBWidget(ds, fit=False)
     try:
         w.wait(TIMEOUT)
@@ -163,7 +170,7 @@ def test_invalid_regions_rejected_previous_kept(ds, bad, why):
 
 # -------------------------------------------------------------------------- pipeline
 
-def test_pipeline_fills_results_and_sends_png_crop(fitted):
+def test_pipeline_fills_results_and_sends_png_crop(fitted: tuple[livessb.SSBWidget, Sent]) -> None:
     w, sent = fitted
     w.regions = [region("r1", 2, 14, 4, 16)]
     assert w.status == "fitting"
@@ -194,7 +201,7 @@ def test_pipeline_fills_results_and_sends_png_crop(fitted):
                if k not in ("scan_png", "_esm", "_css"))
 
 
-def test_request_crops_resends_latest(fitted):
+def test_request_crops_resends_latest(fitted: tuple[livessb.SSBWidget, Sent]) -> None:
     w, sent = fitted
     w.regions = [region("r1", 0, 12, 0, 12), region("r2", 12, 24, 12, 24)]
     w.wait(TIMEOUT)
@@ -205,20 +212,21 @@ def test_request_crops_resends_latest(fitted):
     assert {c["id"]: b for c, b in again} == {"r1": w.crop_png("r1"), "r2": w.crop_png("r2")}
 
 
-def test_stale_results_discarded_latest_wins(fitted):
+def test_stale_results_discarded_latest_wins(fitted: tuple[livessb.SSBWidget, Sent]) -> None:
     """An edit arriving while the region's fit runs makes that fit's result stale."""
     w, sent = fitted
     s = w.session
     real_fit_region = s.fit_region
     calls: list[tuple[int, ...]] = []
 
-    def fit_region_with_edit_during_fit(bounds, **kw):
+    def fit_region_with_edit_during_fit(bounds: Bounds, **kw: Any) -> RegionResult:
         calls.append(tuple(bounds))
         if len(calls) == 1:  # the user moves the region while the first fit runs
             w.regions = [region("r1", 6, 18, 6, 18)]
         return real_fit_region(bounds, **kw)
 
-    s.fit_region = fit_region_with_edit_during_fit
+    # an instance attribute over the method (mypy forbids assigning to a method)
+    cast(Any, s).fit_region = fit_region_with_edit_during_fit
     w.regions = [region("r1", 0, 12, 0, 12)]
     w.wait(TIMEOUT)
     assert calls == [(0, 12, 0, 12), (6, 18, 6, 18)]
@@ -230,7 +238,7 @@ def test_stale_results_discarded_latest_wins(fitted):
     assert s.regions["r1"].bounds == (6, 18, 6, 18)
 
 
-def test_quick_edits_skip_superseded_jobs(fitted):
+def test_quick_edits_skip_superseded_jobs(fitted: tuple[livessb.SSBWidget, Sent]) -> None:
     w, sent = fitted
     gate = threading.Event()
     w._submit("block", lambda _g: gate.wait(TIMEOUT))  # keep the worker busy
@@ -246,7 +254,8 @@ def test_quick_edits_skip_superseded_jobs(fitted):
     assert w.session.evaluations > evals_before
 
 
-def test_editing_one_region_leaves_others_and_full_fit(fitted):
+def test_editing_one_region_leaves_others_and_full_fit(
+        fitted: tuple[livessb.SSBWidget, Sent]) -> None:
     w, sent = fitted
     w.regions = [region("r1", 0, 12, 0, 12), region("r2", 12, 24, 12, 24)]
     w.wait(TIMEOUT)
@@ -276,15 +285,15 @@ def test_editing_one_region_leaves_others_and_full_fit(fitted):
     assert w.crop_png("r2") is None
 
 
-def test_worker_errors_show_in_widget(fitted):
+def test_worker_errors_show_in_widget(fitted: tuple[livessb.SSBWidget, Sent]) -> None:
     w, _ = fitted
     w.regions = [region("r1", 0, 12, 0, 12)]
     real_fit_region = w.session.fit_region
 
-    def failing_fit_region(bounds, **kw):
+    def failing_fit_region(bounds: Bounds, **kw: Any) -> NoReturn:
         raise RuntimeError("device lost")
 
-    w.session.fit_region = failing_fit_region
+    cast(Any, w.session).fit_region = failing_fit_region  # an instance attribute
     w.regions = [region("r1", 0, 12, 0, 13)]
     w.wait(TIMEOUT)
     res = w.region_results["r1"]
@@ -292,7 +301,7 @@ def test_worker_errors_show_in_widget(fitted):
     assert "device lost" in res["error"]
     assert w.status == "error"
     assert "r1" in w.message
-    w.session.fit_region = real_fit_region
+    cast(Any, w.session).fit_region = real_fit_region
     # the next good edit clears the error
     w.regions = [region("r1", 0, 12, 0, 12)]
     w.wait(TIMEOUT)
@@ -302,7 +311,8 @@ def test_worker_errors_show_in_widget(fitted):
 
 # ----------------------------------------------------------------------- calibration
 
-def test_save_and_restore_without_fitting(fitted, ds, tmp_path):
+def test_save_and_restore_without_fitting(
+        fitted: tuple[livessb.SSBWidget, Sent], ds: Dataset4D, tmp_path: Path) -> None:
     w, _ = fitted
     w.regions = [region("r1", 0, 12, 0, 12), region("r2", 8, 20, 10, 24)]
     w.wait(TIMEOUT)
@@ -328,7 +338,7 @@ def test_save_and_restore_without_fitting(fitted, ds, tmp_path):
         w2.close()
 
 
-def test_save_button_message(fitted, tmp_path):
+def test_save_button_message(fitted: tuple[livessb.SSBWidget, Sent], tmp_path: Path) -> None:
     w, _ = fitted
     target = tmp_path / "from-button.json"
     w._on_custom_msg(w, {"type": "save", "path": str(target)}, [])
@@ -344,7 +354,7 @@ def test_save_button_message(fitted, tmp_path):
 
 
 @pytest.mark.parametrize("content", ["{not json", json.dumps({"version": 999})])
-def test_corrupt_calibration_refused_visibly(ds, tmp_path, content):
+def test_corrupt_calibration_refused_visibly(ds: Dataset4D, tmp_path: Path, content: str) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text(content)
     w = livessb.SSBWidget(ds, calibration=bad, fit=False)
@@ -357,7 +367,7 @@ def test_corrupt_calibration_refused_visibly(ds, tmp_path, content):
         w.close()
 
 
-def test_mismatched_calibration_refused_visibly(calibration, tmp_path):
+def test_mismatched_calibration_refused_visibly(calibration: Path, tmp_path: Path) -> None:
     other, _ = simulate_4dstem(scan_shape=(20, 20), detector_shape=(32, 32), dose=5e4, seed=3)
     w = livessb.SSBWidget(other, calibration=calibration, fit=False)
     try:
@@ -370,7 +380,7 @@ def test_mismatched_calibration_refused_visibly(calibration, tmp_path):
 
 # -------------------------------------------------------------------------- lifetime
 
-def test_close_releases_session_results_stay_valid(fitted):
+def test_close_releases_session_results_stay_valid(fitted: tuple[livessb.SSBWidget, Sent]) -> None:
     w, _ = fitted
     w.regions = [region("r1", 0, 12, 0, 12)]
     w.wait(TIMEOUT)
@@ -386,7 +396,7 @@ def test_close_releases_session_results_stay_valid(fitted):
     w.close()  # idempotent
 
 
-def test_close_while_fitting(ds):
+def test_close_while_fitting(ds: Dataset4D) -> None:
     w = livessb.SSBWidget(ds, trials=TRIALS)
     s = w.session
     w.close()
@@ -394,11 +404,12 @@ def test_close_while_fitting(ds):
     assert w.status in ("fitting", "idle", "done", "error")
 
 
-def test_session_passed_in_is_left_open(ds, calibration):
+def test_session_passed_in_is_left_open(ds: Dataset4D, calibration: Path) -> None:
     s = livessb.Session(ds, calibration=calibration)
     w = livessb.SSBWidget(s, fit=False)
     try:
         w.wait(TIMEOUT)
+        assert s.full_fit is not None
         assert w.full_fit["params"] == pytest.approx(s.full_fit.params)
         assert [r["id"] for r in w.regions] == list(s.regions)
         assert s.evaluations == 0
@@ -410,12 +421,17 @@ def test_session_passed_in_is_left_open(ds, calibration):
 
 # ------------------------------------------------------------------------ demo launch
 
-def test_launch_demo_notebook_copies_and_starts_jupyterlab(monkeypatch, tmp_path):
+def test_launch_demo_notebook_copies_and_starts_jupyterlab(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     from livessb import demo_launch
 
     calls: list[list[str]] = []
-    monkeypatch.setattr(demo_launch.subprocess, "call",
-                        lambda cmd, cwd=None: calls.append([*cmd, f"cwd={cwd}"]) or 0)
+
+    def fake_call(cmd: list[str], cwd: str | Path | None = None) -> int:
+        calls.append([*cmd, f"cwd={cwd}"])
+        return 0
+
+    monkeypatch.setattr(demo_launch.subprocess, "call", fake_call)
     rc = demo_launch.launch_demo_notebook(port=8899, open_browser=False, workdir=tmp_path / "d")
     assert rc == 0
     nb = tmp_path / "d" / "demo.ipynb"

@@ -7,7 +7,9 @@ the matplotlib titles."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import numpy as np
 import pytest
@@ -22,6 +24,12 @@ import livessb  # noqa: E402
 from livessb.plots import fitted_text, plot_loss_slices, plot_trials  # noqa: E402
 from livessb.simulate import simulate_4dstem  # noqa: E402
 
+if TYPE_CHECKING:
+    from livessb import Dataset4D, SSBWidget
+
+    # the fitted, mapped and saved widget; its progress stages; the saved calibration
+    Mapped = tuple[SSBWidget, list[dict[str, Any]], Path]
+
 TRIALS = 24
 TIMEOUT = 300
 C10_TRUE = -40.0
@@ -29,7 +37,7 @@ TILTS = ("tilt_row_mrad", "tilt_col_mrad")
 
 
 @pytest.fixture(scope="module")
-def ds():
+def ds() -> Dataset4D:
     # untilted, zero depth: the thin model describes it, tilt and depth are not determined
     data, _truth = simulate_4dstem(
         scan_shape=(24, 24), detector_shape=(32, 32),
@@ -38,7 +46,7 @@ def ds():
 
 
 @pytest.fixture(scope="module")
-def mapped(ds, tmp_path_factory):
+def mapped(ds: Dataset4D, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Mapped]:
     """A fitted widget, one region, a 2×2 map of 12² tiles, saved; progress recorded."""
     w = livessb.SSBWidget(ds, trials=TRIALS)
     stages: list[dict] = []
@@ -56,9 +64,10 @@ def mapped(ds, tmp_path_factory):
         w.close()
 
 
-def test_full_fit_trait_carries_errors_undetermined_and_model(mapped):
+def test_full_fit_trait_carries_errors_undetermined_and_model(mapped: Mapped) -> None:
     w, _stages, _path = mapped
     rec, fit = w.full_fit, w.session.full_fit
+    assert fit is not None
     assert rec["model"] == "thin"  # the simulator's truth is untilted and thin
     assert set(TILTS) <= set(rec["undetermined"]) and "depth" in rec["undetermined"]
     assert "C10" not in rec["undetermined"]
@@ -67,7 +76,7 @@ def test_full_fit_trait_carries_errors_undetermined_and_model(mapped):
     assert abs(rec["params"]["C10"] - C10_TRUE) < 5 * rec["errors"]["C10"] + 1.0
 
 
-def test_region_record_carries_the_same_fields(mapped):
+def test_region_record_carries_the_same_fields(mapped: Mapped) -> None:
     w, _stages, _path = mapped
     rec, fit = w.region_results["r1"], w.session.regions["r1"].fit
     assert rec["errors"] == pytest.approx(fit.errors) and rec["errors"]["C10"] > 0
@@ -75,7 +84,7 @@ def test_region_record_carries_the_same_fields(mapped):
     assert rec["model"] == fit.provenance["model_choice"]["kept"]
 
 
-def test_fit_map_message_publishes_overlays_with_map_progress(mapped):
+def test_fit_map_message_publishes_overlays_with_map_progress(mapped: Mapped) -> None:
     w, stages, _path = mapped
     m = w.map_overlays
     assert m["grid_shape"] == [2, 2] and m["tile"] == [12, 12]
@@ -91,10 +100,11 @@ def test_fit_map_message_publishes_overlays_with_map_progress(mapped):
     assert w.progress["stage"] == "" and "map: 2×2 tiles" in stages[-1]["text"]
 
 
-def test_restored_map_shows_without_refit(ds, mapped, monkeypatch):
+def test_restored_map_shows_without_refit(
+        ds: Dataset4D, mapped: Mapped, monkeypatch: pytest.MonkeyPatch) -> None:
     w, _stages, path = mapped
 
-    def no_refit(*_a, **_k):
+    def no_refit(*_a: object, **_k: object) -> NoReturn:
         raise AssertionError("a restored map must not be refitted")
 
     monkeypatch.setattr(livessb.Session, "fit_map", no_refit)
@@ -110,7 +120,7 @@ def test_restored_map_shows_without_refit(ds, mapped, monkeypatch):
 @pytest.mark.parametrize(("tile", "why"), [(0, "tile must be a positive"),
                                            ("big", "tile must be a positive"),
                                            (500, "tile")])
-def test_bad_map_requests_show_in_widget(mapped, tile, why):
+def test_bad_map_requests_show_in_widget(mapped: Mapped, tile: object, why: str) -> None:
     w, _stages, _path = mapped
     before = w.map_overlays
     w._messages.handle({"type": "fit_map", "tile": tile})
@@ -120,7 +130,7 @@ def test_bad_map_requests_show_in_widget(mapped, tile, why):
     w._set_error("")
 
 
-def test_map_before_full_fit_names_the_fix(ds):
+def test_map_before_full_fit_names_the_fix(ds: Dataset4D) -> None:
     w = livessb.SSBWidget(ds, fit=False)
     try:
         w.wait(TIMEOUT)
@@ -132,9 +142,10 @@ def test_map_before_full_fit_names_the_fix(ds):
         w.close()
 
 
-def test_plots_say_not_determined(mapped):
+def test_plots_say_not_determined(mapped: Mapped) -> None:
     w, _stages, _path = mapped
     fit = w.session.full_fit
+    assert fit is not None
     assert fitted_text(fit, "tilt_row_mrad").endswith("not determined")
     c10 = fitted_text(fit, "C10")
     assert "±" in c10 and c10.endswith("Å")

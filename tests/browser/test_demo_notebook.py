@@ -13,6 +13,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -41,6 +42,12 @@ from lab import (  # noqa: E402
 
 from helpers import check_installed_location  # noqa: E402
 
+if TYPE_CHECKING:
+    from lab import Lab
+    from playwright.sync_api import Page
+
+    from livessb.simulate import SimulationTruth
+
 require_lab_stack()
 
 FIT_PARAMETERS = ("C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")
@@ -48,14 +55,15 @@ C10_TOLERANCE_A = 5.0  # demo gradient is 0.8 Å per scan column
 
 
 @pytest.fixture(scope="module")
-def truth():
+def truth() -> tuple[tuple[int, int], SimulationTruth]:
     import livessb.simulate
 
     ds, t = livessb.simulate.demo_dataset(with_truth=True)
     return ds.scan_shape, t
 
 
-def test_demo_notebook_regions_calibration_restore(tmp_path, truth):
+def test_demo_notebook_regions_calibration_restore(
+        tmp_path: Path, truth: tuple[tuple[int, int], SimulationTruth]) -> None:
     shape, t = truth
     t_start = time.monotonic()
     console: list[str] = []
@@ -76,7 +84,7 @@ def test_demo_notebook_regions_calibration_restore(tmp_path, truth):
     print(f"browser test took {time.monotonic() - t_start:.1f} s")
 
 
-def _scenario(page, lab, shape, t) -> None:
+def _scenario(page: Page, lab: Lab, shape: tuple[int, int], t: SimulationTruth) -> None:
     open_notebook(page, lab, DEMO_NOTEBOOK.name)
     run_all_cells(page)
     root = widget_root(page)

@@ -10,6 +10,9 @@ test-artifacts/ (maps-*.png).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
 import pytest
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -25,6 +28,9 @@ from lab import (  # noqa: E402
     wait_status,
 )
 
+if TYPE_CHECKING:
+    from playwright.sync_api import Locator, Page
+
 require_lab_stack()
 
 MAP_TILE = 32  # the demo's 96² scan: 3×3 tiles
@@ -32,17 +38,17 @@ MAP_TRIALS = 40
 
 
 @pytest.fixture(scope="module")
-def ui(tmp_path_factory):
+def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Page, Locator]]:
     root_dir = tmp_path_factory.mktemp("widget-maps") / "lab"
     with fitted_demo(root_dir, "widget-maps") as (page, _lab, root):
         yield page, root
 
 
-def readout_text(root, name):
+def readout_text(root: Locator, name: str) -> str:
     return root.locator(f'.livessb-readout [data-param="{name}"]').inner_text()
 
 
-def test_readout_shows_errors_and_not_determined(ui):
+def test_readout_shows_errors_and_not_determined(ui: tuple[Page, Locator]) -> None:
     _page, root = ui
     c10 = readout_text(root, "C10")
     assert "±" in c10 and c10.endswith("Å"), c10
@@ -54,7 +60,7 @@ def test_readout_shows_errors_and_not_determined(ui):
     root.screenshot(path=str(ARTIFACTS / "maps-01-readout-widget.png"))
 
 
-def test_fit_map_paints_overlay_and_none_removes_it(ui):
+def test_fit_map_paints_overlay_and_none_removes_it(ui: tuple[Page, Locator]) -> None:
     page, root = ui
     show_canvas(root)
     before = canvas_pixels_digest(root, "scan image")

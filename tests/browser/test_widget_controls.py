@@ -15,7 +15,9 @@ import json
 import math
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -36,6 +38,10 @@ from lab import (  # noqa: E402
     wait_status,
 )
 
+if TYPE_CHECKING:
+    from lab import Lab
+    from playwright.sync_api import Locator, Page
+
 require_lab_stack()
 
 LATTICE_A = 3.905  # the demo's SrTiO3-like square lattice (simulate.demo_dataset)
@@ -43,7 +49,7 @@ PROGRESS: dict[str, str | None] = {}  # the progress bar as seen while the fit r
 TRUE_SPACINGS = sorted({LATTICE_A / math.hypot(h, k) for h in range(4) for k in range(4) if h or k})
 
 
-def _watch_progress(root):
+def _watch_progress(root: Locator) -> None:
     bar = root.get_by_role("progressbar", name="fit progress", exact=True)
     bar.wait_for(state="visible", timeout=300_000)  # while the full-field fit runs
     PROGRESS["valuemax"] = bar.get_attribute("aria-valuemax")
@@ -54,37 +60,44 @@ def _watch_progress(root):
 
 
 @pytest.fixture(scope="module")
-def ui(tmp_path_factory):
+def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Page, Lab, Locator]]:
     """JupyterLab + Chromium with the demo notebook run and its full-field fit done."""
     root_dir = tmp_path_factory.mktemp("widget-controls") / "lab"
     with fitted_demo(root_dir, "widget-controls", while_fitting=_watch_progress) as ui:
         yield ui
 
 
-def label(root, name):
+def number_attribute(locator: Locator, name: str) -> float:
+    """A numeric attribute of an element (Playwright's is str | None: a missing one fails)."""
+    value = locator.get_attribute(name)
+    assert value is not None, f"no {name} attribute"
+    return float(value)
+
+
+def label(root: Locator, name: str) -> Locator:
     return root.get_by_label(name, exact=True)
 
 
-def next_frame(page):
+def next_frame(page: Page) -> None:
     """After the next animation frame (the scan view repaints in one)."""
     page.evaluate("() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)))")
 
 
-def shot(page, root, name):
+def shot(page: Page, root: Locator, name: str) -> None:
     """The widget itself (scrolled into view) and the whole window."""
     ARTIFACTS.mkdir(exist_ok=True)
     root.screenshot(path=str(ARTIFACTS / f"{name}-widget.png"))
     screenshot(page, name)
 
 
-def test_fit_progress_then_timings(ui):
+def test_fit_progress_then_timings(ui: tuple[Page, Lab, Locator]) -> None:
     _page, _lab, root = ui
     assert int(PROGRESS["valuemax"] or 0) > 0, PROGRESS
     assert " s" in (PROGRESS["text"] or ""), PROGRESS
     assert "timings" in label(root, "stage timings").inner_text()
 
 
-def test_fit_frame_and_scale_bar(ui):
+def test_fit_frame_and_scale_bar(ui: tuple[Page, Lab, Locator]) -> None:
     page, _lab, root = ui
     show_canvas(root)
     state = preview_state(root)
@@ -97,7 +110,7 @@ def test_fit_frame_and_scale_bar(ui):
     shot(page, root, "10-fit-frame")
 
 
-def test_slider_and_value_drive_the_frame(ui):
+def test_slider_and_value_drive_the_frame(ui: tuple[Page, Lab, Locator]) -> None:
     page, _lab, root = ui
     state = preview_state(root)
     before = state["frame"]
@@ -122,7 +135,7 @@ def test_slider_and_value_drive_the_frame(ui):
     wait_preview(root, state["frame"] + 1, params={"C10": fit["C10"], "C12": fit["C12"]})
 
 
-def test_colormap_repaints(ui):
+def test_colormap_repaints(ui: tuple[Page, Lab, Locator]) -> None:
     page, _lab, root = ui
     before = canvas_pixels_digest(root, "scan image")
     label(root, "colormap").select_option("viridis")  # repainted in the browser, no round trip
@@ -136,7 +149,7 @@ def test_colormap_repaints(ui):
     label(root, "colormap").select_option("gray")
 
 
-def test_manual_contrast_over_the_histogram(ui):
+def test_manual_contrast_over_the_histogram(ui: tuple[Page, Lab, Locator]) -> None:
     _page, _lab, root = ui
     auto = canvas_pixels_digest(root, "scan image")
     assert label(root, "histogram").is_visible()
@@ -151,7 +164,7 @@ def test_manual_contrast_over_the_histogram(ui):
     assert canvas_pixels_digest(root, "scan image") == auto
 
 
-def test_amplitude_view_and_back(ui):
+def test_amplitude_view_and_back(ui: tuple[Page, Lab, Locator]) -> None:
     _page, _lab, root = ui
     state = preview_state(root)
     label(root, "view").select_option("amplitude")
@@ -161,15 +174,15 @@ def test_amplitude_view_and_back(ui):
     root.locator("xpath=self::*[@data-preview-view='phase']").wait_for(timeout=120_000)
 
 
-def test_controls_come_from_the_parameter_table(ui):
+def test_controls_come_from_the_parameter_table(ui: tuple[Page, Lab, Locator]) -> None:
     page, _lab, root = ui
     table = run_json(page, "w.param_table")
     for row in table:
         assert label(root, f"{row['name']} slider").count() == 1, row["name"]
         assert label(root, f"{row['name']} value").count() == 1, row["name"]
         slider = label(root, f"{row['name']} slider")
-        assert float(slider.get_attribute("min")) <= row["box"][0]
-        assert float(slider.get_attribute("max")) >= row["box"][1]
+        assert number_attribute(slider, "min") <= row["box"][0]
+        assert number_attribute(slider, "max") >= row["box"][1]
     joint = [r for r in table if r.get("fittable", True) and r["opt_in"] is None]
     assert [r["name"] for r in joint] == ["C10", "C12", "phi12", "tilt_row_mrad",
                                           "tilt_col_mrad", "depth"]
@@ -192,15 +205,16 @@ def test_controls_come_from_the_parameter_table(ui):
         label(root, "reset to fit").click()
 
 
-def test_wheel_zoom_and_reset_view(ui):
+def test_wheel_zoom_and_reset_view(ui: tuple[Page, Lab, Locator]) -> None:
     page, _lab, root = ui
     regions = run_json(page, "w.regions")  # (running a cell scrolls the notebook: first)
     show_canvas(root)
     box = label(root, "scan image").bounding_box()
+    assert box is not None
     page.mouse.move(box["x"] + box["width"] * 0.3, box["y"] + box["height"] * 0.6)
     page.mouse.wheel(0, -400)
     page.wait_for_function("(el) => Number(el.dataset.zoom) > 1", arg=root.element_handle())
-    assert float(root.get_attribute("data-zoom")) > 1
+    assert number_attribute(root, "data-zoom") > 1
     shot(page, root, "13-zoomed")
     # pan: middle button, then space + left button; neither draws a region
     cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
@@ -232,19 +246,19 @@ def test_wheel_zoom_and_reset_view(ui):
     assert run_json(page, "w.regions") == regions
 
 
-def test_fft_d_spacing_of_the_lattice(ui):
+def test_fft_d_spacing_of_the_lattice(ui: tuple[Page, Lab, Locator]) -> None:
     page, _lab, root = ui
     click_fft_brightest(page, root)
     text = label(root, "d-spacing").inner_text()
     assert "Å" in text, text
-    d = float(label(root, "d-spacing").get_attribute("data-d-a"))
+    d = number_attribute(label(root, "d-spacing"), "data-d-a")
     nearest = min(TRUE_SPACINGS, key=lambda s: abs(s - d))
     assert abs(d - nearest) / nearest < 0.02, (d, nearest, text)
     shot(page, root, "14-fft-d-spacing")
     label(root, "FFT view").click()
 
 
-def test_trials_list_is_clickable(ui):
+def test_trials_list_is_clickable(ui: tuple[Page, Lab, Locator]) -> None:
     page, _lab, root = ui
     trials = run_json(page, "w.trials_full[:3]")
     assert trials, "the fit recorded no trials"
@@ -261,7 +275,7 @@ def test_trials_list_is_clickable(ui):
     wait_preview(root, 0, params={"C10": run_json(page, "w.full_fit['params']['C10']")})
 
 
-def test_pins_and_exports_write_files_that_open(ui):
+def test_pins_and_exports_write_files_that_open(ui: tuple[Page, Lab, Locator]) -> None:
     page, lab, root = ui
     from PIL import Image
 
@@ -295,7 +309,8 @@ def test_pins_and_exports_write_files_that_open(ui):
 
     with tifffile.TiffFile(out / "reconstruction.tif") as tif:
         page0 = tif.pages[0]
-        assert page0.dtype.name == "float32"
+        assert isinstance(page0, tifffile.TiffPage)  # the first page is never a TiffFrame
+        assert page0.dtype is not None and page0.dtype.name == "float32"
         ij = tif.imagej_metadata  # ImageJ's pixel width: 1/XResolution in its unit
         assert ij is not None and ij["unit"] == "nm", ij
         xres, yres = page0.tags["XResolution"].value, page0.tags["YResolution"].value
@@ -305,7 +320,7 @@ def test_pins_and_exports_write_files_that_open(ui):
     shot(page, root, "16-pins-exported")
 
 
-def test_no_stale_frame_after_a_burst(ui):
+def test_no_stale_frame_after_a_burst(ui: tuple[Page, Lab, Locator]) -> None:
     page, _lab, root = ui
     last = root.evaluate(
         """async (root) => {
@@ -330,7 +345,7 @@ def test_no_stale_frame_after_a_burst(ui):
     assert state["seq"] == max(seqs)
 
 
-def test_small_region_is_refused_with_a_message(ui):
+def test_small_region_is_refused_with_a_message(ui: tuple[Page, Lab, Locator]) -> None:
     page, _lab, root = ui
     shape = tuple(run_json(page, "list(w.scan_shape)"))
     minimum = run_json(page, "w.min_region_px")
@@ -356,7 +371,7 @@ def test_small_region_is_refused_with_a_message(ui):
     assert len(run_json(page, "w.regions")) == n_before
 
 
-def test_live_regions_checkbox_syncs(ui):
+def test_live_regions_checkbox_syncs(ui: tuple[Page, Lab, Locator]) -> None:
     page, _lab, root = ui
     box = label(root, "live regions")
     start = run_json(page, "w.live_regions")
@@ -367,7 +382,7 @@ def test_live_regions_checkbox_syncs(ui):
     assert run_json(page, "w.live_regions") == start
 
 
-def test_fft_by_keyboard(ui):
+def test_fft_by_keyboard(ui: tuple[Page, Lab, Locator]) -> None:
     page, _lab, root = ui
     label(root, "FFT view").focus()
     page.keyboard.press("Enter")  # the button toggles the FFT
@@ -376,13 +391,13 @@ def test_fft_by_keyboard(ui):
     fft.focus()
     label(root, "d-spacing").evaluate("el => { delete el.dataset.dA; }")
     page.keyboard.press("Enter")  # measures the strongest peak
-    d = float(label(root, "d-spacing").get_attribute("data-d-a"))
+    d = number_attribute(label(root, "d-spacing"), "data-d-a")
     nearest = min(TRUE_SPACINGS, key=lambda s: abs(s - d))
     assert abs(d - nearest) / nearest < 0.02, (d, nearest)
     label(root, "FFT view").click()
 
 
-def test_refine_from_here_holds_locked_parameters(ui):
+def test_refine_from_here_holds_locked_parameters(ui: tuple[Page, Lab, Locator]) -> None:
     page, _lab, root = ui
     fit = run_json(page, "w.full_fit['params']")
     state = preview_state(root)
@@ -407,12 +422,13 @@ def test_refine_from_here_holds_locked_parameters(ui):
     shot(page, root, "18-refined")
 
 
-def test_frames_per_second_of_a_slider_drag(ui):
+def test_frames_per_second_of_a_slider_drag(ui: tuple[Page, Lab, Locator]) -> None:
     """A 3 s drag of the C10 slider thumb with the mouse; frames painted per second."""
     page, _lab, root = ui
     slider = label(root, "C10 slider")
     slider.scroll_into_view_if_needed()
     box = slider.bounding_box()
+    assert box is not None
     y = box["y"] + box["height"] / 2
     x0, x1 = box["x"] + box["width"] * 0.35, box["x"] + box["width"] * 0.65
     start = preview_state(root)["frame"]

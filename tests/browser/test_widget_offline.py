@@ -13,6 +13,7 @@ import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -22,6 +23,9 @@ pytestmark = [pytest.mark.browser]
 require(importable("playwright"), "pip install playwright (the dev extra)")
 
 from lab import STATIC, chromium, stack_problem  # noqa: E402
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Locator, Page
 
 require(not stack_problem(), stack_problem())
 
@@ -44,13 +48,13 @@ def _serve(directory: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def browser():
+def browser() -> Iterator[Browser]:
     with chromium() as b:
         yield b
 
 
 @pytest.fixture
-def page(browser, tmp_path):
+def page(browser: Browser, tmp_path: Path) -> Iterator[Page]:
     for name in ("widget.js", "widget.css"):
         shutil.copyfile(STATIC.parent / name, tmp_path / name)
     shutil.copyfile(Path(__file__).parent / "mock_host.html", tmp_path / "index.html")
@@ -65,15 +69,15 @@ def page(browser, tmp_path):
     assert not errors, errors
 
 
-def previews(page):
+def previews(page: Page) -> list[dict[str, Any]]:
     return page.evaluate("window.sent.filter((m) => m.type === 'preview')")
 
 
-def label(page, name):
+def label(page: Page, name: str) -> Locator:
     return page.get_by_label(name, exact=True)
 
 
-def test_latest_wins_one_request_in_flight_then_the_newest(page):
+def test_latest_wins_one_request_in_flight_then_the_newest(page: Page) -> None:
     slider = label(page, "C10 slider")
     for v in (-30, -20, -10, 0, 10):
         slider.fill(str(v))
@@ -85,7 +89,7 @@ def test_latest_wins_one_request_in_flight_then_the_newest(page):
     assert sent[1]["seq"] > sent[0]["seq"]
 
 
-def test_a_stale_frame_is_never_painted_after_a_newer_one(page):
+def test_a_stale_frame_is_never_painted_after_a_newer_one(page: Page) -> None:
     root = page.locator(".livessb")
     page.evaluate("() => { window.frame(10, {C10: 1}, 0.2); window.frame(12, {C10: 3}, 0.9); }")
     assert root.get_attribute("data-preview-frame") == "2"
@@ -96,7 +100,7 @@ def test_a_stale_frame_is_never_painted_after_a_newer_one(page):
     assert root.get_attribute("data-preview-params") == '{"C10":4}'
 
 
-def test_a_malformed_frame_shows_a_notice_and_paints_nothing(page):
+def test_a_malformed_frame_shows_a_notice_and_paints_nothing(page: Page) -> None:
     root = page.locator(".livessb")
     page.evaluate("""() => window.emitMsg({type: 'frame', seq: 5, params: {C10: 1},
                                            shape: [8, 8], range: [0, 1]}, 10)""")
@@ -105,10 +109,11 @@ def test_a_malformed_frame_shows_a_notice_and_paints_nothing(page):
     assert "10 bytes, expected 128" in notice.inner_text()
 
 
-def test_live_region_edits_are_throttled_and_latest_wins(page):
+def test_live_region_edits_are_throttled_and_latest_wins(page: Page) -> None:
     page.evaluate("() => window.setTrait('live_regions', true)")
     assert label(page, "live regions").is_checked()
     box = label(page, "scan image").bounding_box()
+    assert box is not None
     x, y = box["x"] + 20, box["y"] + 20
     page.mouse.move(x, y)
     page.mouse.down()
@@ -124,9 +129,10 @@ def test_live_region_edits_are_throttled_and_latest_wins(page):
     assert (final["row_start"], final["row_stop"]) == (first, math.ceil(140 / scale))
 
 
-def test_live_regions_off_sends_only_on_release(page):
+def test_live_regions_off_sends_only_on_release(page: Page) -> None:
     assert not label(page, "live regions").is_checked()
     box = label(page, "scan image").bounding_box()
+    assert box is not None
     x, y = box["x"] + 20, box["y"] + 20
     page.mouse.move(x, y)
     page.mouse.down()
@@ -137,8 +143,9 @@ def test_live_regions_off_sends_only_on_release(page):
     assert [k for k, _ in page.evaluate("window.sets")] == ["regions"]
 
 
-def test_small_draw_is_refused_in_the_browser(page):
+def test_small_draw_is_refused_in_the_browser(page: Page) -> None:
     box = label(page, "scan image").bounding_box()
+    assert box is not None
     scale = box["width"] / 96
     x, y = box["x"] + 100, box["y"] + 100
     page.mouse.move(x, y)
@@ -152,7 +159,7 @@ def test_small_draw_is_refused_in_the_browser(page):
     assert not notice.is_visible()
 
 
-def test_refine_sends_the_locked_parameters(page):
+def test_refine_sends_the_locked_parameters(page: Page) -> None:
     label(page, "depth value").fill("25")
     label(page, "depth lock").check()
     label(page, "C12 lock").check()
@@ -164,7 +171,7 @@ def test_refine_sends_the_locked_parameters(page):
     assert refine[0]["params"]["C10"] == -40  # the fit's values elsewhere
 
 
-def test_six_fitted_parameters_in_front_higher_orders_in_their_panel(page):
+def test_six_fitted_parameters_in_front_higher_orders_in_their_panel(page: Page) -> None:
     front = page.locator(".livessb-steering > .livessb-sliders > [data-param]")
     assert [n for n in front.evaluate_all("els => els.map(e => e.dataset.param)")] == [
         "C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth", "rotation"]

@@ -58,6 +58,7 @@ def _case(ds: Any, region: tuple[int, int, int, int], trials: int) -> dict[str, 
             s.save_calibration(path)
             with livessb.Session(ds, device="cpu", calibration=path) as s2:
                 restored = s2.regions[reg.id]
+                assert s2.full_fit is not None and s2.rotation_deg is not None
                 out["restore"] = {
                     "full_params": {k: float(v) for k, v in s2.full_fit.params.items()},
                     "rotation_deg": float(s2.rotation_deg),

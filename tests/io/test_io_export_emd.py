@@ -14,7 +14,7 @@ from livessb.export_hdf5 import EMDExportError, save_dataset_emd, save_reconstru
 from livessb.io import load
 from livessb.results import Reconstruction
 
-CAL = {"voltage_kV": 300.0, "semiangle_mrad": 20.0, "scan_step_A": 0.5,
+CAL: dict[str, Any] = {"voltage_kV": 300.0, "semiangle_mrad": 20.0, "scan_step_A": 0.5,
        "detector_sampling_mrad": 5.0}
 
 
@@ -123,6 +123,7 @@ def test_tiff_carries_the_pixel_size_imagej_reads(tmp_path: Path, rec: Reconstru
         ij = tif.imagej_metadata
         assert ij is not None, "no ImageJ metadata: ImageJ shows pixels, not Å"
         page = tif.pages[0]
+        assert isinstance(page, tifffile.TiffPage)  # the first page is never a TiffFrame
         x_res = page.tags["XResolution"].value  # pixels per unit, a rational
         y_res = page.tags["YResolution"].value
         unit = ij.get("unit")
