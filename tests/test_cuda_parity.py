@@ -6,10 +6,8 @@ within 1e-3 relative; the same seed twice on the device gives identical bits.
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import numpy as np
 import pytest
@@ -22,6 +20,7 @@ except Exception:  # CUDARuntimeError: driver without a device
 pytestmark = [pytest.mark.cuda,
               pytest.mark.skipif(_N_DEV < 1, reason="needs a CUDA GPU")]
 
+import cuda_helpers as ch  # noqa: E402
 from livessb import Dataset4D, Preprocessing, Session  # noqa: E402
 from livessb.engine import cuda_kernels as ck  # noqa: E402
 from livessb.engine.cpu import CPUEngine  # noqa: E402
@@ -30,13 +29,9 @@ from livessb.engine.cuda.launch import pixel_split  # noqa: E402
 from livessb.engine.cuda.records import FineMasks  # noqa: E402
 from livessb.engine.protocol import DeviceMemoryError  # noqa: E402
 from livessb.params import JOINT  # noqa: E402
-from livessb.physics.geometry import estimate_rotation  # noqa: E402
 from livessb.simulate import simulate_4dstem  # noqa: E402
 
 if TYPE_CHECKING:
-    from livessb.engine.cpu import HostSpectra
-    from livessb.engine.cuda.engine import DeviceSpectra
-    from livessb.physics.geometry import RotationEstimate
     from livessb.results import Bounds
     from livessb.simulate import SimulationTruth
 
@@ -65,47 +60,14 @@ def thin() -> Simulated:
     return ds, truth
 
 
-@contextlib.contextmanager
-def _cuda_prepared(ds: Dataset4D) -> Iterator[tuple[CUDAEngine, RotationEstimate, DeviceSpectra]]:
-    """A CUDA engine with the full field prepared at its COM rotation; closed after."""
-    eng = CUDAEngine(ds)
-    try:
-        yield eng, *_prepared(eng, ds)
-    finally:
-        eng.close()
-
-
-@contextlib.contextmanager
-def _both_prepared(ds: Dataset4D) -> Iterator[
-        tuple[CPUEngine, CUDAEngine, RotationEstimate, HostSpectra, DeviceSpectra]]:
-    """CPU and CUDA engines with the full field prepared at their COM rotation:
-    (cpu, gpu, the device's rotation, cpu spectra, gpu spectra); closed after."""
-    cpu, gpu = CPUEngine(ds), CUDAEngine(ds)
-    try:
-        _, sc = _prepared(cpu, ds)
-        rot, sg = _prepared(gpu, ds)
-        yield cpu, gpu, rot, sc, sg
-    finally:
-        cpu.close()
-        gpu.close()
-
-
-def _every_pixel_mask(tiles: int, n_bf: int) -> Any:
-    """One support-mask row listing every BF pixel (with mask stride 0: for all warps)."""
-    every = np.zeros((tiles, 128), dtype=np.uint64)
-    every.reshape(-1)[:n_bf] = 1
-    row = (every.reshape(tiles, 4, 32) << np.arange(32, dtype=np.uint64)).sum(axis=-1)
-    return cp.asarray(row.astype(np.uint32).ravel())
-
-
 def test_candidate_groups_give_identical_losses(thick: Simulated) -> None:
     """2 or 4 candidates per thread: each candidate's sums run in the same order, so the
     losses are the same bits."""
     ds, _ = thick
     eng = CUDAEngine(ds)
     try:
-        _, sp = _prepared(eng, ds)
-        cand = _candidates(16)
+        _, sp = ch.prepared(eng, ds)
+        cand = ch.candidates(16)
         losses = {}
         for kc in ck.EVAL_GROUPS[1:]:
             eng.eval_group = kc
@@ -116,35 +78,16 @@ def test_candidate_groups_give_identical_losses(thick: Simulated) -> None:
         eng.close()
 
 
-def _prepared(
-        engine: CPUEngine | CUDAEngine, ds: Dataset4D,
-        bounds: Bounds | None = None) -> tuple[RotationEstimate, Any]:
-    rot = estimate_rotation(engine.bf_center_of_mass(), ds.scan_step_A)
-    sp = engine.prepare(bounds)
-    engine.set_rotation(sp, rot.theta, rot.transpose)
-    return rot, sp
-
-
-def _candidates(n: int, seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    c = np.column_stack([rng.uniform(-200, 200, n), rng.uniform(0, 50, n),
-                         rng.uniform(-1.5, 1.5, n), rng.uniform(-12, 12, n),
-                         rng.uniform(-12, 12, n), rng.uniform(0, 300, n)])
-    c[0, 5] = 0.0
-    c[1] = [-40, 12, 0.4, 4, -3, 60]
-    return c
-
-
 @pytest.mark.parametrize("bounds", [None, (3, 29, 2, 30), (5, 12, 4, 31)])
 def test_losses_and_derivatives_match_cpu(thick: Simulated, bounds: Bounds | None) -> None:
     ds, _ = thick
     cpu, gpu = CPUEngine(ds), CUDAEngine(ds)
     try:
-        rc, sc = _prepared(cpu, ds, bounds)
-        rg, sg = _prepared(gpu, ds, bounds)
+        rc, sc = ch.prepared(cpu, ds, bounds)
+        rg, sg = ch.prepared(gpu, ds, bounds)
         assert abs(rc.theta - rg.theta) < 1e-9 and rc.transpose == rg.transpose
         assert sg.energy == pytest.approx(sc.energy, rel=1e-5)
-        cand = _candidates(13)
+        cand = ch.candidates(13)
         np.testing.assert_allclose(gpu.evaluate(sg, cand), cpu.evaluate(sc, cand),
                                    rtol=LOSS_RTOL)
         lc, gc, hc = cpu.derivatives(sc, cand[:3])
@@ -171,7 +114,7 @@ def test_both_engines_score_one_object_per_trotter_lobe(thick: Simulated) -> Non
 
     ds, truth = thick
     vec = np.array([[truth.params[p] for p in JOINT]])
-    with _both_prepared(ds) as (cpu, gpu, rot, sc, sg):
+    with ch.both_prepared(ds) as (cpu, gpu, rot, sc, sg):
         ref = sc.part.geometry
         N = D = 0
         for sl, g in zip(cpu.reference.chunks(sc.n_bf, sc.G.shape[1]), ref.grids, strict=True):
@@ -197,8 +140,8 @@ def test_opt_in_coefficients_generic_path_matches_cpu(thick: Simulated) -> None:
                      [-10.0, 3.0, -1.0, 0.0, 1.0, 20.0, 50.0, -2.0, 80.0, 0.7, -5e4]])
     cpu, gpu = CPUEngine(ds), CUDAEngine(ds)
     try:
-        _, sc = _prepared(cpu, ds)
-        _, sg = _prepared(gpu, ds)
+        _, sc = ch.prepared(cpu, ds)
+        _, sg = ch.prepared(gpu, ds)
         np.testing.assert_allclose(gpu.evaluate(sg, cand, "vp", names),
                                    cpu.evaluate(sc, cand, "vp", names), rtol=LOSS_RTOL)
         lc, gc, hc = cpu.derivatives(sc, cand, names)
@@ -217,8 +160,8 @@ def test_reconstruction_matches_cpu(thick: Simulated, upsample: int, method: str
     ds, truth = thick
     cpu, gpu = CPUEngine(ds), CUDAEngine(ds)
     try:
-        _, sc = _prepared(cpu, ds)
-        _, sg = _prepared(gpu, ds)
+        _, sc = ch.prepared(cpu, ds)
+        _, sg = ch.prepared(gpu, ds)
         params = dict(truth.params)
         oc = cpu.reconstruct(sc, params, upsample, method)
         og = gpu.reconstruct(sg, params, upsample, method)
@@ -234,14 +177,14 @@ def test_higher_order_reconstruction_uses_generic_path(thick: Simulated) -> None
     ds, _ = thick
     cpu, gpu = CPUEngine(ds), CUDAEngine(ds)
     try:
-        _, sc = _prepared(cpu, ds)
-        _, sg = _prepared(gpu, ds)
+        _, sc = ch.prepared(cpu, ds)
+        _, sg = ch.prepared(gpu, ds)
         params = {"C10": -40.0, "C12": 12.0, "phi12": 0.4, "C30": 2e4}
         d = np.angle(np.exp(1j * (np.angle(gpu.reconstruct(sg, params, 1, "ssb"))
                                   - np.angle(cpu.reconstruct(sc, params, 1, "ssb")))))
         assert np.abs(d).max() < 1e-3
         # Non-VP objectives go through the same generic path.
-        cand = _candidates(3)
+        cand = ch.candidates(3)
         np.testing.assert_allclose(gpu.evaluate(sg, cand, "coherence"),
                                    cpu.evaluate(sc, cand, "coherence"), rtol=1e-4)
     finally:
@@ -366,7 +309,7 @@ def test_rotation_grid_matches_per_rotation_path(thick: Simulated) -> None:
 
     ds, truth = thick
     vec = np.array([[truth.params[p] for p in JOINT]])
-    with _both_prepared(ds) as (cpu, gpu, rot, sp_cpu, sp):
+    with ch.both_prepared(ds) as (cpu, gpu, rot, sp_cpu, sp):
         grid = rot.theta + np.radians(np.linspace(-3, 3, 7))
         fused = gpu.evaluate_rotations(sp, grid, rot.transpose, vec)
         assert sp.rotation == (rot.theta, rot.transpose)  # left as it was
@@ -386,7 +329,7 @@ def test_rotation_grid_bitwise_on_unsplit_window() -> None:
     ds, truth = generate_dataset(scan=(384, 384), detector=(48, 48), bf_pixels=400, seed=5)
     eng = CUDAEngine(ds)
     try:
-        rot, sp = _prepared(eng, ds)
+        rot, sp = ch.prepared(eng, ds)
         assert pixel_split(sp.part.M, sp.n_bf)[1] == 1
         vec = np.array([[truth.params[p] for p in JOINT]])
         grid = rot.theta + np.radians(np.linspace(-3, 3, 5))
@@ -402,7 +345,7 @@ def test_support_masks_skip_only_pixels_outside_every_trotter(thick: Simulated) 
     ds, truth = thick
     eng = CUDAEngine(ds)
     try:
-        _, sp = _prepared(eng, ds)
+        _, sp = ch.prepared(eng, ds)
         params = dict(truth.params)
         masked = eng.reconstruct(sp, params, 3, "ssb")
         fm = sp.part.fine_masks
@@ -410,7 +353,7 @@ def test_support_masks_skip_only_pixels_outside_every_trotter(thick: Simulated) 
         rows = words.size // (4 * tiles)
         set_bits = int(np.unpackbits(cp.asnumpy(words).view(np.uint8)).sum())
         assert f == 3 and 0 < set_bits < rows * sp.n_bf  # it does skip pixels
-        sp.part.fine_masks = FineMasks(3, _every_pixel_mask(tiles, sp.n_bf), 0)
+        sp.part.fine_masks = FineMasks(3, ch.every_pixel_mask(tiles, sp.n_bf), 0)
         np.testing.assert_array_equal(masked, eng.reconstruct(sp, params, 3, "ssb"))
     finally:
         eng.close()
@@ -419,15 +362,15 @@ def test_support_masks_skip_only_pixels_outside_every_trotter(thick: Simulated) 
 def test_lobe_masks_skip_only_pixels_outside_each_lobe(thick: Simulated) -> None:
     """vp_derivs walks only the pixels its lobe masks list: same bits as every pixel."""
     ds, _ = thick
-    with _cuda_prepared(ds) as (eng, _, sp):
-        cand = _candidates(3)
+    with ch.cuda_prepared(ds) as (eng, _, sp):
+        cand = ch.candidates(3)
         masked = eng.derivatives(sp, cand)
         assert sp.part.lobe_masks is not None
         words, tiles = sp.part.lobe_masks
         rows = words.size // (4 * tiles)  # both lobes' rows
         set_bits = int(np.unpackbits(cp.asnumpy(words).view(np.uint8)).sum())
         assert 0 < set_bits < rows * sp.n_bf  # it does skip pixels
-        sp.part.lobe_masks = (_every_pixel_mask(tiles, sp.n_bf), 0)
+        sp.part.lobe_masks = (ch.every_pixel_mask(tiles, sp.n_bf), 0)
         for a, b in zip(masked, eng.derivatives(sp, cand), strict=True):
             np.testing.assert_array_equal(a, b)
 
@@ -440,7 +383,7 @@ def test_mirror_branch_reconstructs_the_conjugate_object_on_device(thick: Simula
     ds, truth = thick
     p = dict(truth.params)
     q = mirror_params(p, Box.from_mapping(None))
-    with _cuda_prepared(ds) as (eng, rot, sp):
+    with ch.cuda_prepared(ds) as (eng, rot, sp):
         o = eng.reconstruct(sp, p, 2)
         eng.set_rotation(sp, rot.theta + math.pi, rot.transpose)
         o_mirror = eng.reconstruct(sp, q, 2)
@@ -451,7 +394,7 @@ def test_mirror_branch_reconstructs_the_conjugate_object_on_device(thick: Simula
 def test_set_rotation_revisits_are_free_and_identical(thick: Simulated) -> None:
     """Returning to a visited rotation reuses its geometry and energy (same bits)."""
     ds, truth = thick
-    with _cuda_prepared(ds) as (eng, rot, sp):
+    with ch.cuda_prepared(ds) as (eng, rot, sp):
         vec = np.array([[truth.params[k] for k in JOINT]])
         energy, loss = sp.energy, eng.evaluate(sp, vec)
         eng.set_rotation(sp, rot.theta + math.pi, rot.transpose)
@@ -474,10 +417,10 @@ def test_few_candidate_launches_split_to_fill_the_device() -> None:
     from livessb.bench.device_data import generate_dataset
 
     ds, _ = generate_dataset(scan=(384, 384), detector=(48, 48), bf_pixels=400, seed=5)
-    with _cuda_prepared(ds) as (eng, _, sp):
+    with ch.cuda_prepared(ds) as (eng, _, sp):
         assert pixel_split(sp.part.M, sp.n_bf)[1] == 1
         assert pixel_split(sp.part.M, sp.n_bf, min_blocks=4096)[1] > 1
-        cand = _candidates(9, seed=4)
+        cand = ch.candidates(9, seed=4)
         grouped = eng.evaluate(sp, cand[:8])  # two groups of 4
         tail = eng.evaluate(sp, np.concatenate([cand[1:9], cand[:1]]))  # 8 + lone 1
         np.testing.assert_allclose(tail[-1], grouped[0], rtol=1e-6)
