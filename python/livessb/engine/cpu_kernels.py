@@ -149,7 +149,6 @@ def _vp_frequency(m, M, nr, nc, idx, amp_m, amp_p, minus, n_pairs, G, k_r, k_c, 
                   det_r, det_c, row_off, col_off, to_det, tabs, N, D):
     """``vp_sums`` at frequency m: columns m (k-ν lobe) and M + m (k+ν lobe)."""
     K = cand.shape[0]
-    n_rows, n_cols = row_off.shape[0], col_off.shape[0]
     tab_r, tab_c, dep_r, dep_c = tabs
     nn, nd, nx = nr * nr + nc * nc, nr * nr - nc * nc, 2.0 * nr * nc
     for k in range(K):
@@ -161,25 +160,11 @@ def _vp_frequency(m, M, nr, nc, idx, amp_m, amp_p, minus, n_pairs, G, k_r, k_c, 
         # lin = k·w with w = 2Mν (scan frame); tables hold exp(iπλ k_det·w_det).
         w_r = 2.0 * (C10 * nr + C12 * (c2 * nr + s2 * nc))
         w_c = 2.0 * (C10 * nc + C12 * (s2 * nr - c2 * nc))
-        wd_r = to_det[0, 0] * w_r + to_det[0, 1] * w_c
-        wd_c = to_det[1, 0] * w_r + to_det[1, 1] * w_c
-        for r in range(n_rows):
-            a = pl * row_off[r] * wd_r
-            tab_r[r] = complex(math.cos(a), math.sin(a))
-        for c in range(n_cols):
-            a = pl * col_off[c] * wd_c
-            tab_c[c] = complex(math.cos(a), math.sin(a))
+        _fill_plane_tables(pl, w_r, w_c, row_off, col_off, to_det, tab_r, tab_c)
         eq = complex(math.cos(pl * q), math.sin(pl * q))
         if dep != 0.0:
             # exp(-iπλΔ k·ν) for the depth factors' sines, same factorisation.
-            vd_r = to_det[0, 0] * nr + to_det[0, 1] * nc
-            vd_c = to_det[1, 0] * nr + to_det[1, 1] * nc
-            for r in range(n_rows):
-                a = -pl * dep * row_off[r] * vd_r
-                dep_r[r] = complex(math.cos(a), math.sin(a))
-            for c in range(n_cols):
-                a = -pl * dep * col_off[c] * vd_c
-                dep_c[c] = complex(math.cos(a), math.sin(a))
+            _fill_plane_tables(-pl * dep, nr, nc, row_off, col_off, to_det, dep_r, dep_c)
             xa0 = (pl * nn + tilt) * dep / 2.0
             xb0 = (-pl * nn + tilt) * dep / 2.0
             ea0 = complex(math.cos(xa0), math.sin(xa0))
@@ -420,14 +405,20 @@ def _reconstruct_frequency(m, nr, nc, idx, amp_m, amp_p, n_pairs, G, k_r, k_c, a
 def _plane_tables(scale: float, v_r: float, v_c: float, row_off: np.ndarray, col_off: np.ndarray,
                   to_det: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """exp(i·scale·k_det·v_det) over detector rows and columns for the scan-frame vector v."""
-    vd_r = to_det[0, 0] * v_r + to_det[0, 1] * v_c
-    vd_c = to_det[1, 0] * v_r + to_det[1, 1] * v_c
     tab_r = np.empty(row_off.shape[0], dtype=np.complex128)
     tab_c = np.empty(col_off.shape[0], dtype=np.complex128)
+    _fill_plane_tables(scale, v_r, v_c, row_off, col_off, to_det, tab_r, tab_c)
+    return tab_r, tab_c
+
+
+@njit(cache=True, inline="always")
+def _fill_plane_tables(scale, v_r, v_c, row_off, col_off, to_det, tab_r, tab_c):  # type: ignore[no-untyped-def]
+    """``_plane_tables`` into the given arrays (a kernel's per-thread buffers)."""
+    vd_r = to_det[0, 0] * v_r + to_det[0, 1] * v_c
+    vd_c = to_det[1, 0] * v_r + to_det[1, 1] * v_c
     for r in range(row_off.shape[0]):
         a = scale * row_off[r] * vd_r
         tab_r[r] = complex(math.cos(a), math.sin(a))
     for c in range(col_off.shape[0]):
         a = scale * col_off[c] * vd_c
         tab_c[c] = complex(math.cos(a), math.sin(a))
-    return tab_r, tab_c
