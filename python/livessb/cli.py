@@ -166,7 +166,7 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
         cal = {**_from_calibration_file(args.calibration), **cal}
     _check_missing(args, cal)
     _check_outputs(args)
-    check_options(args)  # preprocessing flags and the mask file, before loading
+    mask_flags = check_options(args)  # preprocessing flags and the mask file, before loading
     with unusual_values_allowed(args.force):
         ds = load(args.path, scan_shape=tuple(args.scan_shape) if args.scan_shape else None,
                   scan_region=tuple(args.scan_region) if args.scan_region else None,
@@ -174,7 +174,7 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
                   crop_to_bf=args.crop_to_bf, progress=not args.quiet, **cal)
     region = None if args.region is None else check_bounds(tuple(args.region), ds.scan_shape)
     upsample: int | str = "auto" if args.upsample == "auto" else int(args.upsample)
-    preprocessing = preprocessing_from_args(args, ds.detector_shape)
+    preprocessing = preprocessing_from_args(args, mask_flags, ds.detector_shape)
     with Session(ds, device=args.device, calibration=args.calibration,
                  force=args.force, preprocessing=preprocessing) as s:
         say(dataset_line(args.path, ds, s.device))

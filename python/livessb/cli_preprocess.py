@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -91,34 +92,40 @@ def read_mask_file(path: str) -> np.ndarray:
     return mask
 
 
-def check_options(args: argparse.Namespace) -> None:
-    """Flag combinations and values that cannot work, refused before loading."""
+@dataclass(frozen=True)
+class MaskFlags:
+    """``--detector-mask`` read and ``--mask-pixels`` parsed (once, before loading)."""
+
+    mask: np.ndarray | None
+    pixels: list[tuple[int, int]]
+
+
+def check_options(args: argparse.Namespace) -> MaskFlags:
+    """Flag combinations and values that cannot work, refused before loading; the mask
+    flags as read, for ``preprocessing_from_args`` once the detector's shape is known."""
     if args.descan_degree is not None:
         if args.descan != "smooth":
             raise UsageError("--descan-degree applies to --descan smooth: add --descan smooth "
                              "(a plane is degree 1)")
         if not 1 <= args.descan_degree <= 5:
             raise UsageError(f"--descan-degree must be 1..5, got {args.descan_degree}")
-    parse_mask_pixels(args.mask_pixels)
-    if args.detector_mask is not None:
-        read_mask_file(args.detector_mask)
+    return MaskFlags(None if args.detector_mask is None else read_mask_file(args.detector_mask),
+                     parse_mask_pixels(args.mask_pixels))
 
 
-def preprocessing_from_args(args: argparse.Namespace,
+def preprocessing_from_args(args: argparse.Namespace, flags: MaskFlags,
                             detector_shape: tuple[int, int]) -> Preprocessing | None:
     """The flags as a ``Preprocessing`` for a detector of ``detector_shape`` (as loaded);
     None when no flag was given."""
     if not given(args):
         return None
     kr, kc = detector_shape
-    mask: np.ndarray | None = None
-    if args.detector_mask is not None:
-        mask = read_mask_file(args.detector_mask)
-        if mask.shape != (kr, kc):
-            raise UsageError(
-                f"--detector-mask {args.detector_mask} has shape {mask.shape}; the detector "
-                f"as loaded is {(kr, kc)}{_as_loaded(args)}: save a mask of that shape")
-    pixels = parse_mask_pixels(args.mask_pixels)
+    mask = None if flags.mask is None else flags.mask.copy()  # the pixels go in below
+    if mask is not None and mask.shape != (kr, kc):
+        raise UsageError(
+            f"--detector-mask {args.detector_mask} has shape {mask.shape}; the detector "
+            f"as loaded is {(kr, kc)}{_as_loaded(args)}: save a mask of that shape")
+    pixels = flags.pixels
     if pixels:
         outside = [p for p in pixels if not (p[0] < kr and p[1] < kc)]
         if outside:
