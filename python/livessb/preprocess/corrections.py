@@ -92,12 +92,9 @@ def repaired_mean(mean_pattern: np.ndarray, plan: RepairPlan) -> np.ndarray:
 def _disk_level(mean_pattern: np.ndarray) -> float:
     """The disk level the descan measurement works with: the BF estimator's plateau
     (physics.bright_field: outliers such as an unrepaired hot pixel cleaned first)."""
-    m = np.nan_to_num(np.asarray(mean_pattern, dtype=np.float64))
-    if not float(m.max()) > 0:
-        return 0.0
     try:
-        return float(estimate_disk(m).disk_level)
-    except BrightFieldError:
+        return float(estimate_disk(np.nan_to_num(mean_pattern)).disk_level)
+    except BrightFieldError:  # an empty or flat pattern: no disk, nothing to measure
         return 0.0
 
 
