@@ -16,7 +16,7 @@ import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .engine.cpu import PAIR_BYTES, PAIR_CACHE_BYTES
+from .engine.cpu import PAIR_CACHE_BYTES, pack_bytes
 from .physics.geometry import bright_field_pixels, fft_friendly_size
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 GiB = float(2**30)
 # CPU (float64). Per (BF pixel, half-plane frequency) pair the spectra G, 16 B, and, for a
-# small scan, its kept trotter pairs (engine.cpu.PAIR_BYTES, PAIR_CACHE_BYTES in all); a
+# small scan, its kept trotter pairs (engine.cpu.pack_bytes, PAIR_CACHE_BYTES in all); a
 # large scan's kernels find the pairs per call and the reference's dense geometry is
 # built a BF chunk at a time (kept only when small). Per half-plane frequency: the
 # derivative sums (28 per lobe, complex and real) and their objective's temporaries.
@@ -183,7 +183,7 @@ def _kept_pairs(n_bf: int, M: int) -> int:
     """What the CPU engine keeps of one grid's trotter pairs: its bound (every pixel of
     every frequency inside) when that fits its cache (engine.cpu.PAIR_CACHE_BYTES), as the
     engine decides; else nothing (the kernels find them per call)."""
-    need = (PAIR_BYTES * n_bf + 8) * M
+    need = pack_bytes(n_bf, M)
     return need if need <= PAIR_CACHE_BYTES else 0
 
 

@@ -50,10 +50,16 @@ SUMS_BYTES = 64 * 2**20  # the scoring kernel's per-(lobe, ν) sums of one candi
 # scan's previews and fits then skip the pair search; a large one finds them per call.
 PAIR_CACHE_BYTES = 384 * 2**20
 PAIR_BYTES = 21  # int32 pixel, two float64 aperture products, the lobe flag
+
 _NO_PACK = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0),
             np.zeros(0), np.zeros(0, dtype=bool))
 
 HostSpectra = PreparedSpectra[HostPart]
+
+
+def pack_bytes(n_bf: int, M: int) -> int:
+    """A pair pack's size bound on M frequencies: every BF pixel inside, and its indptr."""
+    return (PAIR_BYTES * n_bf + 8) * M
 
 
 class CPUEngine:
@@ -262,7 +268,7 @@ class CPUEngine:
         if f not in kg.packs:
             kg.uses[f] = kg.uses.get(f, 0) + 1
             if kg.uses[f] >= 2:
-                need = (PAIR_BYTES * self.n_bf + 8) * int(nu_r.size)
+                need = pack_bytes(self.n_bf, int(nu_r.size))
                 if self._pack_bytes() + need > PAIR_CACHE_BYTES:
                     for other in self._kernel_states():
                         if other is not kg:
