@@ -15,7 +15,6 @@ import datetime as dt
 import json
 import os
 import platform
-import subprocess
 import time
 from pathlib import Path
 
@@ -34,6 +33,7 @@ def _median_time(fn, repeat: int = 5) -> float:
 
 def main() -> None:
     from livessb import Session, __version__
+    from livessb.bench.report import git_commit
     from livessb.engine.cpu import CPUEngine
     from livessb.physics.geometry import estimate_rotation
     from livessb.simulate import simulate_4dstem
@@ -64,11 +64,7 @@ def main() -> None:
         out["versions"]["numba"] = numba.__version__
     except ImportError:
         pass
-    try:
-        out["commit"] = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True,
-                                       text=True, timeout=10).stdout.strip()
-    except Exception:
-        out["commit"] = None
+    out["commit"] = git_commit()
 
     eng = CPUEngine(ds)
     rot = estimate_rotation(eng.bf_center_of_mass(), ds.scan_step_A)

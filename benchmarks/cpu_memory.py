@@ -35,6 +35,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "python"))
 
+from livessb.bench.report import git_commit  # noqa: E402
 from livessb.memory import host_free_bytes  # noqa: E402
 
 GiB = 2**30
@@ -162,12 +163,11 @@ def main(argv: list[str] | None = None) -> int:
     cases = [tuple(int(v) for v in c.split("x")) for c in args.cases.split(",")]
     with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
         results = [run_case(scan, det, Path(tmp)) for scan, det in cases]
-    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True,
-                            text=True).stdout.strip()
-    doc = {"what": "CPU engine peak RSS per stage (ru_maxrss, and the sampled peak of the "
+    doc = {"what": "CPU engine peak RSS per stage (VmHWM, and the sampled peak of the "
                    "anonymous RSS), fresh process per case; target: BF counts + spectra + "
                    "1 GiB, memory-mapped input not counted",
-           "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), "commit": commit,
+           "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+           "commit": git_commit(),
            "host": {"cpus": os.cpu_count(), "loadavg": list(os.getloadavg()),
                     "mem_total_bytes": os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")},
            "cases": results}
