@@ -25,6 +25,12 @@ def disk_dataset(**kw: object) -> Dataset4D:
     return Dataset4D(disk_counts(**kw), voltage_kV=200, semiangle_mrad=20, scan_step_A=0.5)  # type: ignore[arg-type]
 
 
+def with_counts(ds: Dataset4D, counts: np.ndarray) -> Dataset4D:
+    """A dataset of other ``counts`` with ``ds``'s calibration (e.g. a hot pixel added)."""
+    return Dataset4D(counts, voltage_kV=ds.voltage_kV, semiangle_mrad=ds.semiangle_mrad,
+                     scan_step_A=ds.scan_step_A, detector_sampling_mrad=ds.detector_sampling_mrad)
+
+
 def require(available: bool, reason: str) -> None:
     """Skip a module whose tools are missing, except where CI demands them (then fail)."""
     import os

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import livessb
+from helpers import with_counts
 from livessb import memory
 from livessb.preprocess import corrections
 from livessb.simulate import simulate_4dstem
@@ -110,9 +111,7 @@ def test_corrected_counts_are_checked_at_their_float32_size(
     # before the corrections' pass over the counts (minutes on a large file).
     counts = np.asarray(small.counts).copy()
     counts[:, :, 3, 5] = 4000
-    hot = livessb.Dataset4D(counts, voltage_kV=small.voltage_kV,
-                            semiangle_mrad=small.semiangle_mrad, scan_step_A=small.scan_step_A,
-                            detector_sampling_mrad=small.detector_sampling_mrad)
+    hot = with_counts(small, counts)
     as_file = memory.session_estimates(hot, "cpu")[0]
     with livessb.Session(hot, device="cpu") as s:
         assert s.preprocessing.active and s.preprocessing.bad_pixels[3, 5]

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import livessb.simulate as sim
+from helpers import with_counts
 from livessb import Dataset4D, Preprocessing, Session
 from livessb.calibration import CalibrationError
 from livessb.preprocess import CorrectedCounts, prepare_corrections
@@ -22,11 +23,6 @@ if TYPE_CHECKING:
 
 SMALL: dict[str, Any] = {"scan_shape": (24, 24), "detector_shape": (32, 32), "scan_step_A": 0.6,
          "aberrations": {"C10": -30.0}, "dose": 2e4, "seed": 5}
-
-
-def _copy(ds: Dataset4D, counts: np.ndarray) -> Dataset4D:
-    return Dataset4D(counts, voltage_kV=ds.voltage_kV, semiangle_mrad=ds.semiangle_mrad,
-                     scan_step_A=ds.scan_step_A, detector_sampling_mrad=ds.detector_sampling_mrad)
 
 
 # -- the simulator's descan and beam current --------------------------------------------
@@ -127,7 +123,7 @@ def test_descan_is_measured_past_an_unmasked_hot_pixel() -> None:
     ds, _truth = sim.simulate_4dstem(**{**SMALL, "descan_px_per_px": a})
     counts = ds.counts.copy()
     counts[:, :, 2, 29] = np.iinfo(counts.dtype).max if counts.dtype.kind == "u" else 6e4
-    hot = _copy(ds, counts)
+    hot = with_counts(ds, counts)
     corr = prepare_corrections(hot, Preprocessing(descan="plane", find_bad_pixels=False))
     fit = corr.descan
     assert fit is not None and fit.significant
@@ -232,7 +228,7 @@ def test_cuda_layout_gather_matches_the_host_gather() -> None:
                                    "beam_current_fluctuation": 0.1})
     counts = ds.counts.copy()
     counts[:, :, 10, 12] = 3000
-    ds = _copy(ds, counts)
+    ds = with_counts(ds, counts)
     corr = prepare_corrections(ds, Preprocessing(dose_normalise=True))
     assert corr.descan_applied and corr.bad_pixels[10, 12] and corr.dose_factors is not None
     view = CorrectedCounts(ds.counts, corr)

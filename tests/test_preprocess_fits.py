@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import livessb.simulate as sim
+from helpers import with_counts
 from livessb import Dataset4D, Preprocessing, Session
 
 if TYPE_CHECKING:
@@ -41,8 +42,7 @@ def _with_bad_pixels(ds: Dataset4D) -> Dataset4D:
     counts = ds.counts.copy()
     counts[:, :, HOT_PIXEL[0], HOT_PIXEL[1]] = 5000  # ~40× the disk level, every frame
     counts[:, :, :, DEAD_COLUMN] = 0
-    return Dataset4D(counts, voltage_kV=ds.voltage_kV, semiangle_mrad=ds.semiangle_mrad,
-                     scan_step_A=ds.scan_step_A, detector_sampling_mrad=ds.detector_sampling_mrad)
+    return with_counts(ds, counts)
 
 
 def _assert_like_clean(fit: FitResult, clean: FitResult) -> None:
