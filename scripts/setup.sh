@@ -51,6 +51,7 @@ PY
 echo "== pip install $WHEEL${EXTRAS:+[$EXTRAS]} into $VENV"
 # torch (dev extra) is pinned: torch==2.13.0, the CPU build.
 "$VENV/bin/python" -m pip install -q --force-reinstall --no-deps "$WHEEL"
-"$VENV/bin/python" -m pip install -q "$WHEEL${EXTRAS:+[$EXTRAS]}"
+# constraints.txt pins what the golden record depends on (see the file).
+"$VENV/bin/python" -m pip install -q -c constraints.txt "$WHEEL${EXTRAS:+[$EXTRAS]}"
 VENV_PY="$(cd "$VENV" && pwd)/bin/python"
 (cd / && "$VENV_PY" -c "import livessb; print('installed', livessb.__version__, 'at', livessb.__file__)")
