@@ -90,7 +90,10 @@ def test_builders_give_values_of_the_signature_dtypes() -> None:
     w = la.Window.of(G, 100, 60, (10, 10), nu_r, nu_c)
     k64, px, cand, part, raw, energy, dk, pairs = _arrays(8)
     _check_values(la.vp_eval_args(w, k64, px, cand, geo, part, 128, raw, energy, dk))
-    _check_values(la.vp_derivs_args(w, k64, px, cand, geo, part, 128, raw, pairs, 7))
+    _check_values(la.vp_derivs_args(w, k64, px, cand, geo, part, 128, raw, pairs, 7, dk))
+    # No per-frequency output wanted: an 8-byte NULL (CuPy turns None into 0xffffffff).
+    unwanted = la.vp_derivs_args(w, k64, px, cand, geo, part, 128, raw, pairs, 7).per_nu
+    assert unwanted is la.NULL_POINTER and unwanted.dtype.itemsize == 8 and unwanted == 0
     _check_values(la.energy_args(w, k64, px, geo, part, pairs, 128))
     assert geo.pilam == np.float64(np.pi * 0.0197) and type(geo.pilam) is np.float64
 

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
 from .params import PERIODS
 from .physics.optics import chi
+from .xp import to_host
 
 # density="auto": neighbouring (virtual) tiles differ by at most this much aberration
 # phase inside the aperture, so blending their objects neither attenuates nor bends the
@@ -139,19 +141,25 @@ def _support(w: np.ndarray) -> slice:
 
 
 def blend_tiles(
-    reconstruct: Callable[[Mapping[str, float]], np.ndarray],
+    reconstruct: Callable[[Mapping[str, float]], Any],
     tile_params: list[list[dict[str, float]]], row_centers: np.ndarray,
-    col_centers: np.ndarray, out_shape: tuple[int, int], upsample: int,
+    col_centers: np.ndarray, out_shape: tuple[int, int], upsample: int, xp: Any = np,
 ) -> np.ndarray:
-    """Σ_t w_t · O_t over the tiles (row-major), O_t = ``reconstruct(params of t)``: a
-    complex64 image of ``out_shape``. Each tile adds only where its weight is non-zero."""
+    """Σ_t w_t · O_t over the tiles (row-major), O_t = ``reconstruct(params of t)`` (an
+    array of ``xp``, at least ``out_shape``): a complex64 host image of ``out_shape``.
+
+    The sum stays in ``xp`` (on the device for CuPy: the weights go up once, each tile
+    adds only where its weight is non-zero, with slices known on the host) and comes back
+    in one download, so a map's reconstruction waits for the device once, not per tile.
+    """
     w_rows = hat_weights(row_centers, out_shape[0], upsample).astype(np.float32)
     w_cols = hat_weights(col_centers, out_shape[1], upsample).astype(np.float32)
-    out = np.zeros(out_shape, dtype=np.complex64)
+    wr, wc = xp.asarray(w_rows), xp.asarray(w_cols)
+    out = xp.zeros(out_shape, dtype=np.complex64)
     for i, row in enumerate(tile_params):
         rs = _support(w_rows[i])
         for j, params in enumerate(row):
             cs = _support(w_cols[j])
             obj = reconstruct(params)
-            out[rs, cs] += (w_rows[i, rs, None] * w_cols[j, None, cs]) * obj[rs, cs]
-    return out
+            out[rs, cs] += (wr[i, rs, None] * wc[j, None, cs]) * obj[rs, cs]
+    return to_host(out, "map_blend")

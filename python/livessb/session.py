@@ -346,7 +346,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         that varies continuously); "auto" picks the smallest (≤ 4) at which neighbours
         differ by ≤ π/4 of aberration phase in the aperture. ``params`` of the result: the
         tiles' mean."""
-        self._check_open()
+        engine = self._check_open()
         f = self._upsample_factor(upsample)
         tile_params = [[fit.params for fit in row] for row in map_result.fits]
         if density == "auto":
@@ -358,8 +358,11 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         tiles, row_centers, col_centers = refine_tiles(
             tile_params, map_result.centers_px[:, 0, 0], map_result.centers_px[0, :, 1],
             density)
-        obj = blend_tiles(lambda p: self.reconstruct(p, f, method).object, tiles,
-                          row_centers, col_centers, (f * rows, f * cols), f)
+        model = self._full_model(self._theta, bool(self.transpose))
+        check_reconstruct_memory(self, f)  # each tile's f-times grid, refused before any
+        obj = blend_tiles(lambda p: model.reconstruct(dict(p), f, method, resident=True),
+                          tiles, row_centers, col_centers, (f * rows, f * cols), f,
+                          engine.reference.xp)
         mean = {n: float(np.mean(v)) for n, v in map_result.params.items()}
         step = self.dataset.scan_step_A
         return Reconstruction(object=obj, params=mean, upsample=f,

@@ -23,6 +23,7 @@ from ..physics.geometry import fft_friendly_size, scan_frame_frequencies
 from ..physics.optics import aperture, has_higher_order
 from ..physics.overlap import PAIRS
 from ..results import Bounds
+from ..xp import to_host
 from .lifetime import Lifetime
 from .protocol import Detachable, Spectra
 from .records import (
@@ -210,21 +211,38 @@ class CPUEngine:
         self.evaluations += K
         return losses, grads, hessians
 
+    def frequency_gradients(
+        self, spectra: Spectra, candidate: np.ndarray, names: tuple[str, ...] = JOINT,
+    ) -> np.ndarray:
+        sp = self._life.live(spectra)
+        geometry, kg = sp.part.geometry, sp.part.kernel
+        self.evaluations += 1
+        if kg is None or names != JOINT:
+            return self.reference.frequency_gradients(sp, geometry, candidate, names)
+        # The derivative kernel's per-lobe sums already hold every frequency's terms.
+        vp_derivative_sums: Any = _kernels().vp_derivative_sums
+        cand = np.ascontiguousarray(candidate, dtype=np.float64).reshape(N_JOINT)
+        N, D, dN, dD, _, _ = vp_derivative_sums(*self._kernel_args(sp, kg, 1), cand, _PAIRS)
+        return to_host(obj.vp_frequency_gradients(N, D, dN, dD,
+                                                  obj.lobe_weights(geometry.weights),
+                                                  sp.energy), "frequency_gradients")
+
     # -- reconstruction ----------------------------------------------------------------
     def reconstruct(
         self, spectra: Spectra, params: dict[str, float], upsample: int = 1,
-        method: str = "ssb",
+        method: str = "ssb", resident: bool = False,
     ) -> np.ndarray:
         sp = self._life.live(spectra)
         check_method(method)
         if sp.part.kernel is None or has_higher_order(params):
-            out: np.ndarray = self.reference.reconstruct(sp, sp.part.geometry, params, upsample,
-                                                         method)
-            return out
-        f = int(upsample)
-        O = self.object_spectrum(sp, params, f, method)
-        image: np.ndarray = self.reference.object_spectrum_to_image(sp, O, f)
-        return image.astype(np.complex64)
+            image = self.reference.reconstruct(sp, sp.part.geometry, params, upsample, method)
+        else:
+            f = int(upsample)
+            O = self.object_spectrum(sp, params, f, method)
+            image = self.reference.object_spectrum_to_image(sp, O, f).astype(np.complex64)
+        # Host memory is resident here; the hand-over is counted where a device engine
+        # downloads (livessb.xp: the guard counts on the CPU what the GPU would wait for).
+        return image if resident else to_host(image, "reconstruct")
 
     def object_spectrum(self, spectra: Spectra, params: dict[str, float], upsample: int,
                         method: str) -> np.ndarray:

@@ -85,11 +85,20 @@ class Engine(Protocol):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Exact VP loss (K,), gradient (K, P) and Hessian (K, P, P) of a batch."""
 
+    def frequency_gradients(
+        self, spectra: Spectra, candidate: np.ndarray, names: tuple[str, ...] = JOINT,
+    ) -> np.ndarray:
+        """∂L_ν/∂θ of every stored frequency ν (both trotter lobes added) at one parameter
+        vector: (P, M) float64 on the host, summing over ν to ``derivatives``' gradient.
+        About one derivatives call (the misfit errors' clusters, fit/robust)."""
+
     def reconstruct(
         self, spectra: Spectra, params: dict[str, float], upsample: int = 1,
-        method: str = "ssb",
-    ) -> np.ndarray:
-        """Complex object on the (f·Nr, f·Nc) grid, complex64, on the host."""
+        method: str = "ssb", resident: bool = False,
+    ) -> Any:
+        """Complex object on the (f·Nr, f·Nc) grid, complex64, on the host (``resident``:
+        left in the engine's array module, a device array on CUDA: what a map's blend adds
+        up before its one download)."""
 
     def release(self, spectra: Spectra) -> None:
         """Drop a handle's arrays (regions are re-prepared on every edit)."""

@@ -195,41 +195,62 @@ class Reference:
         self, spectra: AnySpectra, ref: ReferenceGeometry, candidates: np.ndarray,
         names: tuple[str, ...] = JOINT,
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        xp = self.xp
         K, P = len(candidates), len(names)
-        pairs = pairs_of(P)
         losses, grads, hessians = np.empty(K), np.empty((K, P)), np.empty((K, P, P))
+        weights = obj.lobe_weights(ref.weights, self.xp)
+        for i, v in enumerate(np.asarray(candidates, dtype=np.float64)):
+            N, D, dN, dD, d2N, d2D = self._derivative_sums(spectra, ref, from_vector(v, names),
+                                                           names, 2)
+            losses[i], grads[i], hessians[i] = obj.vp_loss_derivatives(
+                N, D, dN, dD, d2N, d2D, weights, spectra.energy, self.xp)
+        return losses, grads, hessians
+
+    def frequency_gradients(
+        self, spectra: AnySpectra, ref: ReferenceGeometry, candidate: np.ndarray,
+        names: tuple[str, ...] = JOINT,
+    ) -> np.ndarray:
+        """∂L_ν/∂θ of every stored frequency (both lobes): (P, M) float64 on the host."""
+        params = from_vector(np.asarray(candidate, dtype=np.float64).ravel(), names)
+        N, D, dN, dD, _, _ = self._derivative_sums(spectra, ref, params, names, 1)
+        return obj.vp_frequency_gradients(N, D, dN, dD, obj.lobe_weights(ref.weights, self.xp),
+                                          spectra.energy, self.xp)
+
+    def _derivative_sums(self, spectra: AnySpectra, ref: ReferenceGeometry,
+                         params: Mapping[str, float], names: tuple[str, ...], order: int,
+                         ) -> tuple[Any, Any, Any, Any, Any, Any]:
+        """Per-lobe sums N, D (2M,), dN, dD (P, 2M) and, with ``order`` 2, d2N, d2D
+        (P(P+1)/2, 2M) over the BF chunks (None at order 1)."""
+        xp = self.xp
+        P = len(names)
+        pairs = pairs_of(P)
         M = spectra.G.shape[1]
         L = 2 * M  # per-lobe sums
-        weights = obj.lobe_weights(ref.weights, xp)
-        for i, v in enumerate(np.asarray(candidates, dtype=np.float64)):
-            params = from_vector(v, names)
-            N = xp.zeros(L, dtype=self.complex_dtype)
-            D = xp.zeros(L, dtype=self.real_dtype)
-            dN = xp.zeros((P, L), dtype=self.complex_dtype)
-            dD = xp.zeros((P, L), dtype=self.real_dtype)
-            d2N = xp.zeros((len(pairs), L), dtype=self.complex_dtype)
-            d2D = xp.zeros((len(pairs), L), dtype=self.real_dtype)
-            for sl, g in zip(self.chunks(spectra.n_bf, M), ref.grids, strict=True):
-                G = self.rows(spectra.G, sl)
-                if names == JOINT:
-                    gam, dg, d2g = gamma_derivatives(g, params, 2, xp)
-                else:
-                    gam, dg, d2g = gamma_general_derivatives(g, params, names, xp)
-                gc = gam.conj()
-                lobe = g.minus_lobe
-                N += obj.lobe_sums(gc * G, lobe, xp)
-                D += obj.lobe_sums(gam.real**2 + gam.imag**2, lobe, xp)
-                for p in range(P):
-                    dN[p] += obj.lobe_sums(dg[p].conj() * G, lobe, xp)
-                    dD[p] += obj.lobe_sums(2 * (gc * dg[p]).real, lobe, xp)
-                for n, (p, q) in enumerate(pairs):
-                    d2N[n] += obj.lobe_sums(d2g[n].conj() * G, lobe, xp)
-                    d2D[n] += obj.lobe_sums(2 * (dg[q].conj() * dg[p] + gc * d2g[n]).real,
-                                            lobe, xp)
-            losses[i], grads[i], hessians[i] = obj.vp_loss_derivatives(
-                N, D, dN, dD, d2N, d2D, weights, spectra.energy, xp)
-        return losses, grads, hessians
+        N = xp.zeros(L, dtype=self.complex_dtype)
+        D = xp.zeros(L, dtype=self.real_dtype)
+        dN = xp.zeros((P, L), dtype=self.complex_dtype)
+        dD = xp.zeros((P, L), dtype=self.real_dtype)
+        d2N = xp.zeros((len(pairs), L), dtype=self.complex_dtype) if order > 1 else None
+        d2D = xp.zeros((len(pairs), L), dtype=self.real_dtype) if order > 1 else None
+        for sl, g in zip(self.chunks(spectra.n_bf, M), ref.grids, strict=True):
+            G = self.rows(spectra.G, sl)
+            if names == JOINT:
+                gam, dg, d2g = gamma_derivatives(g, params, order, xp)
+            else:
+                gam, dg, d2g = gamma_general_derivatives(g, params, names, xp)
+            gc = gam.conj()
+            lobe = g.minus_lobe
+            N += obj.lobe_sums(gc * G, lobe, xp)
+            D += obj.lobe_sums(gam.real**2 + gam.imag**2, lobe, xp)
+            for p in range(P):
+                dN[p] += obj.lobe_sums(dg[p].conj() * G, lobe, xp)
+                dD[p] += obj.lobe_sums(2 * (gc * dg[p]).real, lobe, xp)
+            if d2N is None or d2D is None:
+                continue
+            for n, (p, q) in enumerate(pairs):
+                d2N[n] += obj.lobe_sums(d2g[n].conj() * G, lobe, xp)
+                d2D[n] += obj.lobe_sums(2 * (dg[q].conj() * dg[p] + gc * d2g[n]).real,
+                                        lobe, xp)
+        return N, D, dN, dD, d2N, d2D
 
     # -- reconstruction ------------------------------------------------------------------
     def reconstruct(

@@ -60,8 +60,13 @@ class ThickSampleModel:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self._live().derivatives(self.spectra, candidates, names)
 
-    def reconstruct(self, params: dict[str, float], upsample: int, method: str) -> np.ndarray:
-        return self._live().reconstruct(self.spectra, params, upsample, method)
+    def frequency_gradients(self, candidate: np.ndarray,
+                            names: tuple[str, ...] = JOINT) -> np.ndarray:
+        return self._live().frequency_gradients(self.spectra, candidate, names)
+
+    def reconstruct(self, params: dict[str, float], upsample: int, method: str,
+                    resident: bool = False) -> Any:
+        return self._live().reconstruct(self.spectra, params, upsample, method, resident)
 
     def release(self) -> None:
         """Free this model's spectra now (e.g. a region replaced by a newer edit)."""

@@ -26,72 +26,27 @@ errors agree (20 Poisson realisations of the thin calibration: ratio 0.97-1.0).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
-from ..params import JOINT
-from ..physics import objective as obj
-from ..physics.geometry import half_plane_weights, scan_frame_frequencies, trotter_support
-from ..physics.overlap import gamma_derivatives, gamma_general_derivatives, pair_grid
+from ..physics.geometry import half_plane_weights
 from .fixed import FreeView
-
-
-def _host(a: Any) -> np.ndarray:
-    return np.asarray(a.get() if hasattr(a, "get") else a, dtype=np.float64)
 
 
 def frequency_gradients(view: FreeView, params: Mapping[str, float]) -> np.ndarray:
     """∂L_ν/∂θ of every stored frequency ν (both trotter lobes), free parameters: (P, M).
 
-    Runs over the window's resident spectra with the engine's reference geometry and
-    array module (``engine.reference``), on the in-trotter (b, ν) pairs of one BF-pixel
-    chunk at a time; the sum over ν is the engine's own gradient.
+    One engine call (``Engine.frequency_gradients``: the derivative kernels' own
+    per-frequency terms, about the cost of one derivatives call, one download); the sum
+    over ν is the engine's own gradient.
     """
     model = view.model
-    engine, sp = model.engine, model.spectra
-    if engine is None or sp is None or sp.rotation is None:
+    if model.engine is None or model.spectra is None or model.spectra.rotation is None:
         raise RuntimeError("frequency_gradients needs a live model with its rotation set")
-    reference = engine.reference
-    xp, geo, names = reference.xp, reference.geo, view.names
-    theta, transpose = sp.rotation
-    M, P = int(sp.G.shape[1]), len(names)
-    half = reference.half_plane(sp.shape)
-    k = xp.asarray(scan_frame_frequencies(geo.bf.k_det, theta, transpose)
-                   .astype(reference.real_dtype))
     full = view.full_params(params)
-    sums = xp.zeros((2 + 2 * P, 2 * M), dtype=reference.complex_dtype)  # N, D, dN, dD
-    for sl in reference.chunks(sp.n_bf, M):
-        mask = trotter_support(k[sl], half.nu_r, half.nu_c, geo.k_alpha, xp)
-        b, m = xp.nonzero(mask)
-        kb = k[sl][b]
-        g = pair_grid(kb[:, 0], kb[:, 1], half.nu_r[m], half.nu_c[m], geo.wavelength,
-                      geo.k_alpha, geo.edge_width, xp)
-        if names == JOINT:
-            gam, dg, _ = gamma_derivatives(g, full, 1, xp)
-        else:
-            gam, dg, _ = gamma_general_derivatives(g, full, names, xp)
-        gc, Gs = gam.conj(), sp.G[sl][b, m]
-        terms = [gc * Gs, gam.real**2 + gam.imag**2,
-                 *(d.conj() * Gs for d in dg), *(2 * (gc * d).real for d in dg)]
-        group = m + M * (~g.minus_lobe)  # the k-ν lobe's sums first, then the k+ν lobe's
-        for i, t in enumerate(terms):
-            sums[i] += _group_sum(group, t, 2 * M, xp)
-    N, D, dN, dD = sums[0], sums[1].real, sums[2:2 + P], sums[2 + P:].real
-    inv_d = obj.inv_d_unweighted(D, D > obj.D_FLOOR, xp)
-    w = obj.lobe_weights(half.weights, xp)
-    n2 = N.real**2 + N.imag**2
-    per_lobe = -(2 * (N.conj()[None, :] * dN).real - n2 * dD * inv_d) * inv_d * w / sp.energy
-    per_nu = _host(per_lobe[:, :M] + per_lobe[:, M:])
+    vector = np.array([full[n] for n in view.names], dtype=np.float64)
+    per_nu = model.frequency_gradients(vector, view.names)
     return per_nu[view.free_index] if view.fixed else per_nu
-
-
-def _group_sum(group: Any, values: Any, n: int, xp: Any) -> Any:
-    """Σ of ``values`` per group index (n,), complex or real."""
-    if xp.iscomplexobj(values):
-        return (xp.bincount(group, weights=values.real, minlength=n)
-                + 1j * xp.bincount(group, weights=values.imag, minlength=n))
-    return xp.bincount(group, weights=values, minlength=n)
 
 
 def cluster_index(shape: tuple[int, int]) -> np.ndarray:

@@ -10,6 +10,7 @@ exact Hessian at the kept optimum: per parameter the larger of the noise error
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -102,8 +103,23 @@ def window_pixel_totals(engine: Any, dataset: Any, bounds: tuple[int, int, int, 
 def _bf_pixels(dataset: Any) -> BFPixels:
     """The BF pixel set the engines use (same function, same order)."""
     bf = dataset.bright_field
-    return bright_field_pixels(dataset.detector_shape, (bf.center_row, bf.center_col),
-                               dataset.detector_pixel_inv_A, dataset.k_alpha)
+    return _bf_pixels_of((int(dataset.detector_shape[0]), int(dataset.detector_shape[1])),
+                         (float(bf.center_row), float(bf.center_col)),
+                         float(dataset.detector_pixel_inv_A), float(dataset.k_alpha))
+
+
+# Every fit of a session (each map tile, region edit and model choice) asks for the same
+# BF pixels and, per window shape and rotation, the same trotter counts: computed once.
+_bf_pixels_of = functools.lru_cache(maxsize=8)(bright_field_pixels)
+
+
+@functools.lru_cache(maxsize=32)
+def _trotter_counts(k: bytes, n: int, shape: tuple[int, int], step: tuple[float, float],
+                    k_alpha: float) -> np.ndarray:
+    out = pixel_trotter_counts(np.frombuffer(k, dtype=np.float64).reshape(n, 2), shape, step,
+                               k_alpha)
+    out.setflags(write=False)
+    return out
 
 
 POISSON_SAMPLE_PIXELS = 1024  # exact trotter counts on this many BF pixels at most
@@ -132,7 +148,9 @@ def window_statistics(spectra: Any, dataset: Any, pixel_totals: np.ndarray,
     s2p = 0.0
     if len(pixel_totals) == len(k):
         stride = max(1, -(-len(k) // POISSON_SAMPLE_PIXELS))
-        counts = pixel_trotter_counts(k[::stride], spectra.shape, step, k_alpha)
+        sample = np.ascontiguousarray(k[::stride], dtype=np.float64)
+        counts = _trotter_counts(sample.tobytes(), len(sample), tuple(spectra.shape),
+                                 (float(step[0]), float(step[1])), float(k_alpha))
         s2p = poisson_sigma2(pixel_totals[::stride], counts)
     return float(spectra.energy), n_obs, n_object, s2p
 

@@ -32,6 +32,7 @@ blur's effect on a curved edge is taken to first order (the edge moves in by s²
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 
@@ -151,8 +152,26 @@ def _edge_fit(
 
 
 def estimate_disk(mean_pattern: np.ndarray) -> DiskEstimate:
-    """Centre, radius and edge blur of the BF disk (see the module docstring)."""
-    pattern = np.asarray(mean_pattern, dtype=np.float64)
+    """Centre, radius and edge blur of the BF disk (see the module docstring).
+
+    A pure function of the pattern's values: opening a session asks it of the same mean
+    pattern twice (the dataset's disk, the descan measurement's level; ~80 ms each at
+    192² px), so the last few answers are kept by content."""
+    pattern = np.ascontiguousarray(mean_pattern, dtype=np.float64)
+    key = (pattern.shape, hashlib.blake2b(pattern.tobytes(), digest_size=16).digest())
+    if key in _RECENT:
+        return _RECENT[key]
+    out = _estimate_disk(pattern)
+    _RECENT[key] = out
+    while len(_RECENT) > 4:
+        _RECENT.pop(next(iter(_RECENT)))
+    return out
+
+
+_RECENT: dict[tuple[tuple[int, ...], bytes], DiskEstimate] = {}
+
+
+def _estimate_disk(pattern: np.ndarray) -> DiskEstimate:
     if pattern.ndim != 2:
         raise BrightFieldError(f"the mean pattern must be 2D, got shape {pattern.shape}")
     if not np.isfinite(pattern).all():

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..xp import to_host
 from .overlap import pairs_of
 
 D_FLOOR = 1e-12  # frequencies without any BF pixel in their trotters carry no energy
@@ -69,8 +70,7 @@ def vp_loss_derivatives(
     inv_d = xp.where(ok, 1.0 / xp.where(ok, D, 1.0), 0.0) * weights
     n2 = N.real**2 + N.imag**2
     loss = 1.0 - float(xp.sum(n2 * inv_d)) / energy
-    re_n_dn = (N.conj()[None, :] * dN).real  # Re(N* N_i), (6, M)
-    grad_f = 2 * re_n_dn * inv_d - n2 * dD * inv_d * inv_d_unweighted(D, ok, xp)
+    re_n_dn, grad_f = _gradient_terms(N, D, dN, dD, ok, inv_d, xp)
     grad = -xp.sum(grad_f, axis=1) / energy
     n_params = dN.shape[0]
     hess = xp.zeros((n_params, n_params), dtype=grad.dtype)
@@ -85,6 +85,32 @@ def vp_loss_derivatives(
         hess[i, j] = value
         hess[j, i] = value
     return loss, _host(grad, xp), _host(hess, xp)
+
+
+def _gradient_terms(N: Any, D: Any, dN: Any, dD: Any, ok: Any, inv_d: Any,
+                    xp: Any) -> tuple[Any, Any]:
+    """(Re(N* ∂N), ∂f) per parameter and per-lobe frequency (P, 2M): f = w |N|²/D."""
+    re_n_dn = (N.conj()[None, :] * dN).real  # Re(N* N_i), (P, 2M)
+    return re_n_dn, 2 * re_n_dn * inv_d - n2_of(N) * dD * inv_d * inv_d_unweighted(D, ok, xp)
+
+
+def n2_of(N: Any) -> Any:
+    return N.real**2 + N.imag**2
+
+
+def vp_frequency_gradients(N: Any, D: Any, dN: Any, dD: Any, weights: Any, energy: float,
+                           xp: Any = np) -> np.ndarray:
+    """∂L_ν/∂θ of every stored frequency, both trotter lobes added: (P, M) on the host.
+
+    From the per-lobe sums (N, D: (2M,), dN, dD: (P, 2M), the k-ν lobe first); their sum
+    over ν is ``vp_loss_derivatives``' gradient (the misfit errors' clusters, fit/robust).
+    """
+    require_energy(energy)
+    ok = D > D_FLOOR
+    inv_d = xp.where(ok, 1.0 / xp.where(ok, D, 1.0), 0.0) * weights
+    per_lobe = -_gradient_terms(N, D, dN, dD, ok, inv_d, xp)[1] / energy
+    M = per_lobe.shape[1] // 2
+    return _host(per_lobe[:, :M] + per_lobe[:, M:], xp)
 
 
 def inv_d_unweighted(D: Any, ok: Any, xp: Any) -> Any:
@@ -117,4 +143,4 @@ def phase_skewness(phase: Any, xp: Any = np) -> float:
 def _host(a: Any, xp: Any) -> np.ndarray:
     if xp is np:
         return np.asarray(a, dtype=np.float64)
-    return np.asarray(xp.asnumpy(a), dtype=np.float64)
+    return to_host(a, "objective", np.float64)

@@ -32,6 +32,7 @@ from ...physics.geometry import fft_friendly_size
 from ...physics.optics import has_higher_order
 from ...physics.overlap import PAIRS
 from ...results import Bounds
+from ...xp import to_host
 from .. import cuda_kernels as ck
 from ..lifetime import Lifetime
 from ..protocol import Detachable, DeviceMemoryError, Spectra
@@ -42,13 +43,11 @@ from ..reference import (
     check_method,
     evaluate_rotations_per_theta,
 )
+from .derivs import derivative_launch
 from .launch import (
-    DERIV_SHARED_BYTES,
-    FILL_BLOCKS_DERIV,
     BFComArgs,
     KernelGeo,
     ReconstructArgs,
-    VpDerivsFinishArgs,
     VpEvalFinishArgs,
     Window,
     candidate_table,
@@ -58,7 +57,6 @@ from .launch import (
     launch,
     pixel_rows,
     pixel_split,
-    vp_derivs_args,
     vp_eval_args,
 )
 from .memory import DeviceMemory, device_bytes, plan_pool_bytes, planned_irfft2
@@ -147,7 +145,7 @@ class CUDAEngine:
         out = cp.empty((P, 2), dtype=cp.float64)
         launch(ck.kernel("bf_com", self.count_dtype), (-(-P // 256),), (256,),
                BFComArgs(self._bf_counts, np.int32(B), np.int64(P), self._k_px, out))
-        com: np.ndarray = cp.asnumpy(out).reshape(Rr, Rc, 2)
+        com: np.ndarray = to_host(out, "bf_center_of_mass").reshape(Rr, Rc, 2)
         return com
 
     # -- preparation ---------------------------------------------------------------------
@@ -218,8 +216,8 @@ class CUDAEngine:
         w = self._window(sp)
         launch(ck.module().get_function("energy_kernel"), (nblk, nsplit), (ck.NT,),
                energy_args(w, g.k64, g.px, self._kgeo, part, pairs, per))
-        return (float(np.sum(cp.asnumpy(part).ravel())),
-                int(np.sum(cp.asnumpy(pairs).ravel())))
+        return (float(np.sum(to_host(part, "energy").ravel())),
+                int(np.sum(to_host(pairs, "energy").ravel())))
 
     # -- scoring -------------------------------------------------------------------------
     @timed("evaluate", count=len)
@@ -259,7 +257,7 @@ class CUDAEngine:
         if nsplit > 1:
             launch(ck.module().get_function("vp_eval_finish"), (Kp, nblk), (ck.NT,),
                    VpEvalFinishArgs(raw, np.int32(nsplit), np.int32(M), w.Nc, part))
-        host = cp.asnumpy(part)
+        host = to_host(part, "evaluate")
         sums: np.ndarray = host.sum(axis=1)[:K]
         return sums
 
@@ -297,8 +295,9 @@ class CUDAEngine:
                (R, nblk, 1), (ck.NT,),
                vp_eval_args(w, cp.asarray(k), cp.asarray(px), cp.asarray(candidate_table(cand)),
                             self._kgeo, part, sp.n_bf, part, energy, cp.asarray(dk)))
-        sums = cp.asnumpy(part).sum(axis=1)
-        energies = np.array([float(np.sum(row)) for row in cp.asnumpy(energy)])
+        sums = to_host(part, "evaluate_rotations").sum(axis=1)
+        energies = np.array([float(np.sum(row))
+                             for row in to_host(energy, "evaluate_rotations")])
         self.evaluations += R
         losses: np.ndarray = 1.0 - sums / energies
         return losses
@@ -310,38 +309,13 @@ class CUDAEngine:
         if names != JOINT:
             return self._reference_derivatives(spectra, candidates, names)
         sp = self._life.live(spectra)
-        cp = self.cp
         cand = np.asarray(candidates, dtype=np.float64).reshape(-1, N_JOINT)
         K = len(cand)
         if K == 0:
             return np.empty(0), np.empty((0, N_JOINT)), np.empty((0, N_JOINT, N_JOINT))
-        w, g = self._at_rotation(sp)
-        M = sp.part.M
-        nblk = freq_blocks(M)
-        part = cp.empty((2 * K, ck.NQ, nblk), dtype=cp.float64)  # per (candidate, lobe)
-        fn = ck.module().get_function("vp_derivs")
-        smem = DERIV_SHARED_BYTES
-        fin = ck.module().get_function("vp_derivs_finish")
-        for f in (fn, fin):
-            if f.max_dynamic_shared_size_bytes < smem:
-                f.max_dynamic_shared_size_bytes = smem
-        # Few candidates (a Newton start refined last) fill the device only split.
-        per, nsplit = pixel_split(M, sp.n_bf, min_blocks=FILL_BLOCKS_DERIV // (2 * K))
-        table = cp.asarray(candidate_table(cand))
-        raw = cp.empty((2 * K, nsplit, 3 + ck.NA, M) if nsplit > 1 else 1, dtype=cp.float64)
-        if sp.part.lobe_masks is None:  # per rotation
-            sp.part.lobe_masks = support_masks(cp, self.memory, sp.n_bf, g, w.nu_r, w.nu_c, M,
-                                               sp.shape[1] // 2 + 1, self._kgeo, lobes=(0, 1))
-        masks, tiles = sp.part.lobe_masks
-        launch(fn, (2 * K, nblk, nsplit), (ck.NT,),
-               vp_derivs_args(w, g.k64, g.px, table, self._kgeo, part, per, raw, masks, tiles),
-               shared_mem=smem)
-        if nsplit > 1:
-            launch(fin, (2 * K, nblk), (ck.NT,),
-                   VpDerivsFinishArgs(raw, np.int32(nsplit), np.int32(M), w.Nc, w.nu_r, w.nu_c,
-                                      table, self._kgeo.g_ka2, self._kgeo.pilam, part),
-                   shared_mem=smem)
-        s = cp.asnumpy(part).reshape(K, 2, ck.NQ, nblk).sum(axis=(1, 3))  # (K, 28): both lobes
+        part = derivative_launch(self, sp, cand, None)
+        nblk = freq_blocks(sp.part.M)
+        s = to_host(part, "derivatives").reshape(K, 2, ck.NQ, nblk).sum(axis=(1, 3))
         E = sp.energy
         losses = 1.0 - s[:, 0] / E
         grads = -s[:, 1:7] / E
@@ -351,23 +325,40 @@ class CUDAEngine:
         self.evaluations += K
         return losses, grads, hess
 
+    @timed("frequency_gradients")
+    def frequency_gradients(
+        self, spectra: Spectra, candidate: np.ndarray, names: tuple[str, ...] = JOINT,
+    ) -> np.ndarray:
+        if names != JOINT:
+            sp = self._life.live(spectra)
+            return self.reference.frequency_gradients(sp, self._reference_geometry(sp),
+                                                      candidate, names)
+        sp = self._life.live(spectra)
+        cand = np.asarray(candidate, dtype=np.float64).reshape(1, N_JOINT)
+        M = sp.part.M
+        per_nu = self.cp.empty((2, 6, M), dtype=self.cp.float64)  # (lobe, parameter, ν)
+        derivative_launch(self, sp, cand, per_nu)
+        both = per_nu[0] + per_nu[1]
+        out: np.ndarray = to_host(both, "frequency_gradients") * (-1.0 / sp.energy)
+        self.evaluations += 1
+        return out
+
     # -- reconstruction ------------------------------------------------------------------
     @timed("reconstruct")
     def reconstruct(
         self, spectra: Spectra, params: dict[str, float], upsample: int = 1,
-        method: str = "ssb",
-    ) -> np.ndarray:
+        method: str = "ssb", resident: bool = False,
+    ) -> Any:
         sp = self._life.live(spectra)
         check_method(method)
         if has_higher_order(params):  # leaves the quadratic fast path: the reference
             ref = self._reference_geometry(sp)
             image = self.reference.reconstruct(sp, ref, params, upsample, method)
-            host: np.ndarray = self.cp.asnumpy(image)
-            return host
-        return self._reconstruct(sp, params, int(upsample), method)
+            return image if resident else to_host(image, "reconstruct")
+        return self._reconstruct(sp, params, int(upsample), method, resident)
 
     def _reconstruct(self, sp: DeviceSpectra, params: dict[str, float], f: int,
-                     method: str) -> np.ndarray:
+                     method: str, resident: bool) -> Any:
         cp = self.cp
         w, g = self._at_rotation(sp)
         Nr, Nc = sp.shape
@@ -397,8 +388,10 @@ class CUDAEngine:
             ev[1].record()
             image = self.reference.object_spectrum_to_image(sp, O, f).astype(np.complex64)
             ev[2].record()
+            if resident:  # stays on the device (a map's blend): no download, no wait
+                return image
             t0 = time.perf_counter()
-            out: np.ndarray = cp.asnumpy(image)
+            out: np.ndarray = to_host(image, "reconstruct")
             st = self.stats
             add_seconds(st, "reconstruct_kernel_s", cp.cuda.get_elapsed_time(ev[0], ev[1]) / 1e3)
             add_seconds(st, "reconstruct_ifft_s", cp.cuda.get_elapsed_time(ev[1], ev[2]) / 1e3)

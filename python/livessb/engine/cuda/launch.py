@@ -26,6 +26,9 @@ FILL_BLOCKS_EVAL = 4096
 FILL_BLOCKS_DERIV = 2048
 MAX_GRID_Z = 65535  # CUDA's limit on gridDim.z (stage_window: one z per staged pixel)
 DERIV_SHARED_BYTES = ck.NA * ck.NT * 8  # vp_derivs' float64 accumulators
+# A NULL pointer argument (an optional output not wanted): 8 bytes of zero. CuPy turns a
+# Python None into 0xffffffff (cupy/cupy#9046), so never pass None.
+NULL_POINTER = np.uint64(0)
 
 
 @dataclass(frozen=True)
@@ -173,10 +176,11 @@ class _ScoringArgs(_PixelWalkArgs):
 
 
 @dataclass(frozen=True)
-class VpDerivsArgs(_ScoringArgs):  # the shared parameters, then the lobe masks
+class VpDerivsArgs(_ScoringArgs):  # the shared parameters, the lobe masks, per-ν output
     KERNEL: ClassVar[str] = "vp_derivs"
     masks: Any
     mask_stride: np.int32
+    per_nu: Any  # (2K, 6, M) float64, or NULL_POINTER: not wanted
 
 
 @dataclass(frozen=True)
@@ -209,6 +213,7 @@ class VpDerivsFinishArgs(KernelArgs):
     ka2: np.float64
     pilam: np.float64
     partial: Any
+    per_nu: Any
 
 
 @dataclass(frozen=True)
@@ -280,10 +285,12 @@ def vp_eval_args(w: Window, k64: Any, px: Any, cand: Any, geo: KernelGeo, partia
 
 
 def vp_derivs_args(w: Window, k64: Any, px: Any, cand: Any, geo: KernelGeo, partial: Any,
-                   bsplit: int, raw: Any, masks: Any, mask_stride: int) -> VpDerivsArgs:
+                   bsplit: int, raw: Any, masks: Any, mask_stride: int,
+                   per_nu: Any = None) -> VpDerivsArgs:
     return VpDerivsArgs(w.G, w.B, w.M, w.Nr, w.Nc, w.nu_r, w.nu_c, k64, px, cand, geo.g_ka2,
                         geo.g_ka, geo.g_inv_w, geo.g_twopilam, geo.pilam, partial,
-                        np.int32(bsplit), raw, masks, np.int32(mask_stride))
+                        np.int32(bsplit), raw, masks, np.int32(mask_stride),
+                        NULL_POINTER if per_nu is None else per_nu)
 
 
 def energy_args(w: Window, k64: Any, px: Any, geo: KernelGeo, partial: Any, pairs: Any,

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ...results import Bounds
+from ...xp import to_host
 from .. import cuda_kernels as ck
 from ..records import PreparedSpectra, ReferenceGeometry
 from ..reference import Reference
@@ -72,7 +73,7 @@ def stage_spectra(
         raise
     nu_r = np.fft.fftfreq(Nr, step[0])
     nu_c = np.fft.rfftfreq(Nc, step[1])
-    dc = float(cp.asnumpy(mean).mean() * (Nr * Nc))
+    dc = float(to_host(mean, "prepare").mean() * (Nr * Nc))
     return PreparedSpectra(shape=shape, bounds=b, n_bf=n_bf, G=G, dc=dc,
                            part=CUDAPart(cp.asarray(nu_r), cp.asarray(nu_c), M))
 

@@ -125,7 +125,7 @@ __device__ void derivs_epilogue(const double* sh, const double* dN, bool active,
 // two lobes add up on the host. (Per-lobe sums in one thread would double the NA float
 // accumulators and their float64 shared copies: registers and occupancy.)
 struct DerivThread {
-    int Hc, m, ci, nblk;
+    int M, Hc, m, ci, nblk;
     const double* cd;  // the candidate's row of the table
     double nr, nc;
     bool active;
@@ -133,18 +133,24 @@ struct DerivThread {
     __device__ __forceinline__ DerivThread(int M, int Nc, const double* __restrict__ nu_r,
                                            const double* __restrict__ nu_c,
                                            const double* __restrict__ cand, double ka2)
-        : Hc(Nc / 2 + 1), m(blockIdx.y * NT + threadIdx.x), ci(blockIdx.x), nblk(gridDim.y),
+        : M(M), Hc(Nc / 2 + 1), m(blockIdx.y * NT + threadIdx.x), ci(blockIdx.x), nblk(gridDim.y),
           cd(cand + 8 * (blockIdx.x >> 1)), minus((blockIdx.x & 1) == 0) {
         active = grid_nu(m, M, Hc, nu_r, nu_c, ka2, nr, nc);
     }
 };
 
 // The epilogue's per-ν terms from the sums (sh: NA × NT, dN), reduced over the block into
-// partial (K, NQ, nblk); sh is reused for the reduction.
+// partial (K, NQ, nblk); sh is reused for the reduction. per_nu (nullptr: not wanted) gets
+// each frequency's own gradient terms, (2K, 6, M): the misfit errors' clusters (fit/robust),
+// at no cost beyond this store.
 __device__ __forceinline__ void derivs_write(double* sh, const double* dN, const DerivThread& th,
-                                             int Nc, double pilam, double* __restrict__ partial) {
+                                             int Nc, double pilam, double* __restrict__ partial,
+                                             double* __restrict__ per_nu) {
     double out[NQ];
     derivs_epilogue(sh, dN, th.active, th.m, th.Hc, Nc, th.nr, th.nc, th.cd, pilam, out);
+    if (per_nu != nullptr && th.m < th.M) {
+        for (int j = 0; j < 6; ++j) per_nu[((size_t)th.ci * 6 + j) * th.M + th.m] = out[1 + j];
+    }
     for (int j = 0; j < NQ; ++j) sh[j * NT + threadIdx.x] = out[j];
     block_reduce(sh, NQ);
     if (threadIdx.x < NQ)
@@ -228,7 +234,7 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
     const double* __restrict__ k64, const float4* __restrict__ px,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
     double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw,
-    const uint4* __restrict__ masks, int mask_stride) {
+    const uint4* __restrict__ masks, int mask_stride, double* __restrict__ per_nu) {
     const Geo geo = make_geo(g_ka2, g_ka, g_inv_w, g_twopilam);
     extern __shared__ double sh[];  // NA * NT float64 accumulators, then the reduction
     const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
@@ -321,14 +327,14 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
         }
         return;
     }
-    derivs_write(sh, dN, th, Nc, pilam, partial);
+    derivs_write(sh, dN, th, Nc, pilam, partial, per_nu);
 }
 
 // Combine the b-split raw sums of vp_derivs in split order, then the epilogue; grid (2K, nblk).
 __global__ void __launch_bounds__(NT) vp_derivs_finish(
     const double* __restrict__ raw, int nsplit, int M, int Nc, const double* __restrict__ nu_r,
     const double* __restrict__ nu_c, const double* __restrict__ cand, double ka2, double pilam,
-    double* __restrict__ partial) {
+    double* __restrict__ partial, double* __restrict__ per_nu) {
     extern __shared__ double sh[];  // NA * NT
     const DerivThread th(M, Nc, nu_r, nu_c, cand, ka2);
     const int m = th.m;
@@ -341,5 +347,5 @@ __global__ void __launch_bounds__(NT) vp_derivs_finish(
             for (int j = 0; j < NA; ++j) sh[j * NT + threadIdx.x] += raw[(base + 3 + j) * M + m];
         }
     }
-    derivs_write(sh, dN, th, Nc, pilam, partial);
+    derivs_write(sh, dN, th, Nc, pilam, partial, per_nu);
 }

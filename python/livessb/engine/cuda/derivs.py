@@ -1,0 +1,66 @@
+"""The derivative kernels' launch: one vp_derivs (+ its finish when the BF pixels are
+split) over a batch of candidates, shared by the Hessian/gradient path and the
+per-frequency gradients of the misfit errors (fit/robust)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .. import cuda_kernels as ck
+from .launch import (
+    DERIV_SHARED_BYTES,
+    FILL_BLOCKS_DERIV,
+    NULL_POINTER,
+    VpDerivsFinishArgs,
+    candidate_table,
+    freq_blocks,
+    launch,
+    pixel_split,
+    vp_derivs_args,
+)
+from .prepare import support_masks
+
+if TYPE_CHECKING:
+    from .engine import CUDAEngine, DeviceSpectra
+
+
+def derivative_launch(engine: CUDAEngine, sp: DeviceSpectra, cand: np.ndarray,
+                      per_nu: Any) -> Any:
+    """The block partials (2K, NQ, nblk) of a (K, 6) batch, on the device (nothing is
+    downloaded or synchronised here); ``per_nu`` (2K, 6, M) float64, when given, gets
+    each frequency's gradient terms (the (candidate, lobe) rows of the partials)."""
+    cp = engine.cp
+    K = len(cand)
+    w, g = engine._at_rotation(sp)
+    M = sp.part.M
+    nblk = freq_blocks(M)
+    part = cp.empty((2 * K, ck.NQ, nblk), dtype=cp.float64)  # per (candidate, lobe)
+    fn = ck.module().get_function("vp_derivs")
+    smem = DERIV_SHARED_BYTES
+    fin = ck.module().get_function("vp_derivs_finish")
+    for f in (fn, fin):
+        if f.max_dynamic_shared_size_bytes < smem:
+            f.max_dynamic_shared_size_bytes = smem
+    # Few candidates (a Newton start refined last) fill the device only split.
+    per, nsplit = pixel_split(M, sp.n_bf, min_blocks=FILL_BLOCKS_DERIV // (2 * K))
+    table = cp.asarray(candidate_table(cand))
+    raw = cp.empty((2 * K, nsplit, 3 + ck.NA, M) if nsplit > 1 else 1, dtype=cp.float64)
+    if sp.part.lobe_masks is None:  # per rotation
+        sp.part.lobe_masks = support_masks(cp, engine.memory, sp.n_bf, g, w.nu_r, w.nu_c, M,
+                                           sp.shape[1] // 2 + 1, engine._kgeo, lobes=(0, 1))
+    masks, tiles = sp.part.lobe_masks
+    split = nsplit > 1
+    # The epilogue runs in the finish kernel when split, else in vp_derivs itself.
+    launch(fn, (2 * K, nblk, nsplit), (ck.NT,),
+           vp_derivs_args(w, g.k64, g.px, table, engine._kgeo, part, per, raw, masks, tiles,
+                          None if split else per_nu),
+           shared_mem=smem)
+    if split:
+        launch(fin, (2 * K, nblk), (ck.NT,),
+               VpDerivsFinishArgs(raw, np.int32(nsplit), np.int32(M), w.Nc, w.nu_r, w.nu_c,
+                                  table, engine._kgeo.g_ka2, engine._kgeo.pilam, part,
+                                  NULL_POINTER if per_nu is None else per_nu),
+               shared_mem=smem)
+    return part

@@ -1,0 +1,185 @@
+"""CPU ↔ CUDA parity of what the fits add on top of the engine calls (skipped without a
+CUDA GPU): the misfit errors' per-frequency gradients, the errors, undetermined names
+and their components, maps (tile parameters, errors, the blended reconstruction),
+``refine``, the detector-sampling fit and the memory estimates.
+
+Each test writes what it measured to ``$LIVESSB_PARITY_LOG`` (JSON lines) when set, so a
+device run records the deviations the tolerances below were set from.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pytest
+
+cp = pytest.importorskip("cupy")
+try:
+    _N_DEV = cp.cuda.runtime.getDeviceCount()
+except Exception:  # CUDARuntimeError: driver without a device
+    _N_DEV = 0
+pytestmark = [pytest.mark.cuda,
+              pytest.mark.skipif(_N_DEV < 1, reason="needs a CUDA GPU")]
+
+import cuda_helpers as ch  # noqa: E402
+from livessb import Session  # noqa: E402
+from livessb.detector_sampling import PROVENANCE_KEY  # noqa: E402
+from livessb.memory import session_estimates  # noqa: E402
+from livessb.params import JOINT  # noqa: E402
+from livessb.simulate import simulate_4dstem  # noqa: E402
+
+if TYPE_CHECKING:
+    from livessb import Dataset4D
+    from livessb.results import FitResult
+
+# Set from the first H200 run (2026-12-01, ~10-30x what it measured): errors 3.3e-6,
+# map and refine parameters 2.6e-7, detector sampling 9.8e-6 (its error), map phase 4.5e-8
+# rad, per-frequency gradients 7.3e-6 of each parameter's largest.
+ERROR_RTOL = 1e-4  # errors: Hessians and gradients from float32 spectra
+PARAM_RTOL = 1e-5
+SAMPLING_RTOL = 2e-4
+PHASE_ATOL = 1e-6
+
+
+def record(name: str, **values: Any) -> None:
+    path = os.environ.get("LIVESSB_PARITY_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps({"test": name, **values}, default=float) + "\n")
+
+
+@pytest.fixture(scope="module")
+def thick() -> Dataset4D:
+    ds, _ = simulate_4dstem(
+        scan_shape=(32, 32), detector_shape=(32, 32), scan_step_A=0.6,
+        aberrations={"C10": -40.0, "C12": 12.0, "phi12": 0.4}, depth_A=60.0,
+        tilt_mrad=(4.0, -3.0), slice_A=20.0, rotation_deg=10.0, dose=2e4, seed=7)
+    return ds
+
+
+def _rel(a: float, b: float, floor: float) -> float:
+    return abs(a - b) / max(abs(b), floor)
+
+
+def _param_scale(key: str) -> float:
+    return {"phi12": math.pi, "tilt_row_mrad": 15.0, "tilt_col_mrad": 15.0}.get(key, 1.0)
+
+
+def test_frequency_gradients_match_cpu_per_frequency(thick: Dataset4D) -> None:
+    with ch.both_prepared(thick) as (cpu, gpu, _rot, sc, sg):
+        vector = np.array([-35.0, 10.0, 0.5, 3.0, -2.0, 50.0])
+        a = gpu.frequency_gradients(sg, vector)
+        b = cpu.frequency_gradients(sc, vector)
+        assert a.shape == b.shape == (6, sc.G.shape[1])
+        scale = np.abs(b).max(axis=1, keepdims=True)
+        worst = float(np.abs((a - b) / scale).max())
+        _, grad, _ = gpu.derivatives(sg, vector[None])
+        sum_rel = float(np.abs(a.sum(axis=1) - grad[0]).max() / np.abs(grad[0]).max())
+    record("frequency_gradients", worst_scaled=worst, sum_vs_gradient=sum_rel)
+    assert worst < 1e-4
+    assert sum_rel < 1e-9  # the same launch's terms: the sum is the kernel's own gradient
+
+
+def _assert_errors_match(g: FitResult, c: FitResult, name: str) -> None:
+    assert g.undetermined == c.undetermined
+    comps_g, comps_c = g.provenance["errors_components"], c.provenance["errors_components"]
+    assert comps_g["misfit_clusters"] == comps_c["misfit_clusters"]
+    worst: dict[str, float] = {}
+    for key in JOINT:
+        for part, eg, ec in (("errors", g.errors, c.errors),
+                             ("noise", comps_g["noise"], comps_c["noise"]),
+                             ("misfit", comps_g["misfit"], comps_c["misfit"])):
+            if key not in ec:
+                assert key not in eg
+                continue
+            worst[f"{part}:{key}"] = _rel(eg[key], ec[key], 1e-9)
+    record(name, **worst)
+    assert max(worst.values()) < ERROR_RTOL, worst
+    kept_g, kept_c = g.provenance["model_choice"], c.provenance["model_choice"]
+    assert (kept_g or {}).get("kept") == (kept_c or {}).get("kept")
+
+
+def test_errors_undetermined_and_components_match_cpu(thick: Dataset4D) -> None:
+    region = (2, 30, 3, 29)
+    fits = {}
+    for device in ("cpu", "cuda"):
+        with Session(thick, device=device) as s:
+            fits[device] = (s.fit(trials=60, seed=5, progress=False),
+                            s.fit_region(region, trials=60, seed=5).fit)
+    (fc, rc), (fg, rg) = fits["cpu"], fits["cuda"]
+    _assert_errors_match(fg, fc, "errors_full")
+    _assert_errors_match(rg, rc, "errors_region")
+
+
+def test_map_tiles_errors_and_blend_match_cpu(thick: Dataset4D) -> None:
+    maps = {}
+    for device in ("cpu", "cuda"):
+        with Session(thick, device=device) as s:
+            s.fit(trials=40, seed=3, progress=False)
+            m = s.fit_map(tile=(16, 16), trials=40, seed=3, progress=False)
+            maps[device] = (m, m.reconstruct(upsample=1, density=1).phase)
+    (mc, pc), (mg, pg) = maps["cpu"], maps["cuda"]
+    assert mg.params["C10"].shape == mc.params["C10"].shape == (2, 2)
+    worst: dict[str, float] = {}
+    for key in JOINT:
+        scale = _param_scale(key)
+        worst[key] = float(np.max(np.abs(mg.params[key] - mc.params[key])
+                                  / np.maximum(np.abs(mc.params[key]), scale)))
+        err_c, err_g = mc.errors[key], mg.errors[key]
+        both = (err_c > 0) & (err_g > 0)
+        assert np.array_equal(err_c > 0, err_g > 0), key
+        if both.any():
+            worst["errors:" + key] = float(np.max(np.abs(err_g - err_c)[both] / err_c[both]))
+    d = np.angle(np.exp(1j * (pg - pc)))
+    record("map", phase_max_abs=float(np.abs(d).max()), **worst)
+    assert max(v for k, v in worst.items() if ":" not in k) < PARAM_RTOL, worst
+    assert max((v for k, v in worst.items() if ":" in k), default=0.0) < ERROR_RTOL, worst
+    assert np.abs(d).max() < PHASE_ATOL
+
+
+def test_refine_matches_cpu(thick: Dataset4D) -> None:
+    start = {"C10": -30.0, "C12": 10.0, "phi12": 0.5, "tilt_row_mrad": 2.0,
+             "tilt_col_mrad": -1.0, "depth": 40.0}
+    out = {}
+    for device in ("cpu", "cuda"):
+        with Session(thick, device=device) as s:
+            s.fit(trials=40, seed=3, progress=False)
+            out[device] = s.refine(start, progress=False)
+    worst = {k: _rel(out["cuda"].params[k], out["cpu"].params[k], _param_scale(k))
+             for k in JOINT}
+    record("refine", loss_rel=_rel(out["cuda"].loss, out["cpu"].loss, 1e-12), **worst)
+    assert max(worst.values()) < PARAM_RTOL, worst
+    assert out["cuda"].loss == pytest.approx(out["cpu"].loss, rel=1e-5)
+
+
+def test_detector_sampling_fit_matches_cpu(thick: Dataset4D) -> None:
+    out = {}
+    for device in ("cpu", "cuda"):
+        with Session(thick, device=device) as s:
+            out[device] = s.fit(trials=40, seed=3, progress=False, fit_detector_sampling=True)
+    rec_c = out["cpu"].provenance[PROVENANCE_KEY]
+    rec_g = out["cuda"].provenance[PROVENANCE_KEY]
+    fitted = [k for k in ("mrad", "error_mrad") if k in rec_c]
+    assert fitted
+    worst = {k: _rel(float(rec_g[k]), float(rec_c[k]), 1e-6) for k in fitted}
+    worst.update({k: _rel(out["cuda"].params[k], out["cpu"].params[k], _param_scale(k))
+                  for k in JOINT})
+    record("detector_sampling", **worst)
+    assert max(worst.values()) < SAMPLING_RTOL, worst
+
+
+def test_memory_estimate_covers_what_the_device_holds(thick: Dataset4D) -> None:
+    estimate = session_estimates(thick, "cuda")[0]
+    with Session(thick, device="cuda") as s:
+        s.fit(trials=20, seed=1, progress=False)
+        info = s.diagnostics.memory_info()
+    held = int(info.get("live_bytes", 0))
+    record("memory", estimate=estimate.total, held=held,
+           counts=info.get("bf_counts_bytes"), spectra=info.get("spectra_bytes"))
+    assert held > 0
+    assert held <= estimate.total  # the preflight never under-counts what stays resident
+    assert info["bf_counts_bytes"] == estimate.parts["BF counts"]  # known to the byte
