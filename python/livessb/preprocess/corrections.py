@@ -1,10 +1,12 @@
 """The measured corrections of one dataset (``Corrections``) and the corrected counts
 that engines gather their BF pixels from (``CorrectedCounts``).
 
-One pass over the counts, a scan row at a time (memory-mapped input stays mapped):
+One pass over the counts, a chunk of scan rows at a time (a memory-mapped file's pages
+released behind it), in the counts' array module (CuPy for counts resident on a GPU):
 bad pixels repaired, frame totals (dose normalisation) and block-summed windows around
-the disk (descan). When nothing needs correcting the engines get the counts as they
-are, so results are bit-identical to a session without preprocessing.
+the disk (descan), their results downloaded once at the end. When nothing needs
+correcting the engines get the counts as they are, so results are bit-identical to a
+session without preprocessing.
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ import numpy as np
 from ..calibration import CalibrationError
 from ..dataset import Dataset4D, measure_bright_field
 from ..mapped_pages import release_pages
+from ..memory import cuda_free_bytes
 from ..physics.bright_field import BrightFieldError, estimate_disk
+from ..xp import module_of, to_host
 from .descan import (
     DescanFit,
     block_centres,
     block_size,
+    block_sums,
     disk_window,
     fit_descan,
 )
@@ -149,76 +154,97 @@ def prepare_corrections(dataset: Dataset4D, options: Preprocessing | None = None
     return Corrections(opts, bad, found, fit, factors)
 
 
-def _resident(counts: Any) -> tuple[Any, Any]:
-    """(array module, array) to measure on: counts resident on a GPU (a CuPy array, or a
-    wrapper exposing one as ``device_array``) are measured there, without host copies."""
-    array = getattr(counts, "device_array", counts)
-    if type(array).__module__.split(".")[0] == "cupy":
-        import cupy
-
-        return cupy, array
-    return np, counts
+# The pass's working set per chunk of scan rows: the window data (float64) and its
+# temporaries, the float32 frames of a repair and, on the host, the chunk's pages of a
+# memory-mapped file (released after each chunk). On the host it stays small beside the
+# session's own memory; on a GPU a chunk is a few kernels, so the fewer chunks the better.
+HOST_CHUNK_BYTES = 8 * 2**20
+DEVICE_CHUNK_BYTES = 4 * 2**30  # at most, and at most a quarter of the free device memory
 
 
-def _to_host(x: Any) -> np.ndarray:
-    return np.asarray(x.get() if hasattr(x, "get") else x)
+def _device_budget() -> int:
+    free = cuda_free_bytes()
+    return DEVICE_CHUNK_BYTES if free is None else max(2**28, min(DEVICE_CHUNK_BYTES, free // 4))
 
 
-def _block_sums(xp: Any, x: Any, starts: np.ndarray) -> Any:
-    """Sums over axis 0 of ``x`` in blocks beginning at ``starts`` (``np.add.reduceat``,
-    which CuPy lacks); exact for integer-valued float64 data."""
-    c = xp.cumsum(x, axis=0)
-    ends = xp.asarray(np.append(starts[1:], x.shape[0]) - 1)
-    out = c[ends]
-    out[1:] -= c[ends[:-1]]
-    return out
+def _chunk_rows(xp: Any, counts: Any, window: np.ndarray | None, repairing: bool,
+                block: int) -> int:
+    """Scan rows per chunk of the pass: whole block rows within the working-set budget
+    (at least one block row)."""
+    Rc, kr, kc = (int(s) for s in counts.shape[1:])
+    frame = (np.dtype(counts.dtype).itemsize if xp is np else 0) + (4 if repairing else 0)
+    per_row = Rc * (kr * kc * frame + (0 if window is None else 24 * window.size))
+    budget = HOST_CHUNK_BYTES if xp is np else _device_budget()
+    return max(1, budget // max(per_row * block, 1)) * block
+
+
+@dataclass(frozen=True)
+class _Ramp:
+    """What the descan measurement needs of every chunk: the disk window (detector box
+    ``rows`` × ``cols`` and ``window`` in the counts' array module), the block edge and
+    the ramp's disk level per count."""
+
+    rows: slice
+    cols: slice
+    window: Any
+    block: int
+    level_per_total: float
+
+
+def _measure_chunk(xp: Any, chunk: Any, plan: RepairPlan, cached: dict[str, Any],
+                   ramp: _Ramp | None) -> tuple[Any, Any]:
+    """Frame totals (n, Rc) float64 and, with ``ramp``, the centres (blocks, 2) of a chunk
+    of whole block rows, in ``xp``: its temporaries go when it returns."""
+    n, Rc, kr, kc = (int(s) for s in chunk.shape)
+    frames = chunk.reshape(n * Rc, kr * kc)
+    if plan.count > 0:  # a copy: the repair writes in place, never into the counts
+        frames = repair(xp, xp.array(frames, dtype=xp.float32), plan, cached)
+    # Integer-valued without a repair: these sums equal the repaired float32 path's.
+    totals = frames.sum(axis=1, dtype=xp.float64).reshape(n, Rc)
+    if ramp is None:
+        return totals, None
+    b = ramp.block
+    sums = block_sums(xp, frames.reshape(n, Rc, kr, kc)[:, :, ramp.rows, ramp.cols], b)
+    centres = block_centres(xp, sums.reshape(-1, *sums.shape[2:]),
+                            block_sums(xp, totals, b).ravel(), ramp.window,
+                            ramp.level_per_total, (ramp.rows.start, ramp.cols.start))
+    return totals, centres
 
 
 def _measure(counts: Any, mean_pattern: np.ndarray, plan: RepairPlan,
              opts: Preprocessing | None) -> tuple[np.ndarray, DescanFit | None]:
-    """Frame totals (after repair) and, when ``opts``, the descan fit: one pass, in the
-    counts' own array module; only the disk window is converted (the totals sum the
-    native counts), so a resident GPU dataset is measured in milliseconds. Each block
-    row's centres are found as soon as it is summed (the ramp's level per count is the
-    repaired mean pattern's: known before the pass), so memory stays one block row."""
-    Rr, Rc, kr, kc = (int(s) for s in counts.shape)
-    xp, counts = _resident(counts)
-    totals = np.empty((Rr, Rc))
+    """Frame totals (after repair) and, when ``opts``, the descan fit: one pass in the
+    counts' own array module, in chunks of whole block rows (``_chunk_rows``); only the
+    disk window is converted (the totals sum the native counts). Each chunk's block
+    centres are found as soon as it is summed (the ramp's level per count is the
+    repaired mean pattern's: known before the pass); totals and centres stay in the
+    array module until the end, so counts resident on a GPU are measured there with two
+    downloads whatever the scan size."""
+    Rr, Rc = (int(s) for s in counts.shape[:2])
+    xp = module_of(counts)
+    data = getattr(counts, "device_array", counts) if xp is not np else counts
     repaired = repaired_mean(mean_pattern, plan)
     level = _disk_level(repaired)
     rs, cs, window = disk_window(repaired, level)
     b = block_size(level)
-    col_starts = np.arange(0, Rc, b)
     mean_total = float(repaired.sum())  # the mean frame total (the repair is linear)
     per_total = level / mean_total if mean_total > 0 else 0.0
-    found: list[np.ndarray] = []
-    acc = None
+    step = _chunk_rows(xp, counts, window if opts is not None else None, plan.count > 0, b)
+    ramp = None if opts is None else _Ramp(rs, cs, xp.asarray(window), b, per_total)
+    totals_parts: list[Any] = []
+    centre_parts: list[Any] = []
     cached: dict[str, Any] = {}
-    for r in range(Rr):
-        row = counts[r]
-        if plan.count == 0:  # integer-valued: these sums equal the repaired float32 path's
-            row_totals = row.reshape(Rc, -1).sum(axis=1, dtype=xp.float64)
-            win = row[:, rs, cs].astype(xp.float64) if opts is not None else None
-        else:
-            flat = repair(xp, xp.ascontiguousarray(row.reshape(Rc, -1), dtype=xp.float32),
-                          plan, cached)
-            row_totals = flat.sum(axis=1, dtype=xp.float64)
-            win = (flat.reshape(Rc, kr, kc)[:, rs, cs].astype(xp.float64)
-                   if opts is not None else None)
-        totals[r] = _to_host(row_totals)
-        release_pages(row)  # a memory-mapped file's pages: read, no longer needed
-        if win is None:
-            continue
-        part = _block_sums(xp, win, col_starts)
-        acc = part if acc is None else acc + part
-        if (r + 1) % b == 0 or r == Rr - 1:
-            T = np.add.reduceat(totals[r - (r % b):r + 1].sum(axis=0), col_starts)
-            found.append(block_centres(_to_host(acc), T, window, per_total,
-                                       (rs.start, cs.start)))
-            acc = None
+    for r0 in range(0, Rr, step):
+        chunk = data[r0:r0 + step]
+        totals, centres = _measure_chunk(xp, chunk, plan, cached, ramp)
+        totals_parts.append(totals)
+        centre_parts.append(centres)
+        release_pages(chunk)  # a memory-mapped file's pages: read, no longer needed
+    all_totals = to_host(xp.concatenate(totals_parts), site="preprocess.totals")
     if opts is None:
-        return totals, None
-    centres = np.concatenate(found)
+        return all_totals, None
+    centres = to_host(xp.concatenate(centre_parts), site="preprocess.centres")
+    col_starts = np.arange(0, Rc, b)
     row_starts = np.arange(0, Rr, b)
     n_r = np.minimum(row_starts + b, Rr) - row_starts
     n_c = np.minimum(col_starts + b, Rc) - col_starts
@@ -229,7 +255,7 @@ def _measure(counts: Any, mean_pattern: np.ndarray, plan: RepairPlan,
     assert opts.descan is not None
     fit = fit_descan(opts.descan, opts.degree, (Rr, Rc), np.stack([pos_r, pos_c], axis=1),
                      centres, weights, opts.descan_threshold_px, b, grid)
-    return totals, fit
+    return all_totals, fit
 
 
 class CorrectedCounts:

@@ -128,26 +128,47 @@ def block_size(level: float) -> int:
     return max(1, math.ceil(math.sqrt(TARGET_COUNTS / level) - 1e-9))
 
 
-def block_centres(sums: np.ndarray, totals: np.ndarray, window: np.ndarray,
-                  level_per_total: float, origin: tuple[int, int]) -> np.ndarray:
-    """Disk centre (detector px) of each block-summed pattern (n, h, w): the centroid of
-    a ramp of the intensity between 25 % and 75 % of the block's disk level (the edge,
-    not the interior's object contrast; dark field and hot spots clipped). NaN where
-    nothing reaches the ramp."""
+def block_sums(xp: Any, x: Any, b: int) -> Any:
+    """Sums of ``x`` (scan rows, scan cols, ...) over b×b scan blocks, the last ones
+    partial: (⌈rows/b⌉, ⌈cols/b⌉, ...) float64 in ``x``'s array module ``xp``. Exact for
+    integer-valued data (and float32 values, whose few significant bits float64 adds
+    without rounding), so the order of the additions does not matter."""
+    if b == 1:
+        return x.astype(xp.float64, copy=False)
+    n, m = x.shape[:2]
+    nr, nc = -(-n // b), -(-m // b)
+    # Zero padding to whole blocks (zeros add nothing) turns the sums into one reshape,
+    # the same operations whether or not the scan divides into blocks.
+    padded = xp.zeros((nr * b, nc * b, *x.shape[2:]), dtype=xp.float64)
+    padded[:n, :m] = x
+    return padded.reshape(nr, b, nc, b, *x.shape[2:]).sum(axis=(1, 3))
+
+
+def block_centres(xp: Any, sums: Any, totals: Any, window: Any, level_per_total: float,
+                  origin: tuple[int, int]) -> Any:
+    """Disk centre (detector px) of each block-summed pattern (n, h, w) float64, in the
+    array module ``xp`` of ``sums`` and ``totals`` (n,) (on a GPU it stays there: the
+    caller downloads all blocks' centres at once): the centroid of a ramp of the
+    intensity between 25 % and 75 % of the block's disk level (the edge, not the
+    interior's object contrast; dark field and hot spots clipped). NaN where nothing
+    reaches the ramp. (n, 2)."""
     level = (level_per_total * totals)[:, None, None]
     lo, hi = DISK_RAMP
     with np.errstate(invalid="ignore", divide="ignore"):
-        w = np.clip((sums / level - lo) / (hi - lo), 0.0, 1.0) * window[None]
-    h, wd = window.shape
-    r = np.arange(h, dtype=np.float64) + origin[0]
-    c = np.arange(wd, dtype=np.float64) + origin[1]
+        w = sums / level  # in place from here: one temporary of the window data's size
+        w -= lo
+        w /= hi - lo
+        xp.clip(w, 0.0, 1.0, out=w)
+        w *= xp.asarray(window)[None]
+    h, wd = w.shape[1:]
+    r = xp.arange(h, dtype=xp.float64) + origin[0]
+    c = xp.arange(wd, dtype=xp.float64) + origin[1]
     mass = w.sum(axis=(1, 2))
     with np.errstate(invalid="ignore", divide="ignore"):
         cr = (w.sum(axis=2) @ r) / mass
         cc = (w.sum(axis=1) @ c) / mass
-    out = np.stack([cr, cc], axis=1)
-    out[~(mass > 0)] = np.nan
-    return out
+    # where, not a boolean-mask assignment: no data-dependent size for a GPU to report
+    return xp.where((mass > 0)[:, None], xp.stack([cr, cc], axis=1), xp.nan)
 
 
 def fit_descan(model: str, degree: int, scan_shape: tuple[int, int], positions: np.ndarray,

@@ -1,0 +1,72 @@
+"""Preprocessing measured on counts resident on the GPU (issue 19 item 2) against the
+host's: the same bad pixels, descan fit and dose factors, and a session that fits the
+same (skipped without a CUDA GPU)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+cp = pytest.importorskip("cupy")
+try:
+    _N_DEV = cp.cuda.runtime.getDeviceCount()
+except Exception:  # CUDARuntimeError: driver without a device
+    _N_DEV = 0
+pytestmark = [pytest.mark.cuda,
+              pytest.mark.skipif(_N_DEV < 1, reason="needs a CUDA GPU")]
+
+from livessb import Dataset4D, Preprocessing, Session  # noqa: E402
+from livessb.bench.device_data import DeviceDataset4D  # noqa: E402
+from livessb.preprocess import prepare_corrections  # noqa: E402
+from livessb.simulate import simulate_4dstem  # noqa: E402
+from livessb.xp import counting  # noqa: E402
+
+DESCAN = (0.0, 0.04, -0.03, 0.01)
+
+
+def _host_and_device(dose: float, hot: bool) -> tuple[Dataset4D, DeviceDataset4D]:
+    """One simulated acquisition (descan, beam current fluctuation, optionally a hot
+    pixel in the disk) as host counts and as counts resident on the GPU, calibrated alike."""
+    ds, _ = simulate_4dstem(scan_shape=(32, 32), detector_shape=(32, 32), scan_step_A=0.6,
+                            aberrations={"C10": -40.0}, dose=dose, seed=3, rotation_deg=8.0,
+                            descan_px_per_px=DESCAN, beam_current_fluctuation=0.1)
+    counts = ds.counts.copy()
+    if hot:
+        counts[:, :, 14, 17] = 4000
+    host = Dataset4D(counts, voltage_kV=ds.voltage_kV, semiangle_mrad=ds.semiangle_mrad,
+                     scan_step_A=ds.scan_step_A,
+                     detector_sampling_mrad=ds.detector_sampling_mrad)
+    device = DeviceDataset4D(cp.asarray(counts), voltage_kV=ds.voltage_kV,
+                             semiangle_mrad=ds.semiangle_mrad, scan_step_A=ds.scan_step_A,
+                             detector_sampling_mrad=ds.detector_sampling_mrad)
+    return host, device
+
+
+@pytest.mark.parametrize(("dose", "hot"), [(2e4, False), (2e4, True), (800.0, True)])
+def test_resident_counts_are_measured_like_host_counts(dose: float, hot: bool) -> None:
+    host_ds, dev_ds = _host_and_device(dose, hot)
+    opts = Preprocessing(dose_normalise=True)
+    host = prepare_corrections(host_ds, opts)
+    with counting() as count:
+        dev = prepare_corrections(dev_ds, opts)
+    assert count.round_trips == 2, dict(count)  # the totals and the centres, once each
+    assert np.array_equal(dev.bad_pixels, host.bad_pixels)
+    assert host.bad_pixels.any() == hot
+    assert host.descan is not None and dev.descan is not None and host.descan.significant
+    assert dev.descan.block == host.descan.block and (host.descan.block > 1) == (dose < 1e3)
+    c = host.descan.coefficients
+    np.testing.assert_allclose(dev.descan.coefficients, c, rtol=1e-6,
+                               atol=1e-6 * float(np.abs(c).max()))
+    assert host.dose_factors is not None and dev.dose_factors is not None
+    np.testing.assert_allclose(dev.dose_factors, host.dose_factors, rtol=1e-6)
+
+
+def test_resident_session_fits_like_the_cpu_session() -> None:
+    host_ds, dev_ds = _host_and_device(2e4, False)
+    with Session(host_ds, device="cpu") as s_cpu, Session(dev_ds, device="cuda") as s_gpu:
+        assert s_cpu.preprocessing.descan_applied and s_gpu.preprocessing.descan_applied
+        fit_cpu = s_cpu.fit(trials=32, progress=False)
+        fit_gpu = s_gpu.fit(trials=32, progress=False)
+    # The same branch (no modulo 180°) and the same defocus.
+    assert abs(fit_gpu.rotation_deg - fit_cpu.rotation_deg) < 0.05
+    assert abs(fit_gpu.params["C10"] - fit_cpu.params["C10"]) < 0.5
