@@ -177,7 +177,7 @@ class CPUEngine:
             for k in range(N.shape[0]):
                 out[s + k] = obj.vp_loss(N[k], D[k], weights, sp.energy)
         self.evaluations += len(cand)
-        return out
+        return to_host(out, "evaluate")  # counted as the device engine's one download
 
     def evaluate_rotations(
         self, spectra: Spectra, thetas: np.ndarray, transpose: bool,
@@ -209,7 +209,7 @@ class CPUEngine:
             losses[k], grads[k], hessians[k] = obj.vp_loss_derivatives(
                 N, D, dN, dD, d2N, d2D, weights, sp.energy)
         self.evaluations += K
-        return losses, grads, hessians
+        return to_host(losses, "derivatives"), grads, hessians  # one download on a device
 
     def frequency_gradients(
         self, spectra: Spectra, candidate: np.ndarray, names: tuple[str, ...] = JOINT,
