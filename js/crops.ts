@@ -1,6 +1,7 @@
 // Per-region panels beside the scan: the crop image (PNG bytes -> blob URL),
 // the fitted parameters and the region's status.
 import { regionColor } from "./canvas";
+import { acceptCrop, cropStatusText, type CropStamp } from "./cropstate";
 import { element } from "./dom";
 import { fmt, type Region, type RegionResult, type Status } from "./model";
 import { jointRows, type ParamRow } from "./paramtable";
@@ -17,8 +18,9 @@ interface Panel {
   params: HTMLElement;
   statusEl: HTMLElement;
   scaleBar: ScaleBarView;
-  url: string | null;
-  generation: number; // generation of the crop currently shown (-1: none)
+  url: string | null; // the crop on screen
+  pending: string | null; // a newer crop still decoding (replaced by a newer one)
+  generation: number; // generation of the newest crop taken, shown or decoding (-1: none)
 }
 
 export class CropPanels {
@@ -45,7 +47,7 @@ export class CropPanels {
     const ids = new Set(regions.map((r) => r.id));
     for (const [id, panel] of this.panels) {
       if (!ids.has(id)) {
-        if (panel.url) URL.revokeObjectURL(panel.url);
+        this.revoke(panel);
         panel.root.remove();
         this.panels.delete(id);
       }
@@ -56,16 +58,21 @@ export class CropPanels {
     }
   }
 
-  /** Show a crop if it is newer than the one shown (re-sent crops are ignored). */
-  setCrop(id: string, generation: number, bytes: Uint8Array): boolean {
+  /** Show a crop if it is of a newer edit than the one taken (older and re-sent crops are
+   * ignored); once decoded the img carries `data-generation` and `data-behind`. */
+  setCrop(id: string, stamp: CropStamp, bytes: Uint8Array): boolean {
     const panel = this.panels.get(id) ?? this.create(id);
-    if (generation < panel.generation || (generation === panel.generation && panel.url !== null)) return false;
+    if (!acceptCrop(panel.generation, stamp.generation)) return false;
     const url = URL.createObjectURL(new Blob([bytes as BlobPart], { type: "image/png" }));
-    const old = panel.url;
-    panel.url = url;
-    panel.generation = generation;
+    if (panel.pending) URL.revokeObjectURL(panel.pending); // overtaken before it decoded
+    panel.pending = url;
+    panel.generation = stamp.generation;
     panel.img.onload = () => {
-      panel.img.dataset.generation = String(generation);
+      const old = panel.url;
+      panel.url = url;
+      panel.pending = null;
+      panel.img.dataset.generation = String(stamp.generation);
+      panel.img.dataset.behind = String(stamp.behind);
       panel.img.dataset.paintedAt = String(performance.now());
       panel.img.hidden = false;
       this.updateScaleBar(panel);
@@ -81,7 +88,7 @@ export class CropPanels {
   }
 
   dispose(): void {
-    for (const panel of this.panels.values()) if (panel.url) URL.revokeObjectURL(panel.url);
+    for (const panel of this.panels.values()) this.revoke(panel);
     this.panels.clear();
     this.el.remove();
   }
@@ -104,9 +111,14 @@ export class CropPanels {
     statusEl.setAttribute("role", "status");
     root.append(title, stage, params, statusEl);
     this.el.append(root);
-    const panel: Panel = { root, title, img, params, statusEl, scaleBar, url: null, generation: -1 };
+    const panel: Panel = { root, title, img, params, statusEl, scaleBar, url: null, pending: null, generation: -1 };
     this.panels.set(id, panel);
     return panel;
+  }
+
+  private revoke(panel: Panel): void {
+    if (panel.url) URL.revokeObjectURL(panel.url);
+    if (panel.pending) URL.revokeObjectURL(panel.pending);
   }
 
   /** The crop is shown `object-fit: contain` in a CROP_W × CROP_H box. */
@@ -145,6 +157,6 @@ export class CropPanels {
     }
     row("loss", "loss", result?.loss, fmt(result?.loss, 4));
     if (trust.model) row("model", "model", undefined, modelText(trust));
-    panel.statusEl.textContent = status === "error" ? `error: ${result?.error ?? ""}` : status;
+    panel.statusEl.textContent = cropStatusText(status, result?.error ?? "", result?.behind ?? 0);
   }
 }

@@ -23,7 +23,9 @@ describe("model typing helpers", () => {
     expect(nextRegionId([{ id: "r2" }, { id: "r1" }])).toBe("r3");
   });
   it("parseCropMessage", () => {
-    expect(parseCropMessage({ type: "crop", id: "r1", generation: 2 })).toEqual({ type: "crop", id: "r1", generation: 2, shape: undefined });
+    expect(parseCropMessage({ type: "crop", id: "r1", generation: 2 })).toEqual({ type: "crop", id: "r1", generation: 2, behind: 0, shape: undefined });
+    expect(parseCropMessage({ type: "crop", id: "r1", generation: 5, behind: 3, shape: [4, 4] })).toEqual({ type: "crop", id: "r1", generation: 5, behind: 3, shape: [4, 4] });
+    expect(parseCropMessage({ type: "crop", id: "r1", generation: 5, behind: -1 })?.behind).toBe(0);
     expect(parseCropMessage({ type: "crop", id: "r1" })).toBeNull();
     expect(parseCropMessage({ type: "other" })).toBeNull();
   });

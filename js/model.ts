@@ -17,7 +17,8 @@ export interface RegionResult {
   status: Status;
   params: Params;
   loss: number | null;
-  generation: number;
+  generation: number; // the region's latest edit
+  behind?: number; // edits the params and crop shown trail it (0: fitted for it)
   error: string;
   elapsed_s?: number;
   trials?: unknown[]; // [{n, params, loss}] (trials.ts parses)
@@ -72,7 +73,8 @@ export type Model = AnyModel<Traits>;
 export interface CropMessage {
   type: "crop";
   id: string;
-  generation: number;
+  generation: number; // the edit it was fitted for
+  behind: number; // edits it trailed the region's latest when sent (0: absent)
   shape?: number[];
 }
 
@@ -130,7 +132,9 @@ export function parseCropMessage(msg: unknown): CropMessage | null {
   if (typeof msg !== "object" || msg === null) return null;
   const o = msg as Record<string, unknown>;
   if (o.type !== "crop" || typeof o.id !== "string" || !isInt(o.generation)) return null;
-  return { type: "crop", id: o.id, generation: o.generation, shape: Array.isArray(o.shape) ? (o.shape as number[]) : undefined };
+  const behind = isInt(o.behind) && o.behind > 0 ? o.behind : 0;
+  const shape = Array.isArray(o.shape) ? (o.shape as number[]) : undefined;
+  return { type: "crop", id: o.id, generation: o.generation, behind, shape };
 }
 
 const isNum = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);

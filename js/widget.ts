@@ -202,7 +202,7 @@ const render: Render<Traits> = ({ model, el }) => {
     if (browse.receive(msg)) return;
     const crop = parseCropMessage(msg);
     const bytes = buffers?.length ? toBytes(buffers[0]) : null;
-    if (crop && bytes) panels.setCrop(crop.id, crop.generation, bytes);
+    if (crop && bytes) panels.setCrop(crop.id, crop, bytes);
   };
   const listeners: [string, (...a: never[]) => void][] = [
     ["change:scan_png", onScan], ["change:scan_shape", onShape], ["change:status", onStatus],

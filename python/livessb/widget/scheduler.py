@@ -7,8 +7,10 @@ submission. Jobs carry a key ("full", a region id, "preview", …):
   not started replaces it in place (the replaced future is cancelled), so a
   request superseded before it starts never runs;
 * each submission bumps the key's generation; a job learns its generation and
-  asks ``is_current`` before publishing, so a result overtaken by a newer
-  submission while it ran (or by ``bump``, e.g. a removed region) is dropped.
+  asks ``is_current`` before publishing: a result overtaken by a newer
+  submission while it ran (or by ``bump``) is not current, and is dropped, or
+  (a region's fit during a live drag, widget/regionjobs.py) published marked
+  with how many generations it trails ``generation(key)``.
 
 Keys submitted with ``coalesce=False`` (saves, exports) are never replaced.
 """

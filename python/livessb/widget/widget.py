@@ -2,17 +2,17 @@
 
 Thin: synced traits <-> Session calls. All session work (fits, previews,
 reconstructions, saving, exports) runs on ONE worker thread (``Scheduler``),
-latest wins per key: a region's queued fit is replaced by a newer edit, a
-result overtaken while it ran is dropped, a preview superseded before it starts
-never runs. Crops (PNG) and frames (uint16) travel as custom messages with
-binary buffers, never in the widget state. docs/widget-protocol.md is the wire.
+latest wins per key: a region's queued fit is replaced by a newer edit (a
+result overtaken while it ran is published only with live regions on, marked
+``behind``: regionjobs.py), a preview superseded before it starts never runs.
+Crops (PNG) and frames (uint16) travel as custom messages with binary buffers,
+never in the widget state. docs/widget-protocol.md is the wire.
 """
 
 from __future__ import annotations
 
 import functools
 import threading
-import time
 import traceback
 import weakref
 from collections.abc import Callable
@@ -36,16 +36,15 @@ from .records import (
     bounds_of,
     checked_regions,
     full_fit_record,
-    region_dict,
-    region_record,
 )
+from .regionjobs import RegionJobs
 from .scheduler import Scheduler, WidgetClosedError
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
 
     from ..dataset import Dataset4D
-    from ..results import FitResult, RegionResult
+    from ..results import FitResult
     from ..session import Session
 
 __all__ = ["SSBWidget", "WidgetClosedError"]
@@ -96,7 +95,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
     full_fit = traitlets.Dict().tag(sync=True)  # records.full_fit_record
     trials_full = traitlets.List(traitlets.Dict()).tag(sync=True)  # [{n, params, loss}]
     progress = traitlets.Dict(dict(IDLE)).tag(sync=True)  # {stage, done, total, elapsed_s}
-    # id -> {status, params, loss, generation, error, bounds, elapsed_s, trials}
+    # id -> {status, params, loss, generation, behind, error, bounds, elapsed_s, trials}
     region_results = traitlets.Dict().tag(sync=True)
     map_overlays = traitlets.Dict().tag(sync=True)  # mapjobs.map_record of the latest map
     # --- JS <-> Python ------------------------------------------------------
@@ -144,6 +143,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
         self._regions_ok: list[dict[str, Any]] = []  # last accepted value of `regions`
         self._frames = FrameStream(self._send_custom)
         self._maps = MapJobs(self)
+        self._regions = RegionJobs(self)
         self._messages = Messages(self)
         self._closed = False
         self._finalizer = weakref.finalize(
@@ -252,39 +252,10 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
             self._error = ""
             results = dict(self.region_results)
             for rid in old.keys() - new.keys():
-                results.pop(rid, None)
-                self._crops.pop(rid, None)
-                self._busy.discard(rid)
-                # under the region's key: replaces its queued fit, stales the running one
-                self._submit(rid, functools.partial(self._remove, rid))
+                self._regions.remove(results, rid)
             for rid, bounds in new.items():
                 if old.get(rid) != bounds:
-                    self._queue_region(results, rid, bounds)
-            self.region_results = results
-            self._update_status()
-
-    def _queue_region(self, results: dict[str, Any], rid: str,
-                      bounds: tuple[int, int, int, int]) -> None:
-        """Job queued (latest wins), status fitting with its generation (caller holds the lock)."""
-        self._busy.add(rid)
-        self._submit(rid, lambda gen: self._run_region(rid, bounds, gen))
-        prev = results.get(rid, {})
-        results[rid] = {**prev, "status": "fitting", "generation": self._generation(rid),
-                        "error": "", "bounds": list(bounds),
-                        "params": prev.get("params", {}), "loss": prev.get("loss")}
-
-    def _generation(self, rid: str) -> int:
-        return self._scheduler.generation(rid)
-
-    def _retry_failed_regions(self) -> None:
-        """After a full-field fit: regions that failed (e.g. drawn before it) are fitted again."""
-        with self._lock:
-            results = dict(self.region_results)
-            failed = [r for r in self.regions if results.get(r["id"], {}).get("status") == "error"]
-            if not failed:
-                return
-            for r in failed:
-                self._queue_region(results, r["id"], bounds_of(r))
+                    self._regions.queue(results, rid, bounds)
             self.region_results = results
             self._update_status()
 
@@ -320,7 +291,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
         fit = self._session.fit(trials=self.trials, seed=self.seed, progress=report)
         report("reconstruct", 0, 1)
         self._show_full(fit)
-        self._retry_failed_regions()
+        self._regions.retry_failed()
 
     def _start_refine(self, start: dict[str, float], fixed: dict[str, float]) -> None:
         """Newton from ``start`` with ``fixed`` held, in the background (the ``refine``
@@ -366,54 +337,6 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
             self._busy.discard("full")
             self._update_status()
 
-    def _run_region(self, rid: str, bounds: tuple[int, int, int, int], gen: int) -> None:
-        t0 = time.perf_counter()
-        try:
-            reg = self._session.fit_region(bounds, trials=self.trials, seed=self.seed,
-                                           region_id=rid, progress=False)
-            png = phase_to_png(reg.phase)
-        except Exception as exc:
-            traceback.print_exception(exc)
-            self._region_failed(rid, gen, f"{type(exc).__name__}: {exc}")
-            return
-        self._publish_region(rid, gen, reg, png, time.perf_counter() - t0)
-
-    def _region_failed(self, rid: str, gen: int, text: str) -> None:
-        with self._lock:
-            if not self._scheduler.is_current(rid, gen):
-                return  # a newer edit owns the region: its result decides
-            self._busy.discard(rid)
-            res = dict(self.region_results)
-            if rid in res:
-                res[rid] = {**res[rid], "status": "error", "error": text}
-            with self.hold_sync():
-                self.region_results = res
-                self._set_error(f"region {rid}: {text}")
-
-    def _publish_region(self, rid: str, gen: int, reg: RegionResult, png: bytes,
-                        elapsed: float) -> None:
-        with self._lock:
-            if self._closed or not self._scheduler.is_current(rid, gen):
-                return  # stale: a newer edit (or a removal) owns this region now
-            shape = [int(n) for n in reg.crop.shape]
-            self._crops[rid] = (gen, png, shape)
-            res = dict(self.region_results)
-            res[rid] = region_record(reg, gen, elapsed)
-            self._busy.discard(rid)
-            with self.hold_sync():
-                if self._error.startswith(f"region {rid}:"):  # this region's error is resolved
-                    if self.message == self._error:
-                        self.message = ""
-                    self._error = ""
-                self.region_results = res
-                self._update_status()
-            self.send({"type": "crop", "id": rid, "generation": gen, "shape": shape},
-                      buffers=[png])
-
-    def _remove(self, rid: str, _generation: int = 0) -> None:
-        if rid in self._session.regions and not any(r["id"] == rid for r in self.regions):
-            self._session.remove_region(rid)
-
     def _save(self, path: Path) -> Path:
         # Only regions the widget shows, with their latest result, go to the file.
         current = {r["id"]: bounds_of(r) for r in self.regions}
@@ -430,36 +353,13 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     def _restore_view(self) -> None:
         """Show a restored (or pre-fitted) session: full field + every region, no fitting."""
-        s = self._session
-        regions = [region_dict(rid, reg.bounds) for rid, reg in s.regions.items()]
         with self._lock:
             self._busy.add("full")
-            self._applying = True
-            try:
-                self.regions = regions
-            finally:
-                self._applying = False
-            if s.full_fit is not None:
-                self._submit("full", functools.partial(self._show_full, s.full_fit))
+            if self._session.full_fit is not None:
+                self._submit("full", functools.partial(self._show_full, self._session.full_fit))
             self._maps.restore()
-            results: dict[str, Any] = {}
-            for r in regions:
-                rid = r["id"]
-                self._busy.add(rid)
-                self._submit(rid, functools.partial(self._show_restored_region, rid))
-                results[rid] = {"status": "fitting", "params": {}, "loss": None,
-                                "generation": self._generation(rid), "error": "",
-                                "bounds": list(bounds_of(r))}
-            self.region_results = results
+            self._regions.restore()
             self._update_status()
-
-    def _show_restored_region(self, rid: str, gen: int) -> None:
-        reg = self._session.regions[rid]
-        crop = reg.crop
-        if crop is None or getattr(crop, "object", None) is None or crop.object.size == 0:
-            crop = self._session.reconstruct(reg.params).crop(reg.bounds)
-            reg.crop = crop
-        self._publish_region(rid, gen, reg, phase_to_png(crop.phase), 0.0)
 
     # ------------------------------------------------------------- frames
     def _send_frame(self, frame: Frame, seq: int | None) -> None:

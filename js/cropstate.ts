@@ -1,0 +1,26 @@
+// Which crop a region panel paints, and what its status line says (pure: unit tested).
+//
+// During a live drag Python publishes every fit newer than the last one it sent,
+// each marked with how many edits it trails the pointer (`behind`). Messages can
+// still reach a panel out of order (a re-render asks for every crop again), so the
+// panel keeps the generation of the newest crop it has taken and paints only newer.
+
+/** The edit a crop was fitted for and how many edits it trailed the latest when sent. */
+export interface CropStamp {
+  generation: number;
+  behind: number;
+}
+
+/** Paint `incoming` over the crop of edit `shown` (-1: none yet)? Only a newer edit's:
+ * an older one would put a stale fit over a newer one, the same one is a re-send. */
+export function acceptCrop(shown: number, incoming: number): boolean {
+  return incoming > shown;
+}
+
+/** The panel's status line: the status, an error's text, or how far the crop on
+ * screen trails the region's latest edit while its newer fit runs. */
+export function cropStatusText(status: string, error: string, behind: number): string {
+  if (status === "error") return `error: ${error}`;
+  if (status === "fitting" && behind > 0) return `fitting (crop ${behind} edit${behind === 1 ? "" : "s"} behind)`;
+  return status;
+}
