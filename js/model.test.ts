@@ -57,8 +57,11 @@ describe("frame, exported and progress messages", () => {
     });
     expect(ok).toEqual({
       type: "frame", seq: 7, params: { C10: -3 }, rotation_deg: 12, loss: 0.25, view: "amplitude",
-      shape: [4, 6], range: [-1, 2], sampling_A: [0.3, 0.3],
+      shape: [4, 6], range: [-1, 2], sampling_A: [0.3, 0.3], draft: false,
     });
+    const draft = parseFrameMessage({ type: "frame", seq: 8, shape: [2, 3], range: [0, 1], draft: true });
+    expect(draft?.draft).toBe(true);
+    expect(parseFrameMessage({ type: "frame", seq: 8, shape: [2, 3], range: [0, 1], draft: "yes" })?.draft).toBe(false);
     expect(parseFrameMessage({ type: "frame", seq: 1, shape: [0, 3], range: [0, 1] })).toBeNull();
     expect(parseFrameMessage({ type: "frame", seq: 1, shape: [2, 3] })).toBeNull();
     expect(parseFrameMessage({ type: "crop", seq: 1, shape: [2, 3], range: [0, 1] })).toBeNull();

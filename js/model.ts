@@ -89,6 +89,7 @@ export interface FrameMessage {
   shape: [number, number];
   range: [number, number];
   sampling_A: [number, number] | null;
+  draft: boolean; // rendered without upsampling during a slider drag
 }
 
 export interface ExportedMessage {
@@ -168,6 +169,7 @@ export function parseFrameMessage(msg: unknown): FrameMessage | null {
     shape,
     range,
     sampling_A: numPair(o.sampling_A),
+    draft: o.draft === true,
   };
 }
 

@@ -15,6 +15,7 @@ interface PreviewRequest {
   params: Params;
   rotation_deg: number | null;
   view: ViewKind;
+  draft: boolean; // a slider drag's frame: no upsampling (the release asks for the full one)
 }
 
 export class PreviewController {
@@ -35,14 +36,14 @@ export class PreviewController {
   ) {
     // seqs start at a timestamp: above those of any earlier view of this model
     this.requests = new LatestWins<PreviewRequest>((req, seq) => {
-      model.send({ type: "preview", seq, params: req.params, view: req.view, ...rotation(req.rotation_deg) });
+      model.send({ type: "preview", seq, params: req.params, view: req.view, draft: req.draft, ...rotation(req.rotation_deg) });
     }, Date.now());
     root.dataset.previewFrame = "0";
   }
 
-  /** Ask for a frame of the controls' current values. */
-  request(): void {
-    this.requests.request({ params: this.steering.values(), rotation_deg: this.steering.rotationDeg(), view: this.view });
+  /** Ask for a frame of the controls' current values (``draft``: while a slider is dragged). */
+  request(draft = false): void {
+    this.requests.request({ params: this.steering.values(), rotation_deg: this.steering.rotationDeg(), view: this.view, draft });
   }
 
   /** Parameters of the frame on screen (else of the controls). */
@@ -73,6 +74,7 @@ export class PreviewController {
       this.root.dataset.previewSeq = String(meta.seq);
       this.root.dataset.previewShape = `${meta.shape[0]}x${meta.shape[1]}`;
       this.root.dataset.previewView = meta.view;
+      this.root.dataset.previewDraft = meta.draft ? "1" : "0";
       this.scan.setLoss(meta.loss);
       this.updateFFT();
       this.root.dataset.paintMs = (performance.now() - t0).toFixed(2); // browser cost of the last frame

@@ -7,7 +7,9 @@ import type { Params } from "./model";
 import { higherRows, jointRows, sliderRange, type ParamRow } from "./paramtable";
 
 export interface SteeringCallbacks {
-  onChange: () => void; // a value moved (slider or number input)
+  // a value moved (slider or number input); draft while a slider is being dragged (its
+  // input events), not on its release (change) or a typed value
+  onChange: (draft: boolean) => void;
   onReset: () => void;
   onRefine: () => void;
 }
@@ -122,13 +124,15 @@ export class SteeringPanel {
     const start = Math.min(Math.max(0, range.min), range.max);
     slider.value = String(start);
     value.value = String(start);
-    const fromSlider = () => {
+    const fromSlider = (ev: Event) => {
       const v = Number(slider.value);
-      if (v === c.exact) return; // the change event after the input events
+      const released = ev.type === "change";
+      // the release repeats the last input value: its full frame is still wanted
+      if (v === c.exact && !released) return;
       value.value = slider.value;
       c.exact = v;
       if (row === ROTATION) this.rotationKnown = true;
-      this.cb.onChange();
+      this.cb.onChange(!released);
     };
     slider.addEventListener("input", fromSlider);
     slider.addEventListener("change", fromSlider);
@@ -139,7 +143,7 @@ export class SteeringPanel {
       slider.value = String(v);
       c.exact = v;
       if (row === ROTATION) this.rotationKnown = true;
-      this.cb.onChange();
+      this.cb.onChange(false);
     };
     value.addEventListener("input", fromValue);
     value.addEventListener("change", fromValue);

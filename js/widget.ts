@@ -48,7 +48,7 @@ const render: Render<Traits> = ({ model, el }) => {
   const panels = new CropPanels((id) => select(id));
   const fft = new FFTView();
   const steering = new SteeringPanel({
-    onChange: () => preview.request(),
+    onChange: (draft) => preview.request(draft),
     onReset: () => resetToFit(),
     onRefine: () => model.send({ type: "refine", params: steering.values(), locked: steering.locked() }),
   });

@@ -215,6 +215,30 @@ def test_frames_arrive_in_increasing_seq_params_of_last_request(
     assert sent.of("frame")[n:][0][0] == final
 
 
+def test_slider_drag_frames_are_drafts_and_the_release_is_full(
+        widget: tuple[SSBWidget, Sent], session: Session) -> None:
+    """A draft request (a slider being dragged) renders at the scan's own sampling; the
+    release's request gets the display-resolution frame, the same phase at f = 1."""
+    w, sent = widget
+    f = display_upsample(session.dataset.scan_shape, session.upsample_factor, w.max_frame_px)
+    assert f > 1  # the test needs a display upsampling to leave out
+    w._on_custom_msg(w, {**preview_msg(101, C10=-38.0), "draft": True}, [])
+    w.wait(TIMEOUT)
+    draft, draft_buf = sent.of("frame")[-1]
+    assert draft["draft"] is True and draft["shape"] == [24, 24]
+    lo, hi = draft["range"]
+    got = dequantise(draft_buf[0], (24, 24), (lo, hi))
+    want = session.reconstruct({**TRUTH, "C10": -38.0}, upsample=1).phase
+    assert np.max(np.abs(got - want)) <= (hi - lo) / 65535 / 2 * (1 + 1e-6) + 1e-7
+    w._on_custom_msg(w, preview_msg(102, C10=-38.0), [])
+    w.wait(TIMEOUT)
+    final, _ = sent.of("frame")[-1]
+    assert final["draft"] is False and final["shape"] == [24 * f, 24 * f]
+    assert final["loss"] == draft["loss"]  # the loss does not depend on the sampling
+    w._on_custom_msg(w, {**preview_msg(103), "draft": "yes"}, [])
+    assert w.status == "error" and "draft" in w.message
+
+
 def test_bad_preview_request_shows_error(widget: tuple[SSBWidget, Sent]) -> None:
     w, _ = widget
     w._on_custom_msg(w, {"type": "preview", "seq": 1, "params": {"C10": "x"}}, [])

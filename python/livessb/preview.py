@@ -41,6 +41,7 @@ class Frame:
     view: str
     upsample: int
     sampling_A: tuple[float, float]  # Å per image pixel (row, col)
+    draft: bool = False  # a slider is being dragged: no upsampling, the full frame follows
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -59,7 +60,7 @@ class Frame:
         content = {"type": "frame", "seq": int(seq), "params": dict(self.params),
                    "rotation_deg": self.rotation_deg, "loss": self.loss, "view": self.view,
                    "shape": list(self.shape), "range": [lo, hi],
-                   "sampling_A": list(self.sampling_A)}
+                   "sampling_A": list(self.sampling_A), "draft": self.draft}
         return content, [data]
 
 
@@ -110,8 +111,12 @@ def display_upsample(scan_shape: tuple[int, int], auto_factor: int, max_px: int)
 
 def render_preview(session: Session, params: Mapping[str, float],
                    rotation_deg: float | None = None, view: str = "phase",
-                   max_px: int = 1024, loss: float | None = None) -> Frame:
+                   max_px: int = 1024, loss: float | None = None,
+                   draft: bool = False) -> Frame:
     """Reconstruct the full field at display resolution with ``params``.
+
+    ``draft``: at the scan's own sampling (no upsampling: a quarter or less of the
+    pixels), for the frames of a slider drag; the release asks for the full frame.
 
     ``params`` may hold any coefficient up to fifth order; missing joint parameters
     are 0. ``rotation_deg`` (default: the session's fitted rotation) reconstructs at
@@ -124,7 +129,8 @@ def render_preview(session: Session, params: Mapping[str, float],
     bad = [k for k, v in clean.items() if not math.isfinite(v)]
     if bad:
         raise ValueError(f"parameter(s) {bad} are not finite numbers")
-    f = display_upsample(session.dataset.scan_shape, session.upsample_factor, max_px)
+    f = 1 if draft else display_upsample(session.dataset.scan_shape, session.upsample_factor,
+                                         max_px)
     with at_rotation(session, rotation_deg) as rot:
         rec = session.reconstruct(clean, upsample=f)
         if loss is None:
@@ -132,7 +138,8 @@ def render_preview(session: Session, params: Mapping[str, float],
             loss = float(session.loss_evaluator()(vector)[0])
     image = rec.phase if view == "phase" else np.abs(rec.object).astype(np.float32)
     return Frame(image=image, params=clean, rotation_deg=rot, loss=float(loss), view=view,
-                 upsample=f, sampling_A=(float(rec.sampling_A[0]), float(rec.sampling_A[1])))
+                 upsample=f, sampling_A=(float(rec.sampling_A[0]), float(rec.sampling_A[1])),
+                 draft=bool(draft))
 
 
 @contextlib.contextmanager

@@ -432,19 +432,28 @@ def test_frames_per_second_of_a_slider_drag(ui: tuple[Page, Lab, Locator]) -> No
     y = box["y"] + box["height"] / 2
     x0, x1 = box["x"] + box["width"] * 0.35, box["x"] + box["width"] * 0.65
     start = preview_state(root)["frame"]
+    full_shape = root.get_attribute("data-preview-shape")
     page.mouse.move(x0, y)
     page.mouse.down()
     t0 = time.monotonic()
     i = 0
+    during: set[tuple[str | None, str | None]] = set()  # (draft flag, shape) seen painted
     while time.monotonic() - t0 < 3.0:
         i += 1
         page.mouse.move(x0 + (x1 - x0) * (0.5 - 0.5 * math.cos(i / 15)), y)
         page.wait_for_timeout(16)
+        during.add((root.get_attribute("data-preview-draft"),
+                    root.get_attribute("data-preview-shape")))
     elapsed = time.monotonic() - t0
     painted = preview_state(root)["frame"] - start
     page.mouse.up()
     fps = painted / elapsed
     assert painted > 0
+    # Drafts while dragging (the scan's own sampling), the full frame after the release.
+    rows, cols = run_json(page, "list(w.session.dataset.scan_shape)")
+    assert ("1", f"{rows}x{cols}") in during, during
+    expect_attr = f"[data-preview-draft='0'][data-preview-shape='{full_shape}']"
+    page.wait_for_selector(f".livessb{expect_attr}", timeout=60_000)
     import datetime
     import platform
     import subprocess

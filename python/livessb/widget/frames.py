@@ -25,6 +25,7 @@ class PreviewRequest:
     params: dict[str, float]
     rotation_deg: float | None
     view: str
+    draft: bool = False  # a slider drag's frame: rendered without upsampling
 
     @classmethod
     def from_message(cls, content: dict[str, Any]) -> PreviewRequest:
@@ -41,7 +42,10 @@ class PreviewRequest:
         view = str(content.get("view") or "phase")
         if view not in VIEWS:
             raise ValueError(f"view must be one of {VIEWS}, got {view!r}")
-        return cls(seq, params, rotation_deg, view)
+        draft = content.get("draft", False)
+        if not isinstance(draft, bool):
+            raise ValueError(f"draft must be true or false, got {draft!r}")
+        return cls(seq, params, rotation_deg, view, draft)
 
 
 class FrameStream:

@@ -75,7 +75,7 @@ class Messages:
             # the same six joint parameters (a view toggle, a higher-order slider): same loss
             known = self._loss[1] if self._loss is not None and self._loss[0] == key else None
             frame = render_preview(s, req.params, req.rotation_deg, req.view, w.max_frame_px,
-                                   loss=known)
+                                   loss=known, draft=req.draft)
             self._loss = (key, frame.loss)
             w._send_frame(frame, req.seq)
 
