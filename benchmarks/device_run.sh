@@ -2,7 +2,8 @@
 # `livessb benchmark` (SPEC §4 workload + an 8×8 map), live-steering preview latency and
 # the live-region drag. Usage (device tool): bash benchmarks/device_run.sh COMMIT [RUNS]
 # The widget benchmarks need anywidget & co.: carry them as wheels in .whl/ (see
-# /work/.library/device/README.md); they are installed into /tmp/site when present.
+# /work/.library/device/README.md); they are installed into /tmp/site when present. Carry
+# python/livessb/static too (the git-ignored widget bundle).
 set -u
 export PYTHONPATH=python PYTHONUNBUFFERED=1 LIVESSB_COMMIT=${1:-unknown}
 RUNS=${2:-6}
@@ -10,7 +11,11 @@ if ls .whl/*.whl >/dev/null 2>&1; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
       --target /tmp/site .whl/*.whl && export PYTHONPATH=python:/tmp/site
 fi
-python3 -m pytest -q tests/test_cuda_parity.py 2>&1 | tail -15 | tee "$OUT/parity.log"
+# Parity: the engine, the features on top of it (errors, maps, refine, sampling, memory) and
+# the preprocessing; what each measured goes to parity_measured.jsonl.
+LIVESSB_PARITY_LOG="$OUT/parity_measured.jsonl" python3 -m pytest -q -p no:cacheprovider \
+    tests/test_cuda_parity.py tests/test_cuda_features.py tests/test_cuda_preprocess.py 2>&1 \
+    | tail -15 | tee "$OUT/parity.log"
 python3 benchmarks/kernel_variants.py "$OUT/variants.json" 512 2>&1 | tail -4
 python3 -m livessb.bench --json "$OUT/bench.json" --runs "$RUNS" --map 8 > "$OUT/bench.log" 2>&1
 tail -14 "$OUT/bench.log" | cut -c1-600

@@ -84,7 +84,7 @@ def sweep(session: Any, steps: int) -> list[dict[str, float]]:
             for v in np.linspace(-SWEEP_A, SWEEP_A, steps)]
 
 
-def widget_latency(session: Any, params: list[dict[str, float]]
+def widget_latency(session: Any, params: list[dict[str, float]], draft: bool = False,
                    ) -> tuple[list[float], list[float]]:
     """Seconds from the preview message to the frame bytes in ``send``, per step, and the
     process CPU seconds over the same span (all threads: the worker's and Numba's; on a
@@ -108,7 +108,8 @@ def widget_latency(session: Any, params: list[dict[str, float]]
             arrived.clear()
             c0 = time.process_time()
             t0 = time.perf_counter()
-            w._on_custom_msg(w, {"type": "preview", "seq": seq, "params": p, "view": "phase"}, [])
+            w._on_custom_msg(w, {"type": "preview", "seq": seq, "params": p, "view": "phase",
+                                 "draft": draft}, [])
             if not arrived.wait(120):
                 raise RuntimeError(f"no frame for request {seq}: {w.message}")
             out.append(t_sent[-1] - t0)
@@ -178,6 +179,8 @@ def main(argv: list[str] | None = None) -> int:
         params = sweep(session, args.steps)
         load_before = os.getloadavg()
         latency, latency_cpu = widget_latency(session, params)
+        # What a slider drag gets since the draft frames: no upsampling until the release.
+        drag, drag_cpu = widget_latency(session, params, draft=True)
         parts = breakdown(session, params, livessb.SSBWidget.max_frame_px)
         load_after = os.getloadavg()
         result = {
@@ -194,9 +197,10 @@ def main(argv: list[str] | None = None) -> int:
                          "auto_upsample": int(session.upsample_factor),
                          "steps": args.steps, "sweep": f"C10 = fit ± {SWEEP_A} Å",
                          "setup_s": setup_s},
-            "targets_ms": {"cpu_demo": 120, "cuda_h200_512": 20},
+            "targets_ms": {"cpu_demo": 120, "cuda_h200_512": 20, "cuda_h200_512_drag": 16},
             "latency": _summary(latency), "latency_all_ms": [1e3 * v for v in latency],
             "latency_cpu": _summary(latency_cpu),
+            "drag_draft_latency": _summary(drag), "drag_draft_latency_cpu": _summary(drag_cpu),
             "rotation_preview": rotation_preview(session, params[0]),
             "breakdown": parts,
         }
@@ -206,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     lat, cpu = result["latency"], result["latency_cpu"]
     print(f"{device}: first {lat['first_ms']:.1f} ms, warm median {lat['warm_median_ms']:.1f} ms,"
           f" p90 {lat['warm_p90_ms']:.1f} ms (CPU {cpu['warm_median_ms']:.1f} ms) over "
-          f"{args.steps} steps, load {load_before[0]:.1f} -> {out}")
+          f"{args.steps} steps, load {load_before[0]:.1f}; drag (draft) frames warm median "
+          f"{result['drag_draft_latency']['warm_median_ms']:.1f} ms -> {out}")
     return 0
 
 
