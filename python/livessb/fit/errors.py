@@ -48,6 +48,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from ..physics.geometry import half_plane_weights, scan_frequencies_half
 
@@ -135,52 +136,60 @@ def observation_counts(
     return float(np.sum(w * counts)), float(np.sum(w * 2.0 * (counts / 2 >= 0.5)))
 
 
-def _disc_chords(center: np.ndarray, nu_r: np.ndarray, k_alpha: float,
-                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per (pixel, frequency row): the chord [lo, hi] of the disc of radius k_α around
-    each ``center`` (B, 2) on that row, and whether the row meets the disc."""
-    dr = nu_r[None, :] - center[:, 0:1]
-    h2 = k_alpha * k_alpha - dr * dr
-    h = np.sqrt(np.maximum(h2, 0.0))
-    return center[:, 1:2] - h, center[:, 1:2] + h, h2 >= 0
-
-
-def _weight_in(lo: np.ndarray, hi: np.ndarray, ok: np.ndarray, dnu: float,
-               cum_w: np.ndarray) -> np.ndarray:
-    """Summed weight of the rfft columns j·dnu (j = 0 … J) inside each chord [lo, hi]:
+@njit(cache=True)
+def _chord_weight(lo: float, hi: float, dnu: float, cum_w: np.ndarray) -> float:
+    """Summed weight of the rfft columns j·dnu (j = 0 … J) inside the chord [lo, hi]:
     the columns are evenly spaced, so the run is [ceil(lo/dnu), floor(hi/dnu)]."""
-    last = cum_w.size - 2
-    j_lo = np.clip(np.ceil(lo / dnu), 0, last + 1).astype(np.int64)
-    j_hi = np.clip(np.floor(hi / dnu) + 1, 0, last + 1).astype(np.int64)
-    return np.where(ok & (j_hi > j_lo), cum_w[j_hi] - cum_w[np.minimum(j_lo, j_hi)], 0.0)
+    top = cum_w.size - 1
+    j_lo = int(min(max(math.ceil(lo / dnu), 0.0), float(top)))
+    j_hi = int(min(max(math.floor(hi / dnu) + 1.0, 0.0), float(top)))
+    return float(cum_w[j_hi] - cum_w[j_lo]) if j_hi > j_lo else 0.0
+
+
+@njit(cache=True)
+def _trotter_counts(k: np.ndarray, nu_r: np.ndarray, dnu: float, cum_w: np.ndarray,
+                    k_alpha: float) -> np.ndarray:
+    ka2 = k_alpha * k_alpha
+    out = np.zeros(k.shape[0])
+    for b in range(k.shape[0]):
+        kr, kc = k[b, 0], k[b, 1]
+        total = 0.0
+        for i in range(nu_r.size):
+            # The discs of radius k_α about k_b and -k_b meet this row in one chord each.
+            dp, dm = nu_r[i] - kr, nu_r[i] + kr
+            h2p, h2m = ka2 - dp * dp, ka2 - dm * dm
+            hp, hm = math.sqrt(max(h2p, 0.0)), math.sqrt(max(h2m, 0.0))
+            lo_p, hi_p, lo_m, hi_m = kc - hp, kc + hp, -kc - hm, -kc + hm
+            n = 0.0
+            if h2p >= 0:
+                n += _chord_weight(lo_p, hi_p, dnu, cum_w)
+            if h2m >= 0:
+                n += _chord_weight(lo_m, hi_m, dnu, cum_w)
+            if h2p >= 0 and h2m >= 0:  # in both discs: no trotter (xor)
+                n -= 2.0 * _chord_weight(max(lo_p, lo_m), min(hi_p, hi_m), dnu, cum_w)
+            total += n
+        out[b] = total
+    return out
 
 
 def pixel_trotter_counts(
     k: np.ndarray, shape: tuple[int, int], step_A: tuple[float, float], k_alpha: float,
-    rows_per_chunk: int = 512,
 ) -> np.ndarray:
     """Exact Σ_ν w m_b(ν) over the stored half plane for each BF pixel: (B,).
 
     m_b(ν) = [|k_b-ν| ≤ k_α] xor [|k_b+ν| ≤ k_α], the sum the residual R runs over,
     half-plane weights included. Counted row by row (a disc meets a frequency row in
     one chord, and a chord holds a run of the evenly spaced rfft columns):
-    O(B·N_rows), no B×M mask.
+    O(B·N_rows), no B×M mask; compiled (the full field's 1000 sampled pixels × 512
+    rows took 31 ms of NumPy, a third of a fit's errors on the H200).
     """
-    k = np.asarray(k, dtype=np.float64)
+    k = np.ascontiguousarray(k, dtype=np.float64)
     nu_r, _ = scan_frequencies_half(shape, step_A)
     dnu = 1.0 / (shape[1] * step_A[1])
     cum_w = np.concatenate([[0.0], np.cumsum(half_plane_weights(shape[1]))])
-    total = np.zeros(k.shape[0], dtype=np.float64)
-    for s in range(0, k.shape[0], rows_per_chunk):
-        kb = k[s:s + rows_per_chunk]
-        lo_p, hi_p, ok_p = _disc_chords(kb, nu_r, k_alpha)
-        lo_m, hi_m, ok_m = _disc_chords(-kb, nu_r, k_alpha)
-        both = _weight_in(np.maximum(lo_p, lo_m), np.minimum(hi_p, hi_m), ok_p & ok_m,
-                          dnu, cum_w)
-        n = (_weight_in(lo_p, hi_p, ok_p, dnu, cum_w)
-             + _weight_in(lo_m, hi_m, ok_m, dnu, cum_w) - 2 * both)
-        total[s:s + rows_per_chunk] = n.sum(axis=1)
-    return total
+    out: np.ndarray = _trotter_counts(k, np.ascontiguousarray(nu_r, dtype=np.float64),
+                                      float(dnu), cum_w, float(k_alpha))
+    return out
 
 
 def poisson_sigma2(pixel_totals: np.ndarray, pixel_counts: np.ndarray) -> float:
