@@ -16,7 +16,7 @@ import numpy as np
 
 from .report import delta
 
-MAP_TARGETS_S = {"map_total": 3.0}
+MAP_TARGETS_S = {"map_total": 1.5}  # fit + blended reconstruction (issue 19)
 MAP_OPERATIONS = ("map_fit", "map_reconstruct", "map_reconstruct_density1", "map_total")
 
 

@@ -13,9 +13,11 @@ REGIONS = {
     "region_128_moved": (224, 352, 224, 352),
     "region_127x128_resized": (224, 351, 224, 352),
 }
-TARGETS_S = {"fit_full_both_branches": 0.60, "region_256": 0.12, "region_128": 0.05,
-             "region_128_moved": 0.05, "region_127x128_resized": 0.05,
-             "reconstruct_auto": 0.010, "close": 0.002}
+# Issue 19's targets (close: 7 ms, the driver's floor for ~14 GB is ~6 ms; open: a session
+# on device-resident counts, preprocessing measured there).
+TARGETS_S = {"open": 0.10, "fit_full_both_branches": 0.60, "region_256": 0.12,
+             "region_128": 0.05, "region_128_moved": 0.05, "region_127x128_resized": 0.05,
+             "reconstruct_auto": 0.010, "close": 0.007}
 REFERENCE_S = {"fit_full_both_branches": 1.228, "region_256": 0.264, "region_128": 0.133,
                "region_128_moved": 0.117, "region_127x128_resized": 0.122,
                "reconstruct_auto": 0.026, "close": 0.0016}
