@@ -145,3 +145,24 @@ def test_noiseless_thin_simulation_misfit_errors_cover_what_noise_errors_miss() 
         assert fit.errors[name] == max(parts["noise"][name], parts["misfit"][name])
     for name in ("C10", "C12"):
         assert abs(fit.params[name] - truth.params[name]) > 4 * parts["noise"][name]
+
+
+def test_a_fits_errors_reuse_newtons_hessian_at_its_optimum() -> None:
+    """joint_fit hands the errors Newton's exact Hessian at the returned point (one
+    derivatives call fewer per region or map tile): the same bits as a fresh call."""
+    from livessb.fit.joint import joint_fit
+
+    ds, _ = simulate_4dstem(scan_shape=(20, 18), detector_shape=(32, 32), depth_A=80.0,
+                            tilt_mrad=(3.0, -2.0), rotation_deg=10.0, dose=1e5,
+                            aberrations={"C10": 20.0, "C12": 5.0, "phi12": 0.3})
+    engine = make_engine(ds, "cpu")
+    try:
+        model = ThickSampleModel(engine, None, math.radians(10.0), False)
+        box = Box.from_mapping(None, JOINT)
+        view = FreeView(model, box)
+        fit = joint_fit(view, 40, 3, box)
+        assert fit.hessian is not None and fit.params["depth"] > 0
+        _, _, fresh = view.derivatives(np.array([[fit.params[n] for n in JOINT]]))
+        np.testing.assert_array_equal(fit.hessian, fresh[0])
+    finally:
+        engine.close()

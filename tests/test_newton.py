@@ -59,7 +59,7 @@ def test_lockstep_starts_converge_to_the_valley_floor() -> None:
     starts = CENTER + np.array([[5.0, 1.0, 0.02, 8.0, 0.0, 10.0],
                                 [-6.0, 2.0, -0.03, -9.0, 6.0, -8.0]])
     f, calls = _counted(_valley)
-    x, loss, _ = newton_refine(starts, f, BOX)
+    x, loss, _, _ = newton_refine(starts, f, BOX)
     np.testing.assert_allclose(x[int(np.argmin(loss))], CENTER, atol=1e-6)
     assert calls[0] == 2
 
@@ -81,7 +81,7 @@ def test_starts_in_different_basins_are_not_merged() -> None:
     starts = CENTER + np.array([[90.0, 1.0, 0.0, 0.0, 0.0, 0.0],
                                 [-90.0, 1.0, 0.0, 0.0, 0.0, 0.0]])
     f, calls = _counted(double_well)
-    x, loss, _ = newton_refine(starts, f, BOX)
+    x, loss, _, _ = newton_refine(starts, f, BOX)
     # Both wells are refined (neither start's model predicts the other well), and the
     # lower one (u = -1, tilted by the 0.01 u term) is found.
     assert calls[1] == 2

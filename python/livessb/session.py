@@ -44,6 +44,7 @@ from .regions import RegionError as RegionError  # re-exported: livessb.session.
 from .regions import check_bounds, check_scan_fits
 from .reprs import Pretty
 from .results import Bounds, FitResult, Reconstruction, RegionResult
+from .session_guard import keeps_fitted_geometry
 
 
 class SessionClosedError(RuntimeError):
@@ -150,6 +151,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         return self._full
 
     # -- fits -----------------------------------------------------------------------------
+    @keeps_fitted_geometry  # cancelled or failed: the session as before the call
     @with_progress
     def fit(
         self, trials: int = 200, seed: int = 42,
@@ -273,7 +275,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
             fit = newton_fit(view, start, fit_box, progress=progress)
             # Errors at the refined point; the model is the caller's (no thin/thick choice).
             checked = assess(view, fit_box, fit.params, fit.loss, self.dataset,
-                             fit.on_box_edge, choose=False)
+                             fit.on_box_edge, hessian=fit.hessian, choose=False)
         finally:
             if b is not None:
                 model.release()

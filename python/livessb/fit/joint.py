@@ -31,6 +31,8 @@ class BranchFit:
     on_box_edge: list[str]
     timings: dict[str, float] = field(default_factory=dict)
     derived: str | None = None  # how a fit that ran no search of its own was obtained
+    # Newton's exact Hessian (free order) at ``params``, None where they are not its point
+    hessian: np.ndarray | None = None
 
 
 def joint_fit(
@@ -65,15 +67,19 @@ def joint_fit(
     t1 = time.perf_counter()
     starts = params[best_distinct(params, losses, b, n_starts)]
     newton: list[dict[str, Any]] = []
+    hessian = None
     if objective == "vp":
-        x, lx, newton = _newton(view, starts, b, report)
+        x, lx, newton, hx = _newton(view, starts, b, report)
         best = int(np.argmin(lx))
-        vec, loss = x[best], float(lx[best])
+        vec, loss, hessian = x[best], float(lx[best]), hx[best]
     else:  # the comparison objectives have no derivatives: keep the best trial
         best = int(np.argmin(losses))
         vec, loss = params[best], float(losses[best])
     t2 = time.perf_counter()
-    full, vec = _tilt_without_depth(view, vec)
+    full, out = _tilt_without_depth(view, vec)
+    if not np.array_equal(out, vec):  # tilt reported as 0: not Newton's point
+        hessian = None
+    vec = out
     return BranchFit(
         params=full,
         loss=loss,
@@ -81,7 +87,7 @@ def joint_fit(
                             offset=branch * trials, names=view.names),
         newton=[dict(step, branch=branch) for step in _with_fixed(view, newton)],
         on_box_edge=box_edges(vec, b),
-        timings={"search_s": t1 - t0, "newton_s": t2 - t1},
+        timings={"search_s": t1 - t0, "newton_s": t2 - t1}, hessian=hessian,
     )
 
 
@@ -92,12 +98,13 @@ def newton_fit(
     """Bounded trust-region Newton from one start (free names of ``box``)."""
     t0 = time.perf_counter()
     vec = np.array([[float(start[p]) for p in box.names]])
-    x, lx, steps = _newton(view, vec, box, callback_of(progress))
+    x, lx, steps, hx = _newton(view, vec, box, callback_of(progress))
     full, out = _tilt_without_depth(view, x[0])
     return BranchFit(
         params=full, loss=float(lx[0]), trials=[],
         newton=[dict(st, branch=branch) for st in _with_fixed(view, steps)],
-        on_box_edge=box_edges(out, box), timings={"newton_s": time.perf_counter() - t0})
+        on_box_edge=box_edges(out, box), timings={"newton_s": time.perf_counter() - t0},
+        hessian=hx[0] if np.array_equal(out, x[0]) else None)
 
 
 def refine_rotation(
@@ -130,7 +137,7 @@ def refine_rotation(
 
 def _newton(
     view: FreeView, starts: np.ndarray, box: Box, report: ProgressCallback | None,
-) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
+) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]], np.ndarray]:
     bar = None if report is None else NewtonProgress(report, NewtonOptions().max_iterations)
     out = newton_refine(starts, view.derivatives, box, NewtonOptions(),
                         on_iteration=None if bar is None else bar.iteration)

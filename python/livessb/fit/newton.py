@@ -88,8 +88,9 @@ def newton_refine(
     box: Box,
     options: NewtonOptions | None = None,
     on_iteration: Callable[[], Any] | None = None,
-) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]]]:
-    """Refine each start; returns (params (S, 6), losses (S,), step record).
+) -> tuple[np.ndarray, np.ndarray, list[dict[str, Any]], np.ndarray]:
+    """Refine each start; returns (params (S, P), losses (S,), step record, Hessians
+    (S, P, P) at the returned params: the errors' Hessian without another call).
 
     One ``derivatives`` call per iteration scores every active start's trial point
     and, where the step is accepted, supplies the next gradient and Hessian.
@@ -145,7 +146,7 @@ def newton_refine(
                           hess * np.outer(scale, scale), opt.merge_model_rel)
         if on_iteration is not None:
             on_iteration()
-    return x, loss, record
+    return x, loss, record, hess
 
 
 def _merge_duplicates(active: np.ndarray, x: np.ndarray, loss: np.ndarray,

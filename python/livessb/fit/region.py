@@ -51,7 +51,8 @@ def fit_window(
         fit = joint_fit(view, spec.trials, spec.seed, spec.box, spec.objective,
                         progress=progress, label=label or f"region {bounds}",
                         sampler=spec.sampler)
-        checked = (assess(view, spec.box, fit.params, fit.loss, spec.dataset, fit.on_box_edge)
+        checked = (assess(view, spec.box, fit.params, fit.loss, spec.dataset, fit.on_box_edge,
+                          hessian=fit.hessian)
                    if spec.objective == "vp" and spec.dataset is not None else None)
     finally:
         model.release()

@@ -202,7 +202,8 @@ def assess(
             kept_params, kept_loss, kept_box, edges = (thin.params, thin.loss, thin_box,
                                                        thin.on_box_edge)
             kept_view = thin_view
-            kept_hessian = _hessian(thin_view, kept_params, thin_box)
+            kept_hessian = (_hessian(thin_view, kept_params, thin_box) if thin.hessian is None
+                            else thin.hessian)
             kept_noise = noise_level(kept_loss, energy, n_obs, n_object, len(thin_box.names),
                                      s2p)
     t2 = time.perf_counter()
