@@ -6,9 +6,9 @@ import contextlib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-import cupy as cp
 import numpy as np
 
+from cuda_skip import cp  # skips the importing module without CuPy
 from livessb import Dataset4D
 from livessb.engine.cpu import CPUEngine
 from livessb.engine.cuda import CUDAEngine

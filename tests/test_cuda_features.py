@@ -17,20 +17,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pytest
 
-cp = pytest.importorskip("cupy")
-try:
-    _N_DEV = cp.cuda.runtime.getDeviceCount()
-except Exception:  # CUDARuntimeError: driver without a device
-    _N_DEV = 0
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(_N_DEV < 1, reason="needs a CUDA GPU")]
-
-import cuda_helpers as ch  # noqa: E402
-from livessb import Session  # noqa: E402
-from livessb.detector_sampling import PROVENANCE_KEY  # noqa: E402
-from livessb.memory import session_estimates  # noqa: E402
-from livessb.params import JOINT  # noqa: E402
-from livessb.simulate import simulate_4dstem  # noqa: E402
+import cuda_helpers as ch
+from cuda_skip import cp, pytestmark  # noqa: F401  (skips without a GPU)
+from livessb import Session
+from livessb.detector_sampling import PROVENANCE_KEY
+from livessb.memory import session_estimates
+from livessb.params import JOINT
+from livessb.simulate import simulate_4dstem
 
 if TYPE_CHECKING:
     from livessb import Dataset4D

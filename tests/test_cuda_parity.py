@@ -12,25 +12,18 @@ from typing import TYPE_CHECKING, NoReturn
 import numpy as np
 import pytest
 
-cp = pytest.importorskip("cupy")
-try:
-    _N_DEV = cp.cuda.runtime.getDeviceCount()
-except Exception:  # CUDARuntimeError: driver without a device
-    _N_DEV = 0
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(_N_DEV < 1, reason="needs a CUDA GPU")]
-
-import cuda_helpers as ch  # noqa: E402
-from livessb import Dataset4D, Preprocessing, Session  # noqa: E402
-from livessb.engine import cuda_kernels as ck  # noqa: E402
-from livessb.engine.cpu import CPUEngine  # noqa: E402
-from livessb.engine.cuda import CUDAEngine  # noqa: E402
-from livessb.engine.cuda.launch import pixel_split  # noqa: E402
-from livessb.engine.cuda.records import FineMasks  # noqa: E402
-from livessb.engine.protocol import DeviceMemoryError  # noqa: E402
-from livessb.params import JOINT  # noqa: E402
-from livessb.simulate import simulate_4dstem  # noqa: E402
-from test_cuda_features import record as record_measured  # noqa: E402
+import cuda_helpers as ch
+from cuda_skip import cp, pytestmark  # noqa: F401  (skips without a GPU)
+from livessb import Dataset4D, Preprocessing, Session
+from livessb.engine import cuda_kernels as ck
+from livessb.engine.cpu import CPUEngine
+from livessb.engine.cuda import CUDAEngine
+from livessb.engine.cuda.launch import pixel_split
+from livessb.engine.cuda.records import FineMasks
+from livessb.engine.protocol import DeviceMemoryError
+from livessb.params import JOINT
+from livessb.simulate import simulate_4dstem
+from test_cuda_features import record as record_measured
 
 if TYPE_CHECKING:
     from livessb.results import Bounds

@@ -7,19 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-cp = pytest.importorskip("cupy")
-try:
-    _N_DEV = cp.cuda.runtime.getDeviceCount()
-except Exception:  # CUDARuntimeError: driver without a device
-    _N_DEV = 0
-pytestmark = [pytest.mark.cuda,
-              pytest.mark.skipif(_N_DEV < 1, reason="needs a CUDA GPU")]
-
-from livessb import Dataset4D, Preprocessing, Session  # noqa: E402
-from livessb.bench.device_data import DeviceDataset4D  # noqa: E402
-from livessb.preprocess import prepare_corrections  # noqa: E402
-from livessb.simulate import simulate_4dstem  # noqa: E402
-from livessb.xp import counting  # noqa: E402
+from cuda_skip import cp, pytestmark  # noqa: F401  (skips without a GPU)
+from livessb import Dataset4D, Preprocessing, Session
+from livessb.bench.device_data import DeviceDataset4D
+from livessb.preprocess import prepare_corrections
+from livessb.simulate import simulate_4dstem
+from livessb.xp import counting
 
 DESCAN = (0.0, 0.04, -0.03, 0.01)
 

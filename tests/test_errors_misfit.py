@@ -20,14 +20,18 @@ from livessb.params import JOINT, fit_names
 from livessb.simulate import simulate_4dstem
 
 
+def _thick_tilted() -> livessb.Dataset4D:
+    ds, _ = simulate_4dstem(scan_shape=(20, 18), detector_shape=(32, 32), depth_A=80.0,
+                            tilt_mrad=(3.0, -2.0), rotation_deg=10.0, dose=1e5,
+                            aberrations={"C10": 20.0, "C12": 5.0, "phi12": 0.3})
+    return ds
+
+
 @pytest.mark.parametrize("fixed", [{}, {"depth": 60.0, "tilt_row_mrad": 2.0}])
 @pytest.mark.parametrize("extra", [(), ("C30",)])
 def test_frequency_gradients_sum_to_the_engine_gradient(fixed: dict[str, float],
                                                         extra: tuple[str, ...]) -> None:
-    ds, _ = simulate_4dstem(scan_shape=(20, 18), detector_shape=(32, 32), depth_A=80.0,
-                            tilt_mrad=(3.0, -2.0), rotation_deg=10.0, dose=1e5,
-                            aberrations={"C10": 20.0, "C12": 5.0, "phi12": 0.3})
-    engine = make_engine(ds, "cpu")
+    engine = make_engine(_thick_tilted(), "cpu")
     try:
         model = ThickSampleModel(engine, None, math.radians(10.0), False)
         names = fit_names(extra)
@@ -50,10 +54,7 @@ def test_frequency_gradients_sum_to_the_engine_gradient(fixed: dict[str, float],
 def test_kernel_frequency_gradients_equal_the_reference_per_frequency() -> None:
     """The Numba kernels' per-frequency gradients (what the errors use) against the NumPy
     reference path's, frequency by frequency, at a thick tilted point (every term live)."""
-    ds, _ = simulate_4dstem(scan_shape=(20, 18), detector_shape=(32, 32), depth_A=80.0,
-                            tilt_mrad=(3.0, -2.0), rotation_deg=10.0, dose=1e5,
-                            aberrations={"C10": 20.0, "C12": 5.0, "phi12": 0.3})
-    engine = make_engine(ds, "cpu")
+    engine = make_engine(_thick_tilted(), "cpu")
     try:
         model = ThickSampleModel(engine, None, math.radians(10.0), False)
         vector = np.array([25.0, 4.0, 0.2, 2.0, -1.0, 60.0])
@@ -152,10 +153,7 @@ def test_a_fits_errors_reuse_newtons_hessian_at_its_optimum() -> None:
     derivatives call fewer per region or map tile): the same bits as a fresh call."""
     from livessb.fit.joint import joint_fit
 
-    ds, _ = simulate_4dstem(scan_shape=(20, 18), detector_shape=(32, 32), depth_A=80.0,
-                            tilt_mrad=(3.0, -2.0), rotation_deg=10.0, dose=1e5,
-                            aberrations={"C10": 20.0, "C12": 5.0, "phi12": 0.3})
-    engine = make_engine(ds, "cpu")
+    engine = make_engine(_thick_tilted(), "cpu")
     try:
         model = ThickSampleModel(engine, None, math.radians(10.0), False)
         box = Box.from_mapping(None, JOINT)
