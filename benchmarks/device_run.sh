@@ -14,7 +14,8 @@ fi
 # Parity: the engine, the features on top of it (errors, maps, refine, sampling, memory) and
 # the preprocessing; what each measured goes to parity_measured.jsonl.
 LIVESSB_PARITY_LOG="$OUT/parity_measured.jsonl" python3 -m pytest -q -p no:cacheprovider \
-    tests/test_cuda_parity.py tests/test_cuda_features.py tests/test_cuda_preprocess.py 2>&1 \
+    tests/test_cuda_parity.py tests/test_cuda_features.py tests/test_cuda_preprocess.py \
+    tests/test_cuda_virtual.py 2>&1 \
     | tail -15 | tee "$OUT/parity.log"
 python3 benchmarks/kernel_variants.py "$OUT/variants.json" 512 2>&1 | tail -4
 python3 -m livessb.bench --json "$OUT/bench.json" --runs "$RUNS" --map 8 > "$OUT/bench.log" 2>&1
@@ -22,3 +23,4 @@ tail -14 "$OUT/bench.log" | cut -c1-600
 python3 benchmarks/preview_latency.py --device cuda --json "$OUT/preview.json" 2>&1 | tail -3
 python3 benchmarks/live_region_latency.py --device cuda --json "$OUT/live_region.json" 2>&1 \
     | tail -3
+python3 benchmarks/virtual_latency.py "$OUT/virtual.json" 2>&1 | tail -1

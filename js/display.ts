@@ -16,13 +16,17 @@ export class FrameDisplay {
   colormap: ColormapName = "gray";
   limits: [number, number] = [0, 1];
   autoLimits = true;
+  /** False while another display owns the scan view (imageview.ts): frames are kept, not painted. */
+  active = true;
+  /** After each paint (the colour bar follows the limits and colormap). */
+  onPaint: () => void = () => {};
   private values: Float64Array | null = null;
   private rgba: Uint8ClampedArray | undefined;
 
   constructor(private readonly view: ScanView, private readonly inspect: InspectPanel) {}
 
   /** Take a new frame and paint it now. */
-  show(frame: Frame, meta: FrameMessage): void {
+  show(frame: Frame, meta: FrameMessage | null = null): void {
     this.frame = frame;
     this.meta = meta;
     this.values = null;
@@ -53,12 +57,13 @@ export class FrameDisplay {
 
   repaint(): void {
     const f = this.frame;
-    if (!f) return;
+    if (!f || !this.active) return;
     const counts = codeCounts(f.codes);
     if (this.autoLimits) this.limits = autoContrast(f, counts);
     this.rgba = paintFrame(f, lut(this.colormap), this.limits[0], this.limits[1], this.rgba);
     this.view.setFrame(this.rgba, f.rows, f.cols);
     this.view.paintNow();
     this.inspect.setHistogram(histogram(f, HIST_BINS, counts), this.limits);
+    this.onPaint();
   }
 }

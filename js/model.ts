@@ -65,6 +65,10 @@ export interface Traits {
   progress: Partial<Progress>; // Python -> JS
   live_regions: boolean; // JS <-> Python
   map_overlays: Record<string, unknown>; // Python -> JS: latest map ({} none; overlay.ts parses)
+  virtual_images: Record<string, unknown>; // Python -> JS: images from the counts (imagekind.ts parses)
+  image: string; // JS <-> Python: what the scan view shows (imagekind.ts ImageKind)
+  cancellable: string; // Python -> JS: the job a cancel would stop ("fit" | "refine" | "map" | "")
+  cancelled: string; // Python -> JS: the job last cancelled ("" none since): root data-cancelled
 }
 
 export type Model = AnyModel<Traits>;

@@ -24,6 +24,8 @@ export class PreviewController {
   private painted = 0;
   private fftKey = "";
   private readonly requests: LatestWins<PreviewRequest>;
+  /** Called on every request: the scan view goes back to the reconstruction (imageview.ts). */
+  onRequest: () => void = () => {};
 
   constructor(
     model: Model,
@@ -43,6 +45,7 @@ export class PreviewController {
 
   /** Ask for a frame of the controls' current values (``draft``: while a slider is dragged). */
   request(draft = false): void {
+    this.onRequest();
     this.requests.request({ params: this.steering.values(), rotation_deg: this.steering.rotationDeg(), view: this.view, draft });
   }
 

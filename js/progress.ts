@@ -13,7 +13,7 @@ function stageName(key: string): string {
 
 export class ProgressView {
   readonly el: HTMLElement;
-  private bar: HTMLElement;
+  readonly bar: HTMLElement; // placed over the scan image (imageview.ts)
   private fill: HTMLElement;
   private text: HTMLElement;
   private timings: HTMLElement;

@@ -35,6 +35,8 @@ export class ScanView {
   overlay: readonly OverlayTile[] = []; // the map overlay's tiles (mapview.ts)
   /** Called after each repaint (zoom or pan may have changed). */
   onViewChange: () => void = () => {};
+  /** Tools' overlays, painted over the image at each repaint (canvas CSS px): the line profile's line. */
+  readonly afterPaint: ((ctx: CanvasRenderingContext2D, vp: Viewport) => void)[] = [];
 
   constructor() {
     this.el = element("div", "livessb-scanview");
@@ -148,6 +150,7 @@ export class ScanView {
       image, shape: this.shape, regions: this.regions, selected: this.selected, refused: this.refused, overlay: this.overlay,
       viewport: this.vp, width: this.size.w, height: this.size.h,
     });
+    for (const f of this.afterPaint) f(this.ctx, this.vp);
     if (this.scanSamplingA !== null) this.scaleBar.update(this.vp.scale / this.scanSamplingA, SCALEBAR_FRACTION * this.size.w);
     this.onViewChange();
   }

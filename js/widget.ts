@@ -1,14 +1,16 @@
 // anywidget entry: builds the views and wires model <-> views <-> input.
 // Logic lives elsewhere: geometry (regions, interaction, view), painting
 // (canvas, display, colormaps, contrast), steering frames (preview), trials
-// and pins (browse), FFT (fft, dspacing, fftview).
+// and pins (browse), FFT (fft, peaks, dspacing, fftview), line profile (profile, profileview).
 import type { Render } from "@anywidget/types";
 import { Browse } from "./browse";
+import { CancelControl } from "./cancel";
 import { decodePng } from "./canvas";
 import { CropPanels } from "./crops";
 import { FrameDisplay } from "./display";
 import { element } from "./dom";
 import { FFTView } from "./fftview";
+import { ImageChoice } from "./imageview";
 import { InspectPanel } from "./inspect";
 import { removeRegion } from "./interaction";
 import { Throttle } from "./latest";
@@ -21,6 +23,7 @@ import {
 import { parseMapOverlays } from "./overlay";
 import { completeParams, parseParamTable } from "./paramtable";
 import { PreviewController } from "./preview";
+import { ProfileTool } from "./profileview";
 import { ProgressView } from "./progress";
 import { ScanInput } from "./scaninput";
 import { ScanView } from "./scanview";
@@ -38,6 +41,7 @@ const render: Render<Traits> = ({ model, el }) => {
   const statusBar = new StatusBar();
   const toolbar = new Toolbar();
   const progress = new ProgressView();
+  const cancel = new CancelControl(root, model); // its button and Esc: cancel.ts
   const maps = new MapPanel({
     onFit: (tile) => model.send({ type: "fit_map", tile }),
     onShow: (tiles) => {
@@ -53,19 +57,22 @@ const render: Render<Traits> = ({ model, el }) => {
     onRefine: () => model.send({ type: "refine", params: steering.values(), locked: steering.locked() }),
   });
   const inspect = new InspectPanel({
-    onColormap: (name) => display.setColormap(name),
+    onColormap: (name) => images.setColormap(name),
     onView: (v) => {
       preview.view = v;
       display.autoLimits = true;
       preview.request();
     },
-    onAutoContrast: () => display.auto(),
-    onLimits: (lo, hi) => display.setLimits(lo, hi),
+    onAutoContrast: () => images.active.auto(),
+    onLimits: (lo, hi) => images.active.setLimits(lo, hi),
     onResetView: () => scan.resetView(),
     onFFT: (shown) => preview.showFFT(shown),
   });
   const display = new FrameDisplay(scan, inspect);
+  const profile = new ProfileTool(scan, display);
   const preview = new PreviewController(model, root, scan, steering, display, fft, (t) => statusBar.setNotice(t));
+  const images = new ImageChoice(model, root, scan, display, new FrameDisplay(scan, inspect), progress.bar); // virtual image | phase
+  preview.onRequest = () => images.steered();
   const trialsList = new TrialsList((i) => browse.showTrial(i));
   const pinsPanel = new PinsPanel({
     onPin: () => browse.pin(),
@@ -76,7 +83,8 @@ const render: Render<Traits> = ({ model, el }) => {
   });
   const browse = new Browse(model, steering, preview, display, inspect, trialsList, pinsPanel);
   const left = element("div", "livessb-left");
-  left.append(scan.el, inspect.el, fft.el, toolbar.el, maps.el, progress.el, statusBar.el);
+  left.append(scan.el, images.el, inspect.el, fft.el, profile.el, toolbar.el, maps.el, progress.el, statusBar.el);
+  progress.el.after(cancel.el); // the cancel button under the progress bar
   const middle = element("div", "livessb-middle");
   middle.append(steering.el, trialsList.el, pinsPanel.el);
   root.append(left, middle, panels.el);
@@ -198,7 +206,10 @@ const render: Render<Traits> = ({ model, el }) => {
   const onMaps = () => maps.setMaps(parseMapOverlays(model.get("map_overlays")));
   const onProgress = () => progress.setProgress(parseProgress(model.get("progress")));
   const onMsg = (msg: unknown, buffers: DataView[]) => {
-    if (preview.receive(msg, buffers)) return onSampling();
+    if (preview.receive(msg, buffers)) {
+      images.refresh(); // the phase the scan view may be waiting for
+      return onSampling();
+    }
     if (browse.receive(msg)) return;
     const crop = parseCropMessage(msg);
     const bytes = buffers?.length ? toBytes(buffers[0]) : null;
@@ -265,6 +276,9 @@ const render: Render<Traits> = ({ model, el }) => {
     liveRegions.cancel();
     for (const [name, cb] of listeners) model.off(name as never, cb as () => void);
     input.dispose();
+    cancel.dispose();
+    profile.dispose();
+    images.dispose();
     scan.dispose();
     panels.dispose();
     root.remove();

@@ -6,11 +6,12 @@ from typing import TYPE_CHECKING, Any
 
 from ._version import __version__ as __version__
 from .dataset import Dataset4D, DatasetError
+from .fit.progress import Cancelled
 from .memory import InsufficientMemoryError
 from .plausible import unusual_values_allowed
 
-__all__ = ["Dataset4D", "DatasetError", "InsufficientMemoryError", "Preprocessing", "SSBWidget",
-           "Session", "load", "simulate", "unusual_values_allowed"]
+__all__ = ["Cancelled", "Dataset4D", "DatasetError", "InsufficientMemoryError", "Preprocessing",
+           "SSBWidget", "Session", "load", "simulate", "unusual_values_allowed"]
 
 if TYPE_CHECKING:
     from . import simulate

@@ -2,8 +2,8 @@
 
 Not widget specific: ``render_preview`` returns a :class:`Frame` (image, VP loss,
 parameters, sampling) and ``Frame.quantised`` the uint16 bytes and range the
-widget streams (docs/widget-protocol.md). ``bright_field_image`` is the
-uncorrected image shown before any fit.
+widget streams (docs/widget-protocol.md). What the widget shows before any fit is
+``livessb.virtual``.
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ import numpy as np
 from .params import JOINT, to_vector
 
 if TYPE_CHECKING:
-    from .dataset import Dataset4D
     from .session import Session
 
-__all__ = ["VIEWS", "Frame", "bright_field_image", "display_upsample", "numeric_params",
-           "render_preview"]
+__all__ = ["VIEWS", "Frame", "display_upsample", "numeric_params", "render_preview"]
 
 VIEWS: tuple[str, ...] = ("phase", "amplitude")
 U16_MAX = 65535
@@ -166,17 +164,3 @@ def same_rotation(a_deg: float, b_deg: float) -> bool:
     """Equal up to ``ROTATION_TOL_DEG`` modulo 360° (a slider's -10° is the fit's 350°)."""
     return abs((float(a_deg) - float(b_deg) + 180.0) % 360.0 - 180.0) < ROTATION_TOL_DEG
 
-
-def bright_field_image(dataset: Dataset4D) -> np.ndarray:
-    """Counts integrated over the bright-field disk, per scan position: (rows, cols) float64."""
-    bf_disk = dataset.bright_field
-    cr, cc, rad = bf_disk.center_row, bf_disk.center_col, bf_disk.radius_px
-    kr, kc = dataset.detector_shape
-    yy, xx = np.ogrid[:kr, :kc]
-    mask = ((yy - cr) ** 2 + (xx - cc) ** 2 <= rad**2).ravel()
-    rows, cols = dataset.scan_shape
-    out = np.empty((rows, cols), dtype=np.float64)
-    for r in range(rows):  # row by row: lazily loaded counts never sit in memory whole
-        block = np.asarray(dataset.counts[r]).reshape(cols, -1)
-        out[r] = block[:, mask].sum(-1, dtype=np.float64)
-    return out

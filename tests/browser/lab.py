@@ -378,17 +378,20 @@ def click_fft_brightest(page: Any, root: Any, exclude_radius: float = 5) -> Any:
 
 @contextlib.contextmanager
 def fitted_demo(root_dir: Path, tag: str, while_fitting: Callable[[Any], None] | None = None,
-                ) -> Iterator[tuple[Any, Lab, Any]]:
+                init_script: str | None = None) -> Iterator[tuple[Any, Lab, Any]]:
     """JupyterLab + Chromium with the demo notebook run and its full-field fit's frame
     painted: yields (page, lab, widget root). ``while_fitting(root)`` runs before the fit
-    ends; the console and JupyterLab logs go to test-artifacts/``tag``-*.log, and a page
-    error fails the fixture."""
+    ends; ``init_script`` runs in the page before JupyterLab's own scripts (e.g. to time
+    the widget's appearance); the console and JupyterLab logs go to
+    test-artifacts/``tag``-*.log, and a page error fails the fixture."""
     console: list[str] = []
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(root_dir) as lab, chromium() as browser:
         page = browser.new_page(viewport={"width": 1600, "height": 1200})
         page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
         page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
+        if init_script is not None:
+            page.add_init_script(init_script)
         try:
             open_notebook(page, lab, DEMO_NOTEBOOK.name)
             run_all_cells(page)

@@ -3,6 +3,11 @@
 Stages are "search" (trials scored of this search's total), "newton" (iterations of
 the maximum; reported as done when Newton stops) and "reconstruct" (reported by
 callers that reconstruct after a fit, e.g. the widget).
+
+A callback stops a fit by raising :class:`Cancelled` (any exception does; this one
+says it was asked for): it propagates out of ``Session.fit``/``refine``/``fit_map`` at
+the next report (a search batch, a Newton iteration, a map tile), the session keeping
+what it held before the call.
 """
 
 from __future__ import annotations
@@ -11,6 +16,16 @@ from collections.abc import Callable
 
 ProgressCallback = Callable[[str, int, int], None]
 Progress = bool | ProgressCallback
+
+
+class Cancelled(Exception):  # noqa: N818 (a stop asked for, not an error)
+    """Raised by a progress callback to stop the running fit, refinement or map.
+
+    ``Session.fit``, ``refine`` and ``fit_map`` let it propagate and keep their state
+    as before the call (``full_fit``, ``rotation_deg``, ``transpose``, ``regions``,
+    ``maps``; a window's spectra are released): the session is ready for the next fit.
+    ``livessb.SSBWidget.cancel()`` raises it through the widget's own callback.
+    """
 
 
 def callback_of(progress: Progress) -> ProgressCallback | None:

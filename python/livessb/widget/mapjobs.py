@@ -55,12 +55,13 @@ class MapJobs:
             w._busy.add(MAP_KEY)
             w.message = f"fitting a map of {tile[0]}×{tile[1]} tiles …"
             w._update_status()
-        w._submit(MAP_KEY, lambda _g: self._run(tile, int(trials)))
+        w._cancel.submit("map", MAP_KEY, lambda: self._run(tile, int(trials)))
 
     def _run(self, tile: tuple[int, int], trials: int) -> None:
         w = self._w
         report = ProgressReporter(w._set_progress)
-        m = w.session.fit_map(tile=tile, trials=trials, seed=w.seed, progress=report)
+        with w._cancel.checked(report) as progress:
+            m = w.session.fit_map(tile=tile, trials=trials, seed=w.seed, progress=progress)
         self.publish(m)
         with w._lock:
             if w.message.startswith("fitting a map"):

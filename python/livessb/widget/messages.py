@@ -33,7 +33,8 @@ class Messages:
         self._handlers: dict[str, Callable[[dict[str, Any]], None]] = {
             "request_crops": self.request_crops, "save": self.save, "preview": self.preview,
             "refine": self.refine, "export_pins": self.export_pins,
-            "export_tiff": self.export_tiff, "fit_map": widget._maps.fit_map}
+            "export_tiff": self.export_tiff, "fit_map": widget._maps.fit_map,
+            "cancel": widget._cancel.message}
 
     def handle(self, content: Any) -> None:
         w = self._w

@@ -23,10 +23,12 @@ import anywidget
 import traitlets
 
 from ..params import table_for_frontend
-from ..preview import Frame, bright_field_image, render_preview
+from ..preview import Frame, render_preview
 from ..regions import MIN_REGION_PX
 from ..render import phase_to_png
+from ..virtual import IMAGES
 from . import bundle
+from .cancel import CancelJobs
 from .frames import FrameStream
 from .mapjobs import MapJobs
 from .messages import Messages
@@ -39,6 +41,7 @@ from .records import (
 )
 from .regionjobs import RegionJobs
 from .scheduler import Scheduler, WidgetClosedError
+from .virtualview import VirtualView
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -98,10 +101,16 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
     # id -> {status, params, loss, generation, behind, error, bounds, elapsed_s, trials}
     region_results = traitlets.Dict().tag(sync=True)
     map_overlays = traitlets.Dict().tag(sync=True)  # mapjobs.map_record of the latest map
+    # name -> {label, unit, shape, range, data}: the images before a fit (virtualview.py)
+    virtual_images = traitlets.Dict(value_trait=traitlets.Dict()).tag(sync=True)
+    cancellable = traitlets.Unicode("").tag(sync=True)  # the job cancel() would stop (cancel.py)
+    cancelled = traitlets.Unicode("").tag(sync=True)  # the job last cancelled ("": none since)
     # --- JS <-> Python ------------------------------------------------------
     live_regions = traitlets.Bool(False).tag(sync=True)
     # [{id, row_start, row_stop, col_start, col_stop}], scan px, stops exclusive
     regions = traitlets.List(traitlets.Dict()).tag(sync=True)
+    # what the scan view shows (root data-image): a virtual image until a fit's phase
+    image = traitlets.Enum(IMAGES, default_value="virtual-bf").tag(sync=True)
 
     max_frame_px = SCAN_PNG_MAX_PX  # preview frames: longer side at most this
 
@@ -142,9 +151,11 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
         self._resend_regions = False
         self._regions_ok: list[dict[str, Any]] = []  # last accepted value of `regions`
         self._frames = FrameStream(self._send_custom)
+        self._cancel = CancelJobs(self)  # before Messages: its handler is the "cancel" message
         self._maps = MapJobs(self)
         self._regions = RegionJobs(self)
         self._messages = Messages(self)
+        self._virtual = VirtualView(self)
         self._closed = False
         self._finalizer = weakref.finalize(
             self, _shutdown, self._scheduler, self._session, self._owns_session)
@@ -159,6 +170,8 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
         self.upsample = f
         self.sampling_A = [float(s) / f for s in self._dataset.scan_step_A]
         self.on_msg(self._on_custom_msg)
+        # first on the worker: an image from the counts while the first fit runs
+        self._submit("virtual", lambda _g: self._virtual.publish())
 
         if calibration_error:
             self._set_error(calibration_error)
@@ -168,7 +181,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
         elif fit:
             self._busy.add("full")
             self._update_status()
-            self._submit("full", lambda _g: self._run_full_fit())
+            self._cancel.submit("fit", "full", self._run_full_fit)
         else:
             self.message = "no calibration: call w.fit() to fit the full field"
             self._submit("full", lambda _g: self._show_uncorrected())
@@ -184,9 +197,16 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
         with self._lock:
             self._busy.add("full")
             self._update_status()
-        self._submit("full", lambda _g: self._run_full_fit())
+        self._cancel.submit("fit", "full", self._run_full_fit)
         if wait:
             self.wait()
+
+    def cancel(self) -> str | None:
+        """Stop the running fit, refinement or map at its next progress report (within one
+        search batch, Newton iteration or map tile), keeping every earlier result; returns
+        the job's name ("fit", "refine", "map"), or None when none runs (docs/widget.md)."""
+        self._check_open("cancel()")
+        return self._cancel.cancel()
 
     def wait(self, timeout: float | None = None) -> None:
         """Block until all queued work is done (for scripts and tests)."""
@@ -288,7 +308,8 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
 
     def _run_full_fit(self) -> None:
         report = ProgressReporter(self._set_progress)
-        fit = self._session.fit(trials=self.trials, seed=self.seed, progress=report)
+        with self._cancel.checked(report) as progress:
+            fit = self._session.fit(trials=self.trials, seed=self.seed, progress=progress)
         report("reconstruct", 0, 1)
         self._show_full(fit)
         self._regions.retry_failed()
@@ -299,11 +320,12 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
         with self._lock:
             self._busy.add("full")
             self._update_status()
-        self._submit("full", lambda _g: self._run_refine(start, fixed))
+        self._cancel.submit("refine", "full", lambda: self._run_refine(start, fixed))
 
     def _run_refine(self, start: dict[str, float], fixed: dict[str, float]) -> None:
         report = ProgressReporter(self._set_progress)
-        fit = self._session.refine(start, fixed=fixed or None, progress=report)
+        with self._cancel.checked(report) as progress:
+            fit = self._session.refine(start, fixed=fixed or None, progress=progress)
         self._session.full_fit = fit  # recorded like any fit: the calibration saves it
         report("reconstruct", 0, 1)
         self._show_full(fit)
@@ -325,11 +347,13 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
             self.progress = dict(IDLE)
             self._busy.discard("full")
             self._update_status()
+            self.image = "phase"  # the fit's phase replaces a virtual image
         self._send_frame(frame, None)
+        self._virtual.publish()  # iCoM at the fitted rotation
 
     def _show_uncorrected(self) -> None:
         """No fit yet: show the bright-field image (BF-disk integrated counts)."""
-        png = phase_to_png(bright_field_image(self._dataset), max_px=SCAN_PNG_MAX_PX)
+        png = phase_to_png(self._virtual.bright_field(), max_px=SCAN_PNG_MAX_PX)
         if self._closed:
             return
         with self._lock, self.hold_sync():

@@ -116,6 +116,19 @@ class BFComArgs(KernelArgs):
 
 
 @dataclass(frozen=True)
+class DetectorSumsArgs(KernelArgs):  # the virtual images' pass (engine/cuda/virtual_sums.py)
+    KERNEL: ClassVar[str] = "detector_sums"
+    counts: Any
+    P: np.int64
+    kr: np.int32
+    kc: np.int32
+    cr: np.float64
+    cc: np.float64
+    r2: np.float64
+    out: Any
+
+
+@dataclass(frozen=True)
 class WindowMeanArgs(KernelArgs):
     KERNEL: ClassVar[str] = "window_mean"
     bf: Any
@@ -273,7 +286,8 @@ class ReconstructArgs(KernelArgs):
 
 ARG_RECORDS: tuple[type[KernelArgs], ...] = (
     GatherBFArgs, BFComArgs, WindowMeanArgs, StageWindowArgs, VpEvalArgs, VpEvalFinishArgs,
-    VpDerivsArgs, VpDerivsFinishArgs, EnergyArgs, SupportMaskArgs, ReconstructArgs)
+    VpDerivsArgs, VpDerivsFinishArgs, EnergyArgs, SupportMaskArgs, ReconstructArgs,
+    DetectorSumsArgs)
 
 
 # -- builders of the records the scoring kernels share ---------------------------------
