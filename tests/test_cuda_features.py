@@ -65,16 +65,20 @@ def _param_scale(key: str) -> float:
 def test_frequency_gradients_match_cpu_per_frequency(thick: Dataset4D) -> None:
     with ch.both_prepared(thick) as (cpu, gpu, _rot, sc, sg):
         vector = np.array([-35.0, 10.0, 0.5, 3.0, -2.0, 50.0])
-        a = gpu.frequency_gradients(sg, vector)
-        b = cpu.frequency_gradients(sc, vector)
+        a, hess_a = gpu.misfit_terms(sg, vector)
+        b, hess_b = cpu.misfit_terms(sc, vector)
         assert a.shape == b.shape == (6, sc.G.shape[1])
         scale = np.abs(b).max(axis=1, keepdims=True)
         worst = float(np.abs((a - b) / scale).max())
-        _, grad, _ = gpu.derivatives(sg, vector[None])
+        _, grad, hess = gpu.derivatives(sg, vector[None])
         sum_rel = float(np.abs(a.sum(axis=1) - grad[0]).max() / np.abs(grad[0]).max())
-    record("frequency_gradients", worst_scaled=worst, sum_vs_gradient=sum_rel)
+        hess_rel = float(np.abs(hess_a - hess_b).max() / np.abs(hess_b).max())
+    record("frequency_gradients", worst_scaled=worst, sum_vs_gradient=sum_rel,
+           hessian_vs_cpu=hess_rel)
     assert worst < 1e-4
     assert sum_rel < 1e-9  # the same launch's terms: the sum is the kernel's own gradient
+    np.testing.assert_array_equal(hess_a, hess[0])  # the same launch as derivatives'
+    assert hess_rel < 1e-4
 
 
 def _assert_errors_match(g: FitResult, c: FitResult, name: str) -> None:

@@ -58,9 +58,13 @@ def test_kernel_frequency_gradients_equal_the_reference_per_frequency() -> None:
     try:
         model = ThickSampleModel(engine, None, math.radians(10.0), False)
         vector = np.array([25.0, 4.0, 0.2, 2.0, -1.0, 60.0])
-        fast = engine.frequency_gradients(model.spectra, vector)
+        fast, fast_hessian = engine.misfit_terms(model.spectra, vector)
         sp = model.spectra
-        ref = engine.reference.frequency_gradients(sp, sp.part.geometry, vector)
+        ref, ref_hessian = engine.reference.misfit_terms(sp, sp.part.geometry, vector)
+        # One call gives the errors their Hessian too: derivatives' own bits.
+        np.testing.assert_array_equal(fast_hessian, engine.derivatives(sp, vector[None])[2][0])
+        np.testing.assert_allclose(fast_hessian, ref_hessian, rtol=1e-9,
+                                   atol=1e-12 * np.abs(ref_hessian).max())
         assert fast.shape == ref.shape == (6, sp.G.shape[1])
         scale = np.abs(ref).max(axis=1, keepdims=True)
         assert np.all(scale > 0)

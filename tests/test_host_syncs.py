@@ -59,7 +59,8 @@ def _dataset(scan: int) -> livessb.Dataset4D:
 
 def test_misfit_gradients_cost_one_round_trip_whatever_the_frequencies_and_chunks() -> None:
     """2fd8bb7 enumerated the pairs per BF chunk (nonzero, 2 + 4·6 bincounts each): its
-    NumPy calls grew with the chunks and frequencies; now one engine call, one download."""
+    NumPy calls grew with the chunks and frequencies; now one engine call (the gradients
+    and the Hessian), one download."""
     params = {"C10": 25.0, "C12": 4.0, "phi12": 0.2, "tilt_row_mrad": 2.0,
               "tilt_col_mrad": -1.0, "depth": 50.0}
     seen = []
@@ -81,7 +82,8 @@ def test_misfit_gradients_cost_one_round_trip_whatever_the_frequencies_and_chunk
     assert seen[0][0] == 1 and seen[2][0] > 4  # the cases do differ in chunks
     assert all(total == 1 for _, total, _ in seen), seen
     assert seen[0][2] == seen[2][2] and seen[1][2] == seen[3][2], seen
-    assert max(calls for _, _, calls in seen) < 60, seen
+    # The Hessian comes from the same sums (21 pair terms of NumPy each): 178 calls here.
+    assert max(calls for _, _, calls in seen) < 250, seen
 
 
 def test_a_map_reconstruction_downloads_once_whatever_the_tiles() -> None:

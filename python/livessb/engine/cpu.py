@@ -211,21 +211,22 @@ class CPUEngine:
         self.evaluations += K
         return to_host(losses, "derivatives"), grads, hessians  # one download on a device
 
-    def frequency_gradients(
+    def misfit_terms(
         self, spectra: Spectra, candidate: np.ndarray, names: tuple[str, ...] = JOINT,
-    ) -> np.ndarray:
+    ) -> tuple[np.ndarray, np.ndarray]:
         sp = self._life.live(spectra)
         geometry, kg = sp.part.geometry, sp.part.kernel
         self.evaluations += 1
         if kg is None or names != JOINT:
-            return self.reference.frequency_gradients(sp, geometry, candidate, names)
+            return self.reference.misfit_terms(sp, geometry, candidate, names)
         # The derivative kernel's per-lobe sums already hold every frequency's terms.
         vp_derivative_sums: Any = _kernels().vp_derivative_sums
         cand = np.ascontiguousarray(candidate, dtype=np.float64).reshape(N_JOINT)
-        N, D, dN, dD, _, _ = vp_derivative_sums(*self._kernel_args(sp, kg, 1), cand, _PAIRS)
-        return to_host(obj.vp_frequency_gradients(N, D, dN, dD,
-                                                  obj.lobe_weights(geometry.weights),
-                                                  sp.energy), "frequency_gradients")
+        N, D, dN, dD, d2N, d2D = vp_derivative_sums(*self._kernel_args(sp, kg, 1), cand, _PAIRS)
+        weights = obj.lobe_weights(geometry.weights)
+        _, _, hessian = obj.vp_loss_derivatives(N, D, dN, dD, d2N, d2D, weights, sp.energy)
+        per_nu = obj.vp_frequency_gradients(N, D, dN, dD, weights, sp.energy)
+        return to_host(per_nu, "frequency_gradients"), hessian
 
     # -- reconstruction ----------------------------------------------------------------
     def reconstruct(

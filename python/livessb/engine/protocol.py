@@ -85,12 +85,13 @@ class Engine(Protocol):
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Exact VP loss (K,), gradient (K, P) and Hessian (K, P, P) of a batch."""
 
-    def frequency_gradients(
+    def misfit_terms(
         self, spectra: Spectra, candidate: np.ndarray, names: tuple[str, ...] = JOINT,
-    ) -> np.ndarray:
-        """∂L_ν/∂θ of every stored frequency ν (both trotter lobes added) at one parameter
-        vector: (P, M) float64 on the host, summing over ν to ``derivatives``' gradient.
-        About one derivatives call (the misfit errors' clusters, fit/robust)."""
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """What a fit's errors need at one parameter vector, from ONE derivatives call:
+        ∂L_ν/∂θ of every stored frequency ν (both trotter lobes added), (P, M) float64,
+        summing over ν to ``derivatives``' gradient (the misfit errors' clusters,
+        fit/robust), and the exact Hessian (P, P), the same bits as ``derivatives``'."""
 
     def reconstruct(
         self, spectra: Spectra, params: dict[str, float], upsample: int = 1,

@@ -205,15 +205,18 @@ class Reference:
                 N, D, dN, dD, d2N, d2D, weights, spectra.energy, self.xp)
         return losses, grads, hessians
 
-    def frequency_gradients(
+    def misfit_terms(
         self, spectra: AnySpectra, ref: ReferenceGeometry, candidate: np.ndarray,
         names: tuple[str, ...] = JOINT,
-    ) -> np.ndarray:
-        """∂L_ν/∂θ of every stored frequency (both lobes): (P, M) float64 on the host."""
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """∂L_ν/∂θ of every stored frequency (both lobes), (P, M), and the Hessian (P, P),
+        float64 on the host, from one pass of the derivative sums."""
         params = from_vector(np.asarray(candidate, dtype=np.float64).ravel(), names)
-        N, D, dN, dD, _, _ = self._derivative_sums(spectra, ref, params, names, 1)
-        return obj.vp_frequency_gradients(N, D, dN, dD, obj.lobe_weights(ref.weights, self.xp),
-                                          spectra.energy, self.xp)
+        N, D, dN, dD, d2N, d2D = self._derivative_sums(spectra, ref, params, names, 2)
+        w = obj.lobe_weights(ref.weights, self.xp)
+        _, _, hessian = obj.vp_loss_derivatives(N, D, dN, dD, d2N, d2D, w, spectra.energy,
+                                                self.xp)
+        return obj.vp_frequency_gradients(N, D, dN, dD, w, spectra.energy, self.xp), hessian
 
     def _derivative_sums(self, spectra: AnySpectra, ref: ReferenceGeometry,
                          params: Mapping[str, float], names: tuple[str, ...], order: int,

@@ -60,9 +60,9 @@ class ThickSampleModel:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         return self._live().derivatives(self.spectra, candidates, names)
 
-    def frequency_gradients(self, candidate: np.ndarray,
-                            names: tuple[str, ...] = JOINT) -> np.ndarray:
-        return self._live().frequency_gradients(self.spectra, candidate, names)
+    def misfit_terms(self, candidate: np.ndarray,
+                     names: tuple[str, ...] = JOINT) -> tuple[np.ndarray, np.ndarray]:
+        return self._live().misfit_terms(self.spectra, candidate, names)
 
     def reconstruct(self, params: dict[str, float], upsample: int, method: str,
                     resident: bool = False) -> Any:

@@ -25,6 +25,7 @@ errors agree (20 Poisson realisations of the thin calibration: ratio 0.97-1.0).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import numpy as np
@@ -33,22 +34,33 @@ from ..physics.geometry import half_plane_weights
 from .fixed import FreeView
 
 
-def frequency_gradients(view: FreeView, params: Mapping[str, float]) -> np.ndarray:
-    """∂L_ν/∂θ of every stored frequency ν (both trotter lobes), free parameters: (P, M).
+def frequency_terms(view: FreeView, params: Mapping[str, float],
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """∂L_ν/∂θ of every stored frequency ν (both trotter lobes), (P, M), and the exact
+    Hessian (P, P) at ``params``, free parameters.
 
-    One engine call (``Engine.frequency_gradients``: the derivative kernels' own
-    per-frequency terms, about the cost of one derivatives call, one download); the sum
-    over ν is the engine's own gradient.
+    One engine call (``Engine.misfit_terms``: the derivative kernels' own per-frequency
+    terms and the Hessian from the same sums, one download); the sum over ν is the
+    engine's own gradient.
     """
     model = view.model
     if model.engine is None or model.spectra is None or model.spectra.rotation is None:
-        raise RuntimeError("frequency_gradients needs a live model with its rotation set")
+        raise RuntimeError("frequency_terms needs a live model with its rotation set")
     full = view.full_params(params)
     vector = np.array([full[n] for n in view.names], dtype=np.float64)
-    per_nu = model.frequency_gradients(vector, view.names)
-    return per_nu[view.free_index] if view.fixed else per_nu
+    per_nu, hessian = model.misfit_terms(vector, view.names)
+    if not view.fixed:
+        return per_nu, hessian
+    i = view.free_index
+    return per_nu[i], hessian[i][:, i]
 
 
+def frequency_gradients(view: FreeView, params: Mapping[str, float]) -> np.ndarray:
+    """The per-frequency gradients of ``frequency_terms`` alone: (P, M)."""
+    return frequency_terms(view, params)[0]
+
+
+@functools.lru_cache(maxsize=16)  # per window shape: every region edit and map tile reuses it
 def cluster_index(shape: tuple[int, int]) -> np.ndarray:
     """Cluster of each stored frequency (row-major half plane of ``shape``): its own,
     except in the weight-1 columns (first, and Nyquist for an even width), where ν and
@@ -57,13 +69,15 @@ def cluster_index(shape: tuple[int, int]) -> np.ndarray:
     i, j = np.meshgrid(np.arange(rows), np.arange(cols), indexing="ij")
     single = half_plane_weights(shape[1])[j] == 1.0
     partner = np.where(single, np.minimum(i, (-i) % rows), i)
-    return np.asarray((partner * cols + j).ravel())
+    out = np.asarray((partner * cols + j).ravel())
+    out.setflags(write=False)
+    return out
 
 
 def cluster_gradients(per_frequency: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     """(P, M) per-frequency gradients summed into clusters: (P, C) over the clusters
     that carry a gradient."""
-    index = cluster_index(shape)
+    index = cluster_index((int(shape[0]), int(shape[1])))
     sums = np.stack([np.bincount(index, weights=row, minlength=index.size)
                      for row in np.asarray(per_frequency, dtype=np.float64)])
     return np.asarray(sums[:, np.any(sums != 0.0, axis=0)])

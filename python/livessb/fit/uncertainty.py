@@ -38,7 +38,7 @@ from .errors import (
 from .fixed import FreeView
 from .joint import newton_fit
 from .model_choice import THICK_ONLY, ModelChoice, choose_model, edge_warnings, undetermined
-from .robust import cluster_gradients, frequency_gradients, misfit_meat
+from .robust import cluster_gradients, frequency_terms, misfit_meat
 from .search import Box
 
 
@@ -114,6 +114,15 @@ _bf_pixels_of = functools.lru_cache(maxsize=8)(bright_field_pixels)
 
 
 @functools.lru_cache(maxsize=32)
+def _observations(shape: tuple[int, int], step: tuple[float, float], n_bf: int,
+                  k_alpha: float) -> tuple[float, float]:
+    nu_r, nu_c = scan_frequencies_half(shape, step)
+    R, C = np.meshgrid(nu_r, nu_c, indexing="ij")
+    weights = np.broadcast_to(half_plane_weights(shape[1]), R.shape)
+    return observation_counts(n_bf, R.ravel(), C.ravel(), weights.ravel(), k_alpha)
+
+
+@functools.lru_cache(maxsize=32)
 def _trotter_counts(k: bytes, n: int, shape: tuple[int, int], step: tuple[float, float],
                     k_alpha: float) -> np.ndarray:
     out = pixel_trotter_counts(np.frombuffer(k, dtype=np.float64).reshape(n, 2), shape, step,
@@ -139,11 +148,8 @@ def window_statistics(spectra: Any, dataset: Any, pixel_totals: np.ndarray,
         raise RuntimeError("the window has no rotation set: set_rotation() first")
     theta, transpose = spectra.rotation
     step, k_alpha = dataset.scan_step_A, dataset.k_alpha
-    nu_r, nu_c = scan_frequencies_half(spectra.shape, step)
-    R, C = np.meshgrid(nu_r, nu_c, indexing="ij")
-    weights = np.broadcast_to(half_plane_weights(spectra.shape[1]), R.shape)
-    n_obs, n_object = observation_counts(spectra.n_bf, R.ravel(), C.ravel(), weights.ravel(),
-                                         k_alpha)
+    n_obs, n_object = _observations(tuple(spectra.shape), (float(step[0]), float(step[1])),
+                                    int(spectra.n_bf), float(k_alpha))
     k = scan_frame_frequencies(_bf_pixels(dataset).k_det, theta, transpose)
     s2p = 0.0
     if len(pixel_totals) == len(k):
@@ -181,7 +187,7 @@ def assess(
     model = view.model
     totals = window_pixel_totals(model.engine, dataset, model.spectra.bounds)
     energy, n_obs, n_object, s2p = window_statistics(model.spectra, dataset, totals)
-    kept_hessian = _hessian(view, params, box) if hessian is None else hessian
+    kept_hessian = hessian  # None: from the errors' own derivatives call below
     noise = noise_level(loss, energy, n_obs, n_object, len(box.names), s2p)
     kept_params, kept_loss, kept_noise, kept_box = dict(params), float(loss), noise, box
     kept_view = view
@@ -202,8 +208,7 @@ def assess(
             kept_params, kept_loss, kept_box, edges = (thin.params, thin.loss, thin_box,
                                                        thin.on_box_edge)
             kept_view = thin_view
-            kept_hessian = (_hessian(thin_view, kept_params, thin_box) if thin.hessian is None
-                            else thin.hessian)
+            kept_hessian = thin.hessian
             kept_noise = noise_level(kept_loss, energy, n_obs, n_object, len(thin_box.names),
                                      s2p)
     t2 = time.perf_counter()
@@ -211,12 +216,17 @@ def assess(
     box_t = {n: (float(lo), float(hi))
              for n, lo, hi in zip(free, kept_box.low, kept_box.high, strict=True)}
     errors = {n: 0.0 for n in kept_params}  # held: by the user or by the model choice
+    per_nu = None
+    if free and kept_noise.determined:  # one call: the misfit's gradients and the Hessian
+        per_nu, at_optimum = frequency_terms(kept_view, kept_params)
+        kept_hessian = at_optimum if kept_hessian is None else kept_hessian
+    elif kept_hessian is None:
+        kept_hessian = _hessian(kept_view, kept_params, kept_box)
     noise_err = standard_errors(kept_hessian, free, free, kept_noise, energy, box_t)
     misfit_err: dict[str, float] = {}
     n_clusters = 0
-    if free and kept_noise.determined:
-        clusters = cluster_gradients(frequency_gradients(kept_view, kept_params),
-                                     model.spectra.shape)
+    if per_nu is not None:
+        clusters = cluster_gradients(per_nu, model.spectra.shape)
         n_clusters = int(clusters.shape[1])
         misfit_err = misfit_errors(kept_hessian, free, misfit_meat(clusters), box_t)
     errors.update({n: max(noise_err[n], misfit_err.get(n, 0.0)) for n in free})

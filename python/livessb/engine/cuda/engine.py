@@ -310,12 +310,36 @@ class CUDAEngine:
             return self._reference_derivatives(spectra, candidates, names)
         sp = self._life.live(spectra)
         cand = np.asarray(candidates, dtype=np.float64).reshape(-1, N_JOINT)
-        K = len(cand)
-        if K == 0:
+        if len(cand) == 0:
             return np.empty(0), np.empty((0, N_JOINT)), np.empty((0, N_JOINT, N_JOINT))
         part = derivative_launch(self, sp, cand, None)
-        nblk = freq_blocks(sp.part.M)
-        s = to_host(part, "derivatives").reshape(K, 2, ck.NQ, nblk).sum(axis=(1, 3))
+        return self._from_partials(to_host(part, "derivatives"), len(cand), sp)
+
+    @timed("frequency_gradients")
+    def misfit_terms(
+        self, spectra: Spectra, candidate: np.ndarray, names: tuple[str, ...] = JOINT,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        sp = self._life.live(spectra)
+        if names != JOINT:
+            self.evaluations += 1
+            return self.reference.misfit_terms(sp, self._reference_geometry(sp), candidate,
+                                               names)
+        cp = self.cp
+        cand = np.asarray(candidate, dtype=np.float64).reshape(1, N_JOINT)
+        M = sp.part.M
+        per_nu = cp.empty((2, 6, M), dtype=cp.float64)  # (lobe, parameter, ν)
+        part = derivative_launch(self, sp, cand, per_nu)
+        # One download for both: the block partials, then the lobes' per-ν terms added.
+        host = to_host(cp.concatenate([part.ravel(), (per_nu[0] + per_nu[1]).ravel()]),
+                       "frequency_gradients")
+        _, _, hessian = self._from_partials(host[:part.size], 1, sp)
+        return host[part.size:].reshape(6, M) * (-1.0 / sp.energy), hessian[0]
+
+    def _from_partials(self, partials: np.ndarray, K: int, sp: DeviceSpectra,
+                       ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Loss (K,), gradient (K, 6) and Hessian (K, 6, 6) from vp_derivs' block
+        partials (2K, NQ, nblk) on the host: both lobes and every block added."""
+        s = partials.reshape(K, 2, ck.NQ, freq_blocks(sp.part.M)).sum(axis=(1, 3))
         E = sp.energy
         losses = 1.0 - s[:, 0] / E
         grads = -s[:, 1:7] / E
@@ -324,24 +348,6 @@ class CUDAEngine:
             hess[:, i, j] = hess[:, j, i] = -s[:, 7 + n] / E
         self.evaluations += K
         return losses, grads, hess
-
-    @timed("frequency_gradients")
-    def frequency_gradients(
-        self, spectra: Spectra, candidate: np.ndarray, names: tuple[str, ...] = JOINT,
-    ) -> np.ndarray:
-        if names != JOINT:
-            sp = self._life.live(spectra)
-            return self.reference.frequency_gradients(sp, self._reference_geometry(sp),
-                                                      candidate, names)
-        sp = self._life.live(spectra)
-        cand = np.asarray(candidate, dtype=np.float64).reshape(1, N_JOINT)
-        M = sp.part.M
-        per_nu = self.cp.empty((2, 6, M), dtype=self.cp.float64)  # (lobe, parameter, ν)
-        derivative_launch(self, sp, cand, per_nu)
-        both = per_nu[0] + per_nu[1]
-        out: np.ndarray = to_host(both, "frequency_gradients") * (-1.0 / sp.energy)
-        self.evaluations += 1
-        return out
 
     # -- reconstruction ------------------------------------------------------------------
     @timed("reconstruct")
