@@ -54,9 +54,10 @@ def extras(preview: dict[str, Any] | None, live: dict[str, Any] | None) -> list[
     if live:
         d = live.get("drag", live)
         behind = d.get("behind") or {}
+        tail = float(d.get("last_edit_to_final_crop_s") or 0.0)
         rows.append(f"| live drag of a region | {d.get('crops_painted_per_s', 0):.1f} crops "
                     f"painted/s, behind median {behind.get('median')} max {behind.get('max')}, "
-                    f"last edit → final crop {d.get('last_edit_to_final_crop_s')} s |")
+                    f"last edit → final crop {tail:.3f} s |")
     return (["", "| live steering | measured |", "|---|---|", *rows]) if rows else []
 
 
