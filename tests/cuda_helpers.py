@@ -13,12 +13,14 @@ from livessb import Dataset4D
 from livessb.engine.cpu import CPUEngine
 from livessb.engine.cuda import CUDAEngine
 from livessb.physics.geometry import estimate_rotation
+from livessb.simulate import simulate_4dstem
 
 if TYPE_CHECKING:
     from livessb.engine.cpu import HostSpectra
     from livessb.engine.cuda.engine import DeviceSpectra
     from livessb.physics.geometry import RotationEstimate
     from livessb.results import Bounds
+    from livessb.simulate import SimulationTruth
 
 
 @contextlib.contextmanager
@@ -61,6 +63,14 @@ def prepared(
     sp = engine.prepare(bounds)
     engine.set_rotation(sp, rot.theta, rot.transpose)
     return rot, sp
+
+
+def thick_slab() -> tuple[Dataset4D, SimulationTruth]:
+    """The parity tests' thick, tilted slab: every one of the six parameters identified."""
+    return simulate_4dstem(
+        scan_shape=(32, 32), detector_shape=(32, 32), scan_step_A=0.6,
+        aberrations={"C10": -40.0, "C12": 12.0, "phi12": 0.4}, depth_A=60.0,
+        tilt_mrad=(4.0, -3.0), slice_A=20.0, rotation_deg=10.0, dose=2e4, seed=7)
 
 
 def candidates(n: int, seed: int = 0) -> np.ndarray:

@@ -23,7 +23,6 @@ from livessb import Session
 from livessb.detector_sampling import PROVENANCE_KEY
 from livessb.memory import session_estimates
 from livessb.params import JOINT
-from livessb.simulate import simulate_4dstem
 
 if TYPE_CHECKING:
     from livessb import Dataset4D
@@ -47,11 +46,7 @@ def record(name: str, **values: Any) -> None:
 
 @pytest.fixture(scope="module")
 def thick() -> Dataset4D:
-    ds, _ = simulate_4dstem(
-        scan_shape=(32, 32), detector_shape=(32, 32), scan_step_A=0.6,
-        aberrations={"C10": -40.0, "C12": 12.0, "phi12": 0.4}, depth_A=60.0,
-        tilt_mrad=(4.0, -3.0), slice_A=20.0, rotation_deg=10.0, dose=2e4, seed=7)
-    return ds
+    return ch.thick_slab()[0]
 
 
 def _rel(a: float, b: float, floor: float) -> float:

@@ -38,11 +38,7 @@ PARAM_RTOL = 1e-3
 
 @pytest.fixture(scope="module")
 def thick() -> Simulated:
-    ds, truth = simulate_4dstem(
-        scan_shape=(32, 32), detector_shape=(32, 32), scan_step_A=0.6,
-        aberrations={"C10": -40.0, "C12": 12.0, "phi12": 0.4}, depth_A=60.0,
-        tilt_mrad=(4.0, -3.0), slice_A=20.0, rotation_deg=10.0, dose=2e4, seed=7)
-    return ds, truth
+    return ch.thick_slab()
 
 
 @pytest.fixture(scope="module")
