@@ -58,9 +58,14 @@ def test_cpu_estimates_cover_the_measured_peaks(tmp_path: Path) -> None:
     cold = _probe(str(tmp_path))
     assert cold["fit_peak"] <= cold["fit_estimate"], cold
     assert cold["rec_peak"] <= cold["rec_estimate"], cold
-    # A warm one loads them: the lowest; the estimate must not refuse what would fit.
+    # The estimate is for that worst case and must not refuse what would fit: at most
+    # 1.5x the cold peak. (It was bounded by 2.5x the warm peak while a warm fit held
+    # ~270 MiB; since the misfit errors use the kernels' own sums a warm fit holds ~145 MiB
+    # and the cold run's compilation, ~150-190 MiB of LLVM, is most of the peak.)
+    assert cold["fit_estimate"] <= 1.5 * cold["fit_peak"], cold
+    # A warm one loads them: the lowest.
     warm = _probe(str(tmp_path))
-    assert warm["fit_estimate"] <= 2.5 * warm["fit_peak"] < 2.5 * cold["fit_peak"], warm
+    assert warm["fit_peak"] < cold["fit_peak"], (warm, cold)
     assert warm["rec_estimate"] <= 2.5 * warm["rec_peak"], warm
 
 

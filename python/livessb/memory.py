@@ -33,11 +33,11 @@ CPU_BYTES_PER_FREQUENCY = 4096
 # Numba kernels, the search's and the reference's per-chunk working set, the scoring sums
 # of one candidate block (engine.cpu.SUMS_BYTES) and the cached dense grids of a small
 # scan (engine.reference.GRID_CACHE_BYTES, two rotations). A first run with a cold kernel
-# cache compiles them, and LLVM's peak then adds ~140 MiB to a warm run (measured on a
+# cache compiles them, and LLVM's peak then adds ~150-190 MiB to a warm run (measured on a
 # 64² scan once the misfit errors came from the kernels' own sums instead of a pair
-# enumeration of their own: cold 288 vs warm 143 MiB, was 415 vs 272); the estimate covers
-# the cold run.
-CPU_FIXED = 224 * 2**20
+# enumeration of their own: cold 288-324 vs warm 143 MiB, was 415 vs 272); the estimate
+# covers the cold run with ~15 % to spare.
+CPU_FIXED = 272 * 2**20
 CPU_FINE_BYTES_PER_FREQUENCY = 160  # the fine half plane, its alias map and sums, O(ν)
 # CUDA (float32): G 8 plus the reusable scoring buffers; the fine grid keeps masks.
 CUDA_BYTES_PER_PAIR = 16
