@@ -191,6 +191,12 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
         doc: dict[str, Any] = {"dataset": repr(ds), "device": s.device,
                                "preprocessing": s.preprocessing.to_dict(),
                                "full_field": s.full_fit.to_dict()}
+        if args.calibration is not None:  # every region the file holds, as restored
+            for rid, saved in s.regions.items():
+                say("\n".join(fit_lines(f"region {rid} {tuple(saved.bounds)} (restored)",
+                                        saved.fit)))
+            doc["regions_restored"] = {rid: {"bounds": list(saved.bounds), **saved.fit.to_dict()}
+                                       for rid, saved in s.regions.items()}
         rec = s.reconstruct(upsample=upsample)
         if region is not None:
             reg = s.fit_region(region, trials=args.trials, seed=args.seed,
