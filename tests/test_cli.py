@@ -38,7 +38,8 @@ def test_fit_command_writes_json_png_and_calibration(tmp_path: Path) -> None:
     assert restored["full_field"]["params"] == doc["full_field"]["params"]
     # The restore lists every region the file holds (here the one fitted with --region).
     [(rid, saved)] = restored["regions_restored"].items()
-    assert saved["bounds"] == [0, 12, 0, 24] and saved["params"] == doc["region"]["params"]
+    assert rid == "r1" and saved["bounds"] == [0, 12, 0, 24]
+    assert saved["params"] == doc["region"]["params"]
     # ... and takes the calibration values from the file: no calibration flags needed.
     out3 = tmp_path / "fit3.json"
     assert main(["fit", str(tmp_path / "scan.npy"), "--device", "cpu", "--quiet", "--json",
