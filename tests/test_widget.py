@@ -427,11 +427,11 @@ def test_launch_demo_notebook_copies_and_starts_jupyterlab(
 
     calls: list[list[str]] = []
 
-    def fake_call(cmd: list[str], cwd: str | Path | None = None) -> int:
+    def fake_run(cmd: list[str], cwd: str | Path | None = None) -> int:
         calls.append([*cmd, f"cwd={cwd}"])
         return 0
 
-    monkeypatch.setattr(demo_launch.subprocess, "call", fake_call)
+    monkeypatch.setattr(demo_launch, "run_until_stopped", fake_run)
     rc = demo_launch.launch_demo_notebook(port=8899, open_browser=False, workdir=tmp_path / "d")
     assert rc == 0
     nb = tmp_path / "d" / "demo.ipynb"

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["demo_notebook_path", "free_port", "launch_demo_notebook"]
+__all__ = ["demo_notebook_path", "free_port", "launch_demo_notebook", "run_until_stopped"]
 
 # The one copy of the demo notebook: shipped in the package (a checkout uses it too).
 _PACKAGED = Path(__file__).parent / "notebooks" / "demo.ipynb"
@@ -48,7 +49,31 @@ def launch_demo_notebook(port: int | None = None, open_browser: bool = True,
         cmd.append("--allow-root")
     cmd.append(str(target.name))
     print(f"livessb demo: {target}")
+    return run_until_stopped(cmd, work)
+
+
+class _TerminatedError(Exception):
+    """SIGTERM reached ``livessb demo``."""
+
+
+def run_until_stopped(cmd: list[str], cwd: str | Path, grace_s: float = 10.0) -> int:
+    """Run ``cmd`` until it exits, or until Ctrl-C or SIGTERM reaches this process: then
+    stop it too (terminate, kill after ``grace_s``) so no JupyterLab is left running.
+    Its exit code; 0 when stopped."""
+    def on_term(_signum: int, _frame: object) -> None:
+        raise _TerminatedError
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    child = subprocess.Popen(cmd, cwd=cwd)
     try:
-        return subprocess.call(cmd, cwd=work)
-    except KeyboardInterrupt:
+        return child.wait()
+    except (KeyboardInterrupt, _TerminatedError):
+        child.terminate()
+        try:
+            child.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
         return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
