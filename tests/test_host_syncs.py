@@ -23,7 +23,7 @@ import livessb
 from livessb.engine import make_engine
 from livessb.fit.fixed import FreeView
 from livessb.fit.model import ThickSampleModel
-from livessb.fit.robust import frequency_gradients
+from livessb.fit.robust import frequency_terms
 from livessb.fit.search import Box
 from livessb.simulate import simulate_4dstem
 from livessb.xp import SyncCount, counting
@@ -74,8 +74,8 @@ def test_misfit_gradients_cost_one_round_trip_whatever_the_frequencies_and_chunk
                     n for n in params if n not in fixed)), fixed)
                 free = {n: params[n] for n in view.free}
                 for _ in range(2):  # compiled, dispatch types resolved, before counting
-                    frequency_gradients(view, free)
-                count, calls = counted(partial(frequency_gradients, view, free))
+                    frequency_terms(view, free)
+                count, calls = counted(partial(frequency_terms, view, free))
                 seen.append((n_chunks, count.round_trips, calls))
         finally:
             engine.close()

@@ -34,7 +34,7 @@ import numpy as np
 
 from .mapped_pages import release_pages
 from .physics.geometry import estimate_rotation, rotation_matrix
-from .xp import module_of, to_host
+from .xp import module_of, resident, to_host
 
 if TYPE_CHECKING:
     from .dataset import Dataset4D
@@ -95,13 +95,12 @@ def _host_sums(counts: Any, center: tuple[float, float], radius_px: float) -> np
 def detector_sums(counts: Any, center: tuple[float, float], radius_px: float) -> DetectorSums:
     """BF and ADF counts and the COM of every pattern of ``counts`` (Rr, Rc, kr, kc), in
     the counts' array module (no host round trip)."""
-    xp = module_of(counts)
+    xp, data = resident(counts)
     if xp is np:
         sums = _host_sums(counts, center, radius_px)
     else:
         from .engine.cuda.virtual_sums import device_detector_sums
 
-        data = getattr(counts, "device_array", counts)
         sums = device_detector_sums(xp, data, center, radius_px)
     total = sums[..., 0] + sums[..., 1]
     com = sums[..., 2:4] / xp.where(total > 0, total, 1.0)[..., None]

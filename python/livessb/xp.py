@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SyncCount", "counting", "host_float", "module_of", "to_host"]
+__all__ = ["SyncCount", "counting", "host_float", "module_of", "resident", "to_host"]
 
 
 class SyncCount(Counter[str]):
@@ -69,26 +69,34 @@ def _record(kind: str, site: str) -> None:
         count["site:" + site] += 1
 
 
+def _download(x: Any) -> Any:
+    return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else x
+
+
 def to_host(x: Any, site: str = "?", dtype: Any = None) -> np.ndarray:
     """``x`` as a NumPy array (a device array downloaded: one counted transfer)."""
     _record("transfer", site)
-    host = x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else x
-    return np.asarray(host, dtype=dtype)
+    return np.asarray(_download(x), dtype=dtype)
 
 
 def host_float(x: Any, site: str = "?") -> float:
     """A 0-d (or one-element) array read on the host: one counted scalar sync."""
     _record("scalar", site)
-    host = x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else x
-    return float(np.asarray(host).reshape(()))
+    return float(np.asarray(_download(x)).reshape(()))
 
 
 def module_of(x: Any) -> Any:
     """The array module of ``x``: CuPy for a CuPy array (or a wrapper exposing one as
     ``device_array``), else NumPy."""
+    return resident(x)[0]
+
+
+def resident(x: Any) -> tuple[Any, Any]:
+    """(array module, array to compute on) of ``x``: a wrapper's ``device_array`` on its
+    GPU (CuPy), else ``x`` itself with NumPy."""
     array = getattr(x, "device_array", x)
     if type(array).__module__.split(".")[0] == "cupy":
         import cupy
 
-        return cupy
-    return np
+        return cupy, array
+    return np, x

@@ -223,9 +223,8 @@ class CPUEngine:
         vp_derivative_sums: Any = _kernels().vp_derivative_sums
         cand = np.ascontiguousarray(candidate, dtype=np.float64).reshape(N_JOINT)
         N, D, dN, dD, d2N, d2D = vp_derivative_sums(*self._kernel_args(sp, kg, 1), cand, _PAIRS)
-        weights = obj.lobe_weights(geometry.weights)
-        _, _, hessian = obj.vp_loss_derivatives(N, D, dN, dD, d2N, d2D, weights, sp.energy)
-        per_nu = obj.vp_frequency_gradients(N, D, dN, dD, weights, sp.energy)
+        per_nu, hessian = obj.vp_misfit_terms(N, D, dN, dD, d2N, d2D,
+                                              obj.lobe_weights(geometry.weights), sp.energy)
         return to_host(per_nu, "frequency_gradients"), hessian
 
     # -- reconstruction ----------------------------------------------------------------

@@ -200,7 +200,7 @@ class Reference:
         weights = obj.lobe_weights(ref.weights, self.xp)
         for i, v in enumerate(np.asarray(candidates, dtype=np.float64)):
             N, D, dN, dD, d2N, d2D = self._derivative_sums(spectra, ref, from_vector(v, names),
-                                                           names, 2)
+                                                           names)
             losses[i], grads[i], hessians[i] = obj.vp_loss_derivatives(
                 N, D, dN, dD, d2N, d2D, weights, spectra.energy, self.xp)
         return losses, grads, hessians
@@ -212,17 +212,15 @@ class Reference:
         """∂L_ν/∂θ of every stored frequency (both lobes), (P, M), and the Hessian (P, P),
         float64 on the host, from one pass of the derivative sums."""
         params = from_vector(np.asarray(candidate, dtype=np.float64).ravel(), names)
-        N, D, dN, dD, d2N, d2D = self._derivative_sums(spectra, ref, params, names, 2)
-        w = obj.lobe_weights(ref.weights, self.xp)
-        _, _, hessian = obj.vp_loss_derivatives(N, D, dN, dD, d2N, d2D, w, spectra.energy,
-                                                self.xp)
-        return obj.vp_frequency_gradients(N, D, dN, dD, w, spectra.energy, self.xp), hessian
+        return obj.vp_misfit_terms(*self._derivative_sums(spectra, ref, params, names),
+                                   obj.lobe_weights(ref.weights, self.xp), spectra.energy,
+                                   self.xp)
 
     def _derivative_sums(self, spectra: AnySpectra, ref: ReferenceGeometry,
-                         params: Mapping[str, float], names: tuple[str, ...], order: int,
+                         params: Mapping[str, float], names: tuple[str, ...],
                          ) -> tuple[Any, Any, Any, Any, Any, Any]:
-        """Per-lobe sums N, D (2M,), dN, dD (P, 2M) and, with ``order`` 2, d2N, d2D
-        (P(P+1)/2, 2M) over the BF chunks (None at order 1)."""
+        """Per-lobe sums N, D (2M,), dN, dD (P, 2M), d2N, d2D (P(P+1)/2, 2M) over the BF
+        chunks."""
         xp = self.xp
         P = len(names)
         pairs = pairs_of(P)
@@ -232,12 +230,12 @@ class Reference:
         D = xp.zeros(L, dtype=self.real_dtype)
         dN = xp.zeros((P, L), dtype=self.complex_dtype)
         dD = xp.zeros((P, L), dtype=self.real_dtype)
-        d2N = xp.zeros((len(pairs), L), dtype=self.complex_dtype) if order > 1 else None
-        d2D = xp.zeros((len(pairs), L), dtype=self.real_dtype) if order > 1 else None
+        d2N = xp.zeros((len(pairs), L), dtype=self.complex_dtype)
+        d2D = xp.zeros((len(pairs), L), dtype=self.real_dtype)
         for sl, g in zip(self.chunks(spectra.n_bf, M), ref.grids, strict=True):
             G = self.rows(spectra.G, sl)
             if names == JOINT:
-                gam, dg, d2g = gamma_derivatives(g, params, order, xp)
+                gam, dg, d2g = gamma_derivatives(g, params, 2, xp)
             else:
                 gam, dg, d2g = gamma_general_derivatives(g, params, names, xp)
             gc = gam.conj()
@@ -247,8 +245,6 @@ class Reference:
             for p in range(P):
                 dN[p] += obj.lobe_sums(dg[p].conj() * G, lobe, xp)
                 dD[p] += obj.lobe_sums(2 * (gc * dg[p]).real, lobe, xp)
-            if d2N is None or d2D is None:
-                continue
             for n, (p, q) in enumerate(pairs):
                 d2N[n] += obj.lobe_sums(d2g[n].conj() * G, lobe, xp)
                 d2D[n] += obj.lobe_sums(2 * (dg[q].conj() * dg[p] + gc * d2g[n]).real,

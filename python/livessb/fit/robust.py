@@ -55,11 +55,6 @@ def frequency_terms(view: FreeView, params: Mapping[str, float],
     return per_nu[i], hessian[i][:, i]
 
 
-def frequency_gradients(view: FreeView, params: Mapping[str, float]) -> np.ndarray:
-    """The per-frequency gradients of ``frequency_terms`` alone: (P, M)."""
-    return frequency_terms(view, params)[0]
-
-
 @functools.lru_cache(maxsize=16)  # per window shape: every region edit and map tile reuses it
 def cluster_index(shape: tuple[int, int]) -> np.ndarray:
     """Cluster of each stored frequency (row-major half plane of ``shape``): its own,

@@ -65,12 +65,36 @@ def vp_loss_derivatives(
     ``dN``/``dD`` are (P, M), ``d2N``/``d2D`` are (P(P+1)/2, M) in ``pairs_of(P)`` order.
     f = |N|²/D per ν; its derivatives follow from the quotient rule.
     """
+    loss, grad, hess, _ = _vp_derivatives(N, D, dN, dD, d2N, d2D, weights, energy, xp)
+    return loss, grad, hess
+
+
+def vp_misfit_terms(
+    N: Any, D: Any, dN: Any, dD: Any, d2N: Any, d2D: Any, weights: Any, energy: float,
+    xp: Any = np,
+) -> tuple[np.ndarray, np.ndarray]:
+    """∂L_ν/∂θ of every stored frequency, both trotter lobes added, (P, M), and the
+    Hessian (P, P), on the host, from the per-lobe sums of ``vp_loss_derivatives`` (the
+    k-ν lobe first): the per-frequency terms sum over ν to its gradient (the misfit
+    errors' clusters, fit/robust), the Hessian is its own."""
+    _, _, hess, grad_f = _vp_derivatives(N, D, dN, dD, d2N, d2D, weights, energy, xp)
+    per_lobe = -grad_f / energy
+    M = per_lobe.shape[1] // 2
+    return _host(per_lobe[:, :M] + per_lobe[:, M:], xp), hess
+
+
+def _vp_derivatives(
+    N: Any, D: Any, dN: Any, dD: Any, d2N: Any, d2D: Any, weights: Any, energy: float,
+    xp: Any,
+) -> tuple[float, np.ndarray, np.ndarray, Any]:
+    """Loss, gradient, Hessian and the gradient's per-lobe-frequency terms ∂f (P, 2M)."""
     require_energy(energy)
     ok = D > D_FLOOR
     inv_d = xp.where(ok, 1.0 / xp.where(ok, D, 1.0), 0.0) * weights
     n2 = N.real**2 + N.imag**2
     loss = 1.0 - float(xp.sum(n2 * inv_d)) / energy
-    re_n_dn, grad_f = _gradient_terms(N, D, dN, dD, ok, inv_d, xp)
+    re_n_dn = (N.conj()[None, :] * dN).real  # Re(N* N_i), (P, 2M)
+    grad_f = 2 * re_n_dn * inv_d - n2 * dD * inv_d * inv_d_unweighted(D, ok, xp)
     grad = -xp.sum(grad_f, axis=1) / energy
     n_params = dN.shape[0]
     hess = xp.zeros((n_params, n_params), dtype=grad.dtype)
@@ -84,33 +108,7 @@ def vp_loss_derivatives(
         value = -xp.sum(term * inv_d) / energy
         hess[i, j] = value
         hess[j, i] = value
-    return loss, _host(grad, xp), _host(hess, xp)
-
-
-def _gradient_terms(N: Any, D: Any, dN: Any, dD: Any, ok: Any, inv_d: Any,
-                    xp: Any) -> tuple[Any, Any]:
-    """(Re(N* ∂N), ∂f) per parameter and per-lobe frequency (P, 2M): f = w |N|²/D."""
-    re_n_dn = (N.conj()[None, :] * dN).real  # Re(N* N_i), (P, 2M)
-    return re_n_dn, 2 * re_n_dn * inv_d - n2_of(N) * dD * inv_d * inv_d_unweighted(D, ok, xp)
-
-
-def n2_of(N: Any) -> Any:
-    return N.real**2 + N.imag**2
-
-
-def vp_frequency_gradients(N: Any, D: Any, dN: Any, dD: Any, weights: Any, energy: float,
-                           xp: Any = np) -> np.ndarray:
-    """∂L_ν/∂θ of every stored frequency, both trotter lobes added: (P, M) on the host.
-
-    From the per-lobe sums (N, D: (2M,), dN, dD: (P, 2M), the k-ν lobe first); their sum
-    over ν is ``vp_loss_derivatives``' gradient (the misfit errors' clusters, fit/robust).
-    """
-    require_energy(energy)
-    ok = D > D_FLOOR
-    inv_d = xp.where(ok, 1.0 / xp.where(ok, D, 1.0), 0.0) * weights
-    per_lobe = -_gradient_terms(N, D, dN, dD, ok, inv_d, xp)[1] / energy
-    M = per_lobe.shape[1] // 2
-    return _host(per_lobe[:, :M] + per_lobe[:, M:], xp)
+    return loss, _host(grad, xp), _host(hess, xp), grad_f
 
 
 def inv_d_unweighted(D: Any, ok: Any, xp: Any) -> Any:

@@ -23,7 +23,7 @@ from ..dataset import Dataset4D, measure_bright_field
 from ..mapped_pages import release_pages
 from ..memory import cuda_free_bytes
 from ..physics.bright_field import BrightFieldError, estimate_disk
-from ..xp import module_of, to_host
+from ..xp import resident, to_host
 from .descan import (
     DescanFit,
     block_centres,
@@ -221,8 +221,7 @@ def _measure(counts: Any, mean_pattern: np.ndarray, plan: RepairPlan,
     array module until the end, so counts resident on a GPU are measured there with two
     downloads whatever the scan size."""
     Rr, Rc = (int(s) for s in counts.shape[:2])
-    xp = module_of(counts)
-    data = getattr(counts, "device_array", counts) if xp is not np else counts
+    xp, data = resident(counts)
     repaired = repaired_mean(mean_pattern, plan)
     level = _disk_level(repaired)
     rs, cs, window = disk_window(repaired, level)
