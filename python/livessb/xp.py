@@ -21,7 +21,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SyncCount", "counting", "host_float", "module_of", "resident", "to_host"]
+__all__ = ["SyncCount", "counting", "download_many", "downloads_through", "host_float",
+           "module_of", "resident", "to_host"]
 
 
 class SyncCount(Counter[str]):
@@ -70,7 +71,48 @@ def _record(kind: str, site: str) -> None:
 
 
 def _download(x: Any) -> Any:
+    deferred: Any = getattr(_local, "deferred", None)
+    if deferred is not None:  # a lockstep fit: the download waits for its round's one
+        return deferred(x)
     return x.get() if hasattr(x, "get") and not isinstance(x, np.ndarray) else x
+
+
+@contextmanager
+def downloads_through(deferred: Any) -> Iterator[None]:
+    """Inside the block this thread's downloads go to ``deferred(array) -> host array``
+    instead (fit.lockstep: many window fits share one transfer per round); not counted
+    here, the round's one transfer is (``download_many``)."""
+    _local.deferred = deferred
+    try:
+        yield
+    finally:
+        _local.deferred = None
+
+
+def download_many(arrays: list[Any], site: str = "?") -> list[np.ndarray]:
+    """Every array of ``arrays`` on the host, the device ones packed into ONE transfer
+    (one counted round trip, as many arrays as there are)."""
+    _record("transfer", site)
+    out: list[Any] = [None] * len(arrays)
+    packed: list[tuple[int, int, Any, tuple[int, ...]]] = []
+    pieces: list[Any] = []
+    offset = 0
+    for i, a in enumerate(arrays):
+        if not hasattr(a, "get") or isinstance(a, np.ndarray):
+            out[i] = np.asarray(a)
+            continue
+        xp = module_of(a)
+        flat = xp.ascontiguousarray(a).reshape(-1).view(xp.uint8)
+        pad = -flat.size % 16  # each piece starts aligned for its dtype
+        pieces += [flat] if not pad else [flat, xp.zeros(pad, dtype=xp.uint8)]
+        packed.append((i, offset, a.dtype, tuple(a.shape)))
+        offset += flat.size + pad
+    if packed:
+        host = np.asarray(module_of(pieces[0]).concatenate(pieces).get())
+        for i, start, dtype, shape in packed:
+            n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+            out[i] = host[start:start + n].view(dtype).reshape(shape).copy()
+    return out
 
 
 def to_host(x: Any, site: str = "?", dtype: Any = None) -> np.ndarray:

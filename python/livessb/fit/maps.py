@@ -1,9 +1,11 @@
 """Aberration maps: the joint fit (rotation held) on every tile of a grid over the scan.
 
 Each tile is one ``fit.region.fit_window`` call with the same box, fixed values and
-seed, so a tile's record equals ``Session.fit_region`` on its bounds. The session stays
-resident between tiles: the BF counts never move, the rotation geometry is cached by the
-engine, and a released window's spectra buffer is reused by the next tile of its shape.
+seed, so a tile's record equals ``Session.fit_region`` on its bounds. The tiles run in
+lockstep (``fit.lockstep``), as many at once as the engine's memory holds spectra for:
+they share one download per round instead of waiting for the device one by one, and
+give the same records as tiles fitted one after another. The BF counts never move and
+the rotation geometry is cached by the engine.
 """
 
 from __future__ import annotations
@@ -17,10 +19,17 @@ from tqdm.auto import tqdm
 
 from ..engine.protocol import Engine
 from ..maps import MapResult
+from ..memory import cuda_free_bytes, host_free_bytes
+from ..physics.geometry import fft_friendly_size
 from ..regions import MIN_REGION_PX
 from ..results import Bounds, FitResult
+from .lockstep import Lockstep
 from .progress import Progress, callback_of
 from .region import WindowSpec, fit_window
+
+MAX_LOCKSTEP = 64  # tiles in flight at most: a whole 8x8 map shares each round's wait
+LOCKSTEP_MEMORY_FRACTION = 0.25  # of the free memory, for the tiles' spectra
+WINDOW_BYTES_PER_SPECTRUM = 24  # complex64 spectra and the derivative kernels' partials
 
 
 class MapGridError(ValueError):
@@ -91,37 +100,59 @@ def tile_grid(scan_shape: tuple[int, int], tile: Any = (64, 64), step: Any = Non
     return TileGrid(t, s, _starts(rows, t[0], s[0]), _starts(cols, t[1], s[1]))
 
 
+def lockstep_width(engine: Engine, tile: tuple[int, int], tiles: int) -> int:
+    """How many tiles fit at once: their spectra (BF pixels × padded half plane, with the
+    derivative partials) within a quarter of the engine's free memory, at most
+    MAX_LOCKSTEP and the tiles there are; 1 where the free memory is unknown."""
+    rows, cols = fft_friendly_size(tile[0]), fft_friendly_size(tile[1])
+    window = engine.n_bf * rows * (cols // 2 + 1) * WINDOW_BYTES_PER_SPECTRUM
+    free = cuda_free_bytes() if engine.name == "cuda" else host_free_bytes()[0]
+    if free is None:
+        return 1
+    return max(1, min(MAX_LOCKSTEP, tiles, int(LOCKSTEP_MEMORY_FRACTION * free) // window))
+
+
 def fit_map(
     engine: Engine, grid: TileGrid, theta: float, rotation_deg: float, transpose: bool,
     spec: WindowSpec, provenance: dict[str, Any], progress: Progress = True,
+    width: int | None = None,
 ) -> MapResult:
-    """Fit every tile of ``grid`` (row-major) with ``spec`` at the held rotation."""
+    """Fit every tile of ``grid`` (row-major) with ``spec`` at the held rotation,
+    ``width`` tiles in lockstep (None: ``lockstep_width``; 1: one after another)."""
     report = callback_of(progress)
-    bounds = grid.bounds()
-    total = grid.shape[0] * grid.shape[1]
-    fits: list[list[FitResult]] = []
+    flat = [b for row in grid.bounds() for b in row]
+    total = len(flat)
     t0 = time.perf_counter()
-    done = 0
     if report is not None:
         report("map", 0, total)
+    tile_provenance = {**provenance, "mode": "map_tile"}
+
+    def tile_fit(b: Bounds) -> Any:
+        return lambda: fit_window(engine, b, theta, rotation_deg, transpose, spec,
+                                  tile_provenance, label=f"tile {b}")
+
+    lanes = lockstep_width(engine, grid.tile, total) if width is None else width
+    lockstep: Lockstep[FitResult] = Lockstep(lanes)
     with tqdm(total=total, desc="map", disable=progress is not True, leave=False) as bar:
-        for row in bounds:
-            fits.append([])
-            for b in row:
-                tile_provenance = {**provenance, "mode": "map_tile"}
-                fits[-1].append(fit_window(engine, b, theta, rotation_deg, transpose, spec,
-                                           tile_provenance, label=f"tile {b}"))
-                done += 1
-                bar.update(1)
-                if report is not None:
-                    report("map", done, total)
+        finished = [0]
+
+        def on_done(index: int, fit: FitResult) -> None:
+            finished[0] += 1
+            bar.update(1)
+            if report is not None:
+                report("map", finished[0], total)
+
+        flat_fits = lockstep.run([tile_fit(b) for b in flat], on_done)
+    cols = grid.shape[1]
+    fits = [flat_fits[r * cols:(r + 1) * cols] for r in range(grid.shape[0])]
     fit_s = time.perf_counter() - t0
     tile_s = [f.timings["prepare_s"] + f.timings["fit_s"] for row in fits for f in row]
     timings = {"fit_s": fit_s, "tiles": float(total), "tile_mean_s": fit_s / total,
                "tile_max_s": max(tile_s),
                "prepare_s": sum(f.timings["prepare_s"] for row in fits for f in row),
                "search_s": sum(f.timings.get("search_s", 0.0) for row in fits for f in row),
-               "newton_s": sum(f.timings.get("newton_s", 0.0) for row in fits for f in row)}
+               "newton_s": sum(f.timings.get("newton_s", 0.0) for row in fits for f in row),
+               "lockstep_width": float(lanes), "lockstep_rounds": float(lockstep.rounds)}
     return MapResult.from_fits(
         fits, tile=grid.tile, step=grid.step, fixed=spec.held, rotation_deg=rotation_deg,
         transpose=transpose, timings=timings,

@@ -26,6 +26,7 @@ from ..physics.geometry import (
     scan_frequencies_half,
 )
 from ..results import FitResult
+from ..xp import to_host
 from .errors import (
     NoiseLevel,
     misfit_errors,
@@ -76,10 +77,6 @@ ERRORS_RULE = ("1-sigma, per parameter the larger of the noise error sqrt(kappa*
                "frequencies); 0 for held")
 
 
-def _host(a: Any) -> np.ndarray:
-    return np.asarray(a.get() if hasattr(a, "get") else a)
-
-
 def window_pixel_totals(engine: Any, dataset: Any, bounds: tuple[int, int, int, int],
                         ) -> np.ndarray:
     """Σ_R I(R, k_b) over the window's measured positions for every BF pixel: (B,).
@@ -97,7 +94,7 @@ def window_pixel_totals(engine: Any, dataset: Any, bounds: tuple[int, int, int, 
         total = counts[:, r0:r1, c0:c1].sum(axis=(1, 2), dtype=np.float64)
     else:
         total = counts[r0:r1, c0:c1].sum(axis=(0, 1), dtype=np.float64)
-    return _host(total).astype(np.float64)
+    return to_host(total, "pixel_totals", np.float64)
 
 
 def _bf_pixels(dataset: Any) -> BFPixels:

@@ -1,0 +1,156 @@
+"""Many window fits in lockstep, so they share the host's waits for the device.
+
+A window fit (a map tile) waits for the device once per engine call: a search batch, a
+Newton round, the errors. Run one after another, 64 tiles wait ~1200 times, and the
+host's own work (proposals, trust-region steps) never overlaps the device's. Here each
+fit runs in its own thread, ONE AT A TIME (the engine and its caches are not shared
+between concurrent callers): a fit runs until it needs a download, queues it and hands
+over to the next; when every live fit has queued one, a single transfer brings them all
+back (``xp.download_many``) and each fit resumes in turn. The device works through the
+queued launches of all fits while the host prepares the next one's.
+
+Each fit computes exactly what it would alone (same engine calls, same inputs), so the
+results equal a sequential run's bit for bit. Timings measured inside a fit include the
+turns of the others.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from ..xp import download_many, downloads_through
+
+T = TypeVar("T")
+
+SITE = "lockstep"
+
+
+class Abandoned(BaseException):
+    """Raised inside a waiting fit when its round is abandoned (another fit failed or
+    the caller stopped): the fit unwinds, releasing what it holds."""
+
+
+@dataclass
+class _Fit(Generic[T]):
+    index: int
+    run: Callable[[], T]
+    state: str = "new"  # new → running ⇄ waiting → done
+    queued: Any = None  # the array awaiting the round's download
+    host: Any = None  # its downloaded value
+    result: Any = None
+    error: BaseException | None = None
+    thread: threading.Thread | None = None
+
+
+class Lockstep(Generic[T]):
+    """Runs ``fits`` (callables) at most ``width`` at a time in lockstep; ``on_done``
+    (index, result) is called in the caller's thread as each finishes, in index order
+    within a round; an exception from it or from a fit abandons the others and is
+    raised."""
+
+    def __init__(self, width: int) -> None:
+        if width < 1:
+            raise ValueError(f"lockstep width must be ≥ 1, got {width}")
+        self.width = width
+        self.rounds = 0
+        self._cv = threading.Condition()
+        self._turn: int | None = None
+        self._abandon = False
+
+    def run(self, fits: Sequence[Callable[[], T]],
+            on_done: Callable[[int, T], Any] | None = None) -> list[T]:
+        jobs = [_Fit(i, f) for i, f in enumerate(fits)]
+        waiting_to_start = list(jobs)
+        live: list[_Fit[T]] = []
+        runnable: list[_Fit[T]] = []
+        failure: BaseException | None = None
+        try:
+            while waiting_to_start or live:
+                while waiting_to_start and len(live) < self.width:
+                    job = waiting_to_start.pop(0)
+                    self._start(job)
+                    live.append(job)
+                    runnable.append(job)
+                for job in runnable:
+                    self._give_turn(job)
+                runnable = []
+                for job in [j for j in live if j.state == "done"]:
+                    live.remove(job)
+                    if job.error is not None:
+                        raise job.error
+                    if on_done is not None:
+                        on_done(job.index, job.result)
+                waiting = [j for j in live if j.state == "waiting"]
+                if waiting:
+                    hosts = download_many([j.queued for j in waiting], SITE)
+                    self.rounds += 1
+                    for job, host in zip(waiting, hosts, strict=True):
+                        job.queued, job.host = None, host
+                    runnable = waiting
+        except BaseException as exc:
+            failure = exc
+            raise
+        finally:
+            if failure is not None:
+                self._abandon_all(live)
+        return [j.result for j in jobs]
+
+    # -- the caller's side ------------------------------------------------------------
+    def _start(self, job: _Fit[T]) -> None:
+        # The caller's context too (its progress and plausibility switches).
+        context = contextvars.copy_context()
+        job.thread = threading.Thread(target=context.run, args=(self._body, job),
+                                      daemon=True, name=f"lockstep-{job.index}")
+        job.thread.start()
+
+    def _give_turn(self, job: _Fit[T]) -> None:
+        """Let ``job`` run until it queues a download or finishes."""
+        with self._cv:
+            self._turn = job.index
+            self._cv.notify_all()
+            self._cv.wait_for(lambda: self._turn is None)
+
+    def _abandon_all(self, live: list[_Fit[T]]) -> None:
+        self._abandon = True
+        for job in live:
+            if job.state != "done":
+                self._give_turn(job)  # it raises Abandoned where it waits and unwinds
+        for job in live:
+            if job.thread is not None:
+                job.thread.join()
+
+    # -- a fit's side -------------------------------------------------------------------
+    def _body(self, job: _Fit[T]) -> None:
+        with self._cv:
+            self._cv.wait_for(lambda: self._turn == job.index)
+        job.state = "running"
+        try:
+            if self._abandon:
+                raise Abandoned
+            with downloads_through(lambda x: self._wait_for_download(job, x)):
+                job.result = job.run()
+        except BaseException as exc:  # handed to the caller's thread
+            job.error = exc
+        finally:
+            with self._cv:
+                job.state = "done"
+                self._turn = None
+                self._cv.notify_all()
+
+    def _wait_for_download(self, job: _Fit[T], array: Any) -> Any:
+        with self._cv:
+            if self._abandon:
+                raise Abandoned
+            job.queued, job.state = array, "waiting"
+            self._turn = None
+            self._cv.notify_all()
+            self._cv.wait_for(lambda: self._turn == job.index)
+            job.state = "running"
+            if self._abandon:
+                raise Abandoned
+            host, job.host = job.host, None
+        return host

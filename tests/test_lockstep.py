@@ -1,0 +1,105 @@
+"""Window fits in lockstep (fit.lockstep): one download per round for every live fit,
+results and records equal to fits run one after another, failures and stops that
+abandon the others cleanly."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pytest
+
+import livessb
+import livessb.session as session_module
+from livessb.fit import maps
+from livessb.fit.lockstep import Lockstep
+from livessb.fit.progress import Cancelled
+from livessb.simulate import simulate_4dstem
+from livessb.xp import counting, to_host
+
+
+def _downloads(n: int, tag: int, log: list[tuple[int, int]]) -> Any:
+    def fit() -> int:
+        total = 0
+        for step in range(n):
+            log.append((tag, step))
+            total += int(to_host(np.array([tag * 100 + step]), "test")[0])
+        return total
+    return fit
+
+
+def test_fits_share_one_download_per_round_and_keep_their_order() -> None:
+    log: list[tuple[int, int]] = []
+    lock: Lockstep[int] = Lockstep(width=3)
+    done: list[int] = []
+    with counting() as count:
+        results = lock.run([_downloads(n, i, log) for i, n in enumerate((2, 5, 3))],
+                           on_done=lambda i, _r: done.append(i))
+    assert results == [sum(i * 100 + s for s in range(n)) for i, n in enumerate((2, 5, 3))]
+    assert count.round_trips == count["site:lockstep"] == lock.rounds == 5  # the longest
+    assert log[:3] == [(0, 0), (1, 0), (2, 0)]  # every fit takes its turn in order
+    assert done == [0, 2, 1]
+
+
+def test_width_bounds_the_fits_in_flight() -> None:
+    log: list[tuple[int, int]] = []
+    lock: Lockstep[int] = Lockstep(width=2)
+    lock.run([_downloads(2, i, log) for i in range(4)])
+    assert lock.rounds == 4  # two waves of two fits, two downloads each
+    assert log.index((2, 0)) > log.index((0, 1))  # fit 2 starts once fit 0 is done
+
+
+def test_a_failing_fit_abandons_the_others_and_its_error_is_raised() -> None:
+    released: list[int] = []
+
+    def holding(tag: int) -> Any:
+        def fit() -> int:
+            try:
+                for step in range(10):
+                    to_host(np.zeros(1), "test")
+                    if tag == 1 and step == 2:
+                        raise ValueError("tile 1 broke")
+                return tag
+            finally:
+                released.append(tag)
+        return fit
+
+    with pytest.raises(ValueError, match="tile 1 broke"):
+        Lockstep[int](width=3).run([holding(i) for i in range(3)])
+    assert sorted(released) == [0, 1, 2]  # every fit unwound and released what it held
+
+
+def test_a_stop_from_the_callback_abandons_the_rest() -> None:
+    def stop(index: int, _result: int) -> None:
+        raise Cancelled("map")
+
+    log: list[tuple[int, int]] = []
+    with pytest.raises(Cancelled):
+        Lockstep[int](width=2).run([_downloads(n, i, log) for i, n in enumerate((1, 6, 6))],
+                                   on_done=stop)
+    assert (2, 0) not in log  # never started
+
+
+def test_a_map_in_lockstep_equals_tiles_fitted_one_after_another(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    ds, _ = simulate_4dstem(scan_shape=(32, 32), detector_shape=(32, 32), depth_A=40.0,
+                            tilt_mrad=(1.0, -1.0), rotation_deg=8.0, dose=1e5,
+                            aberrations={"C10": 20.0, "C12": 4.0, "phi12": 0.3})
+    with livessb.Session(ds, device="cpu") as s:
+        s.fit(trials=30, seed=3, progress=False)
+        together = s.fit_map(tile=(16, 16), trials=24, seed=3, progress=False)
+        one_by_one = partial(maps.fit_map, width=1)
+        monkeypatch.setattr(session_module, "fit_map", one_by_one)
+        alone = s.fit_map(tile=(16, 16), trials=24, seed=3, progress=False)
+    assert together.shape == alone.shape == (2, 2)
+    assert together.timings["lockstep_width"] == 4 and alone.timings["lockstep_width"] == 1
+    for name in together.params:
+        assert np.array_equal(together.params[name], alone.params[name]), name
+        assert np.array_equal(together.errors[name], alone.errors[name], equal_nan=True), name
+    assert np.array_equal(together.losses, alone.losses)
+    tiles = [(a, b) for ra, rb in zip(together.fits, alone.fits, strict=True)
+             for a, b in zip(ra, rb, strict=True)]
+    for a, b in tiles:
+        assert a.trials == b.trials and a.newton == b.newton
+        assert a.provenance == b.provenance
