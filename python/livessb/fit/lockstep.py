@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import contextvars
 import threading
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from ..xp import download_many, downloads_through
@@ -44,6 +45,7 @@ class _Fit(Generic[T]):
     result: Any = None
     error: BaseException | None = None
     thread: threading.Thread | None = None
+    go: threading.Semaphore = field(default_factory=lambda: threading.Semaphore(0))
 
 
 class Lockstep(Generic[T]):
@@ -57,8 +59,11 @@ class Lockstep(Generic[T]):
             raise ValueError(f"lockstep width must be ≥ 1, got {width}")
         self.width = width
         self.rounds = 0
-        self._cv = threading.Condition()
-        self._turn: int | None = None
+        self.host_s = 0.0  # the fits' own turns (host work, launches queued)
+        self.download_s = 0.0  # the rounds' downloads (the device catching up)
+        # One semaphore per fit and one back: a turn wakes exactly one thread (a shared
+        # condition woke all of them per turn, 64 fits × 64 turns × each round).
+        self._back = threading.Semaphore(0)
         self._abandon = False
 
     def run(self, fits: Sequence[Callable[[], T]],
@@ -86,7 +91,9 @@ class Lockstep(Generic[T]):
                         on_done(job.index, job.result)
                 waiting = [j for j in live if j.state == "waiting"]
                 if waiting:
+                    t0 = time.perf_counter()
                     hosts = download_many([j.queued for j in waiting], SITE)
+                    self.download_s += time.perf_counter() - t0
                     self.rounds += 1
                     for job, host in zip(waiting, hosts, strict=True):
                         job.queued, job.host = None, host
@@ -109,10 +116,10 @@ class Lockstep(Generic[T]):
 
     def _give_turn(self, job: _Fit[T]) -> None:
         """Let ``job`` run until it queues a download or finishes."""
-        with self._cv:
-            self._turn = job.index
-            self._cv.notify_all()
-            self._cv.wait_for(lambda: self._turn is None)
+        t0 = time.perf_counter()
+        job.go.release()
+        self._back.acquire()
+        self.host_s += time.perf_counter() - t0
 
     def _abandon_all(self, live: list[_Fit[T]]) -> None:
         self._abandon = True
@@ -125,8 +132,7 @@ class Lockstep(Generic[T]):
 
     # -- a fit's side -------------------------------------------------------------------
     def _body(self, job: _Fit[T]) -> None:
-        with self._cv:
-            self._cv.wait_for(lambda: self._turn == job.index)
+        job.go.acquire()
         job.state = "running"
         try:
             if self._abandon:
@@ -136,21 +142,17 @@ class Lockstep(Generic[T]):
         except BaseException as exc:  # handed to the caller's thread
             job.error = exc
         finally:
-            with self._cv:
-                job.state = "done"
-                self._turn = None
-                self._cv.notify_all()
+            job.state = "done"
+            self._back.release()
 
     def _wait_for_download(self, job: _Fit[T], array: Any) -> Any:
-        with self._cv:
-            if self._abandon:
-                raise Abandoned
-            job.queued, job.state = array, "waiting"
-            self._turn = None
-            self._cv.notify_all()
-            self._cv.wait_for(lambda: self._turn == job.index)
-            job.state = "running"
-            if self._abandon:
-                raise Abandoned
-            host, job.host = job.host, None
+        if self._abandon:
+            raise Abandoned
+        job.queued, job.state = array, "waiting"
+        self._back.release()
+        job.go.acquire()
+        job.state = "running"
+        if self._abandon:
+            raise Abandoned
+        host, job.host = job.host, None
         return host

@@ -152,7 +152,8 @@ def fit_map(
                "prepare_s": sum(f.timings["prepare_s"] for row in fits for f in row),
                "search_s": sum(f.timings.get("search_s", 0.0) for row in fits for f in row),
                "newton_s": sum(f.timings.get("newton_s", 0.0) for row in fits for f in row),
-               "lockstep_width": float(lanes), "lockstep_rounds": float(lockstep.rounds)}
+               "lockstep_width": float(lanes), "lockstep_rounds": float(lockstep.rounds),
+               "lockstep_host_s": lockstep.host_s, "lockstep_download_s": lockstep.download_s}
     return MapResult.from_fits(
         fits, tile=grid.tile, step=grid.step, fixed=spec.held, rotation_deg=rotation_deg,
         transpose=transpose, timings=timings,
