@@ -133,7 +133,7 @@ def test_fits_and_maps_wait_for_the_engine_a_bounded_number_of_times() -> None:
                 m = s.fit_map(tile=(12, 12), trials=20, seed=1, progress=False)
         assert fit.round_trips <= 60 and fit["site:frequency_gradients"] == 1, dict(fit)
         assert region.round_trips <= 30, dict(region)
-        assert m.timings["lockstep_width"] == m.params["C10"].size  # all tiles at once
+        assert m.timings["lockstep_width"] == m.params["C10"].size  # all tiles at once (≤ 16)
         assert tiles.round_trips == tiles["site:lockstep"] == m.timings["lockstep_rounds"]
         rounds.append((m.params["C10"].size, tiles.round_trips))
     assert [n for n, _ in rounds] == [4, 16], rounds

@@ -2,7 +2,7 @@
 
 Each tile is one ``fit.region.fit_window`` call with the same box, fixed values and
 seed, so a tile's record equals ``Session.fit_region`` on its bounds. The tiles run in
-lockstep (``fit.lockstep``), as many at once as the engine's memory holds spectra for:
+lockstep (``fit.lockstep``), up to MAX_LOCKSTEP at once as the engine's memory allows:
 they share one download per round instead of waiting for the device one by one, and
 give the same records as tiles fitted one after another. The BF counts never move and
 the rotation geometry is cached by the engine.
@@ -27,9 +27,14 @@ from .lockstep import Lockstep
 from .progress import Progress, callback_of
 from .region import WindowSpec, fit_window
 
-MAX_LOCKSTEP = 64  # tiles in flight at most: a whole 8x8 map shares each round's wait
-LOCKSTEP_MEMORY_FRACTION = 0.25  # of the free memory, for the tiles' spectra
-WINDOW_BYTES_PER_SPECTRUM = 24  # complex64 spectra and the derivative kernels' partials
+# Tiles in flight at most. H200, 8x8 map of 64² tiles (SPEC §4): 2.23-2.78 s one after
+# another, 1.84 s 8 at once, 1.72 s 16, 1.71 s 32, 1.80-2.01 s 64 (the host's turns,
+# 1.35 s, bound it from 16 on; 64 held a 50 GB pool).
+MAX_LOCKSTEP = 16
+LOCKSTEP_MEMORY_FRACTION = 0.25  # of the free memory, for the tiles in flight
+# Per spectrum (BF pixel × padded half-plane frequency) of a tile in flight: its complex64
+# spectra and the loss kernels' split partials (measured 780 MB per 64² tile on the H200).
+WINDOW_BYTES_PER_SPECTRUM = 48
 
 
 class MapGridError(ValueError):
