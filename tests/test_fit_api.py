@@ -41,9 +41,10 @@ def test_fixed_parameters_are_held_and_the_rest_recover_the_truth(
         assert all(st["params"][name] == value for st in fit.newton)
     assert fit.provenance["fixed"] == HELD
     assert set(fit.provenance["box"]) == {"C10", "C12", "phi12"}  # searched: the free ones
-    assert fit.params["C10"] == pytest.approx(truth.params["C10"], abs=5.0)
-    assert fit.params["C12"] == pytest.approx(truth.params["C12"], abs=2.0)
-    assert _phi12_diff(fit.params["phi12"], truth.params["phi12"]) < 0.1
+    # Measured at ffc7b94: ΔC10 0.19 Å, ΔC12 0.012 Å, Δφ12 0.0005 rad.
+    assert fit.params["C10"] == pytest.approx(truth.params["C10"], abs=0.5)
+    assert fit.params["C12"] == pytest.approx(truth.params["C12"], abs=0.3)
+    assert _phi12_diff(fit.params["phi12"], truth.params["phi12"]) < 0.01
     assert len({t["params"]["C10"] for t in fit.trials}) == len(fit.trials)  # C10 does vary
 
 
@@ -56,7 +57,7 @@ def test_held_defocus_is_not_moved_by_a_region_fit(
         reg = s.fit_region((0, 32, 0, 32), trials=40, fixed=held)
     assert reg.params["C10"] == held["C10"]
     assert {t["params"]["C10"] for t in reg.fit.trials} == {held["C10"]}
-    assert reg.params["C12"] == pytest.approx(truth.params["C12"], abs=3.0)
+    assert reg.params["C12"] == pytest.approx(truth.params["C12"], abs=0.3)  # 0.10 off
 
 
 def test_held_astigmatism_magnitude_leaves_its_angle_free(
@@ -65,8 +66,9 @@ def test_held_astigmatism_magnitude_leaves_its_angle_free(
     with livessb.Session(ds, device="cpu") as s:
         fit = s.fit(trials=40, progress=False, fixed={"C12": truth.params["C12"]})
     assert fit.params["C12"] == truth.params["C12"]
-    assert _phi12_diff(fit.params["phi12"], truth.params["phi12"]) < 0.15
-    assert fit.params["C10"] == pytest.approx(truth.params["C10"], abs=3.0)
+    # Measured at ffc7b94: Δφ12 0.0003 rad, ΔC10 0.29 Å.
+    assert _phi12_diff(fit.params["phi12"], truth.params["phi12"]) < 0.01
+    assert fit.params["C10"] == pytest.approx(truth.params["C10"], abs=0.7)
 
 
 @pytest.mark.parametrize(("fixed", "message"), [

@@ -68,9 +68,11 @@ def test_full_field_fit_recovers_aberrations_rotation_and_branch(
         which: str, request: pytest.FixtureRequest) -> None:
     fit, truth = request.getfixturevalue(which)
     p, t = fit.params, truth.params
-    assert p["C10"] == pytest.approx(t["C10"], abs=3.0)
-    assert p["C12"] == pytest.approx(t["C12"], abs=2.0)
-    assert abs((p["phi12"] - t["phi12"] + math.pi / 2) % math.pi - math.pi / 2) < 0.05
+    # Measured at ffc7b94: ΔC10 +0.99 / −1.34 Å, ΔC12 −0.32 / −0.55 Å, Δφ12 0.004 / 0.010
+    # rad (rotated / transposed); tolerances ~1.5x that, not 5-10x.
+    assert p["C10"] == pytest.approx(t["C10"], abs=2.0)
+    assert p["C12"] == pytest.approx(t["C12"], abs=0.9)
+    assert abs((p["phi12"] - t["phi12"] + math.pi / 2) % math.pi - math.pi / 2) < 0.02
     assert fit.transpose == truth.transpose
     # Right branch, not θ+180. (The rotation's accuracy on this 32² detector is the
     # strict xfail below: a noise-driven bias of the rotation scan, not a branch error.)
@@ -116,9 +118,10 @@ def test_thick_tilted_slab_joint_fit_recovers_depth_and_tilt() -> None:
         thin = s.fit(progress=False, box={"depth": (0.0, 1e-9), "tilt_row_mrad": (-1e-9, 1e-9),
                                           "tilt_col_mrad": (-1e-9, 1e-9)})
     p = joint.params
-    assert p["depth"] == pytest.approx(150.0, rel=0.2)
-    assert math.hypot(p["tilt_row_mrad"] - 6.0, p["tilt_col_mrad"] + 3.0) < 1.0
-    assert p["C10"] == pytest.approx(truth.params["C10"], abs=3.0)
+    # Measured at ffc7b94: depth 3.8 Å short, tilt 0.195 mrad off, C10 0.72 Å low.
+    assert p["depth"] == pytest.approx(150.0, abs=7.0)
+    assert math.hypot(p["tilt_row_mrad"] - 6.0, p["tilt_col_mrad"] + 3.0) < 0.4
+    assert p["C10"] == pytest.approx(truth.params["C10"], abs=1.2)
     assert joint.loss < thin.loss
 
 
@@ -167,10 +170,12 @@ def test_opted_in_spherical_and_threefold_are_recovered() -> None:
             s.fit(box={"C30": (0.0, 1e5)}, progress=False)
     p = more.params
     assert set(p) == {*six.params, "C23", "phi23", "C30"}
-    assert p["C23"] == pytest.approx(400.0, rel=0.1)
-    assert abs((p["phi23"] - 0.2 + math.pi / 3) % (2 * math.pi / 3) - math.pi / 3) < 0.05
-    assert p["C30"] == pytest.approx(8e4, rel=0.25)
-    assert p["C10"] == pytest.approx(30.0, abs=5.0)
+    # Measured at ffc7b94: C23 398.4 Å, φ23 0.2020 rad, C30 7.06e4 Å (12 % low: a 24² scan
+    # barely sees it), C10 31.19 Å.
+    assert p["C23"] == pytest.approx(400.0, abs=4.0)
+    assert abs((p["phi23"] - 0.2 + math.pi / 3) % (2 * math.pi / 3) - math.pi / 3) < 0.01
+    assert p["C30"] == pytest.approx(8e4, rel=0.18)
+    assert p["C10"] == pytest.approx(30.0, abs=2.0)
     assert more.loss < 0.7 * six.loss  # the six-parameter model cannot explain C23, C30
     assert set(more.provenance["box"]) == set(p)
 
