@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 from ..params import PERIODS, scale_of
 from ..progress import staged
@@ -48,22 +49,34 @@ def trust_region_step(g: np.ndarray, H: np.ndarray, radius: float) -> np.ndarray
             return s
     lo = max(0.0, -evals[0]) + 1e-12 * max(1.0, abs(evals[-1]))
     hi = lo + np.linalg.norm(g) / radius + abs(evals[-1]) + 1.0
-    # Bisection on ‖s(λ)‖ = radius, monotone in λ. ‖s(λ)‖² = Σ gt_i² / (e_i + λ)² (the
-    # eigenvectors are orthonormal): plain floats, no matrix product per trial λ.
-    terms = [(float(e), float(q) * float(q)) for e, q in zip(evals, gt, strict=True)]
+    s = step(_bisect_multiplier(np.ascontiguousarray(evals, dtype=np.float64),
+                                np.ascontiguousarray(gt * gt, dtype=np.float64),
+                                float(radius), float(lo), float(hi)))
+    if not np.all(np.isfinite(s)):  # hard case: move along the lowest curvature
+        s = -radius * evecs[:, 0] * np.sign(gt[0] or 1.0)
+    return s
+
+
+@njit(cache=True)
+def _bisect_multiplier(evals: np.ndarray, gt2: np.ndarray, radius: float, lo: float,
+                       hi: float) -> float:
+    """λ in [lo, hi] with ‖s(λ)‖ = radius by bisection (‖s(λ)‖ is monotone in λ):
+    ‖s(λ)‖² = Σ gt_i² / (e_i + λ)², the eigenvectors being orthonormal. Compiled: a
+    map's tiles take ~700 trust-region steps of 100 bisections each (0.3 s of the host's
+    time in Python); the sum runs in the same order, so the bits are the same."""
     r2 = radius * radius
     for _ in range(100):
         mid = 0.5 * (lo + hi)
-        if sum(q2 / ((e + mid) * (e + mid)) for e, q2 in terms) > r2:
+        total = 0.0
+        for i in range(evals.size):
+            total += gt2[i] / ((evals[i] + mid) * (evals[i] + mid))
+        if total > r2:
             lo = mid
         else:
             hi = mid
         if hi - lo <= 1e-14 * hi:
             break
-    s = step(hi)
-    if not np.all(np.isfinite(s)):  # hard case: move along the lowest curvature
-        s = -radius * evecs[:, 0] * np.sign(gt[0] or 1.0)
-    return s
+    return hi
 
 
 def fold_into_box(v: np.ndarray, box: Box) -> np.ndarray:

@@ -8,6 +8,7 @@ the losses seen, so the same data and seed give the same record.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -132,17 +133,39 @@ def _adaptive_batch(
     return np.clip(out, 0.0, 1.0)
 
 
+# The first batch of a seed: scrambled Halton points (unit cube) and the generator's
+# state after drawing them. Every tile of a map and every region asks for the same
+# (dimensions, seed, size): building the scrambling costs ~1.5 ms a fit.
+_FIRST_BATCH: dict[tuple[int, int, int], tuple[np.ndarray, dict[str, Any]]] = {}
+_FIRST_BATCH_KEPT = 32
+
+
+def _first_batch(rng: np.random.Generator, d: int, seed: int, n: int) -> np.ndarray:
+    """``n`` scrambled Halton points of ``rng`` (seeded ``seed``), ``rng`` left as if it
+    had drawn them."""
+    key = (d, seed, n)
+    if key not in _FIRST_BATCH:
+        points = qmc.Halton(d=d, scramble=True, seed=rng).random(n)
+        while len(_FIRST_BATCH) >= _FIRST_BATCH_KEPT:
+            _FIRST_BATCH.pop(next(iter(_FIRST_BATCH)))
+        _FIRST_BATCH[key] = (points, copy.deepcopy(dict(rng.bit_generator.state)))
+    points, state = _FIRST_BATCH[key]
+    rng.bit_generator.state = copy.deepcopy(state)
+    return points.copy()
+
+
 class NativeProposer:
     """Scrambled Halton batch first, then Gaussian batches around the elites (unit cube)."""
 
     def __init__(self, box: Box, trials: int, seed: int) -> None:
         self.box = box
+        self.seed = seed
         self.rng = np.random.default_rng(seed)
-        self.halton = qmc.Halton(d=len(box.names), scramble=True, seed=self.rng)
 
     def propose(self, batch: int, n: int, params: np.ndarray, losses: np.ndarray) -> np.ndarray:
         if batch == 0:
-            return self.box.from_unit(self.halton.random(n))
+            return self.box.from_unit(_first_batch(self.rng, len(self.box.names), self.seed,
+                                                   n))
         unit = _adaptive_batch(self.rng, self.box.to_unit(params), losses, n,
                                SPREAD_START * SPREAD_SHRINK ** (batch - 1), self.box)
         return self.box.from_unit(unit)
@@ -233,9 +256,9 @@ def trial_record(
     params: np.ndarray, losses: np.ndarray, batch_of: list[int], branch: int, offset: int = 0,
     names: tuple[str, ...] = JOINT,
 ) -> list[dict[str, Any]]:
+    rows, values = np.asarray(params, dtype=np.float64).tolist(), losses.tolist()
     return [
         {"number": offset + i, "batch": int(batch_of[i]), "branch": branch,
-         "params": {p: float(v) for p, v in zip(names, params[i], strict=True)},
-         "loss": float(losses[i])}
-        for i in range(len(losses))
+         "params": dict(zip(names, rows[i], strict=True)), "loss": float(values[i])}
+        for i in range(len(values))
     ]
