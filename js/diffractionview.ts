@@ -122,10 +122,19 @@ class DiffractionPanel {
     model.on("change:diffraction_info", onInfo);
     model.on("change:bf_pixels", onBf);
     this.off.push(() => model.off("msg:custom", onMsg), () => model.off("change:diffraction_info", onInfo), () => model.off("change:bf_pixels", onBf));
+    const onShape = () => this.drawDescan();
+    model.on("change:scan_shape", onShape);
+    this.off.push(() => model.off("change:scan_shape", onShape));
     whenDetached(root, () => this.dispose());
     onInfo();
-    const shape = scan.scanShape;
+    const shape = this.scanShape();
     this.requests.request({ row: Math.floor(shape.rows / 2), col: Math.floor(shape.cols / 2) }); // a pattern at once
+  }
+
+  /** The scan's shape from the model (the scan view learns it after the panels are built). */
+  private scanShape(): { rows: number; cols: number } {
+    const s = this.model.get("scan_shape");
+    return Array.isArray(s) && s.length === 2 && s[0] > 0 && s[1] > 0 ? { rows: s[0], cols: s[1] } : this.scan.scanShape;
   }
 
   private listen(target: EventTarget, kind: string, f: (e: Event) => void): void {
@@ -140,7 +149,7 @@ class DiffractionPanel {
   }
 
   private onHover(e: PointerEvent): void {
-    const cell = scanPixelAt(this.scan.scanPoint(e), this.scan.scanShape);
+    const cell = scanPixelAt(this.scan.scanPoint(e), this.scanShape());
     if (cell === null || (this.hovered && cell.row === this.hovered.row && cell.col === this.hovered.col)) return;
     this.hovered = cell;
     if (!this.mean) this.hover.call(cell);
@@ -217,7 +226,7 @@ class DiffractionPanel {
     this.root.dataset.pattern = meta.kind;
     const step = this.model.get("sampling_A");
     const f = this.model.get("upsample") || 1;
-    this.readout.textContent = positionText(cell, Array.isArray(step) ? step.map((v) => v * f) : null, meta.total, this.scan.scanShape);
+    this.readout.textContent = positionText(cell, Array.isArray(step) ? step.map((v) => v * f) : null, meta.total, this.scanShape());
     this.draw();
   }
 
@@ -268,9 +277,9 @@ class DiffractionPanel {
   private drawDescan(): void {
     const d = this.info?.descan ?? null;
     this.descanLabel.textContent = descanText(d);
-    this.descanCanvas.hidden = d === null;
-    if (d === null) return;
-    const shape = this.scan.scanShape;
+    this.descanCanvas.hidden = !d?.applied; // the field only where descan was found
+    if (!d?.applied) return;
+    const shape = this.scanShape();
     const s = DESCAN_CSS_PX / Math.max(shape.rows, shape.cols);
     const w = Math.round(shape.cols * s);
     const h = Math.round(shape.rows * s);

@@ -75,8 +75,11 @@ class DiffractionView:
         ds = s.dataset
         self._bin = bin_factor(ds.detector_shape)
         engine_ds = s.preprocessing.dataset_for_engine(ds)  # the BF disk the engine uses
+        self._bright_field = engine_ds.bright_field
         self._geometry = DatasetGeometry.of(engine_ds)
         self._descan = s.descan
+        bad = s.preprocessing.bad_pixels
+        self._bad_bins = (binned(np, bad, self._bin) > 0) if bad.any() else None
         self._centres = None if self._descan is None else self._descan.centre_map()
         self._cache: OrderedDict[tuple[int, int] | None, tuple[dict[str, Any], bytes]] = (
             OrderedDict())
@@ -91,8 +94,7 @@ class DiffractionView:
         """The ``diffraction_info`` trait: detector, binning, BF disk and its pixels by
         distance, repaired pixels, descan."""
         s = self._w.session
-        bf = s.preprocessing.dataset_for_engine(s.dataset).bright_field
-        geo = self._geometry
+        bf, geo = self._bright_field, self._geometry
         marked, repaired = repaired_pixels(s.preprocessing)
         return {
             "detector_shape": [int(n) for n in s.dataset.detector_shape], "bin": self._bin,
@@ -124,21 +126,27 @@ class DiffractionView:
             image = binned(np, np.asarray(ds.mean_pattern), self._bin)
         else:
             image = pattern_at(ds.counts, position[0], position[1], self._bin)
-        data, (lo, hi) = quantise(image)
+        total = float((image * bin_areas(ds.detector_shape, self._bin)).sum(dtype=np.float64))
+        # the repaired (hot) pixels saturate: the brightest good pixel is the scale's top
+        data, (lo, hi) = quantise(np.minimum(image, self._good_max(image)))
         centre = None
         if position is not None and self._centres is not None:
             centre = [float(v) for v in self._centres[position[0], position[1]]]
         reply = {"type": "pattern", "kind": "frame" if position is not None else "mean",
                  "position": None if position is None else list(position),
                  "shape": [int(image.shape[0]), int(image.shape[1])], "bin": self._bin,
-                 "range": [lo, hi], "descan_centre_px": centre,
-                 "total": float((image * bin_areas(ds.detector_shape, self._bin)).sum(
-                     dtype=np.float64))}
+                 "range": [lo, hi], "descan_centre_px": centre, "total": total}
         with self._lock:
             self._cache[position] = (reply, data)
             while len(self._cache) > CACHE_PATTERNS:
                 self._cache.popitem(last=False)
         return reply, data
+
+    def _good_max(self, image: np.ndarray) -> float:
+        """The largest value of the bins without a repaired pixel (all bad: the max)."""
+        if self._bad_bins is None or self._bad_bins.all():
+            return float(image.max())
+        return float(image[~self._bad_bins].max())
 
     # -- BF pixels -------------------------------------------------------------------
     def bf_pixels(self) -> int | None:
