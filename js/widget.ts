@@ -7,6 +7,7 @@ import { Browse } from "./browse";
 import { CancelControl } from "./cancel";
 import { decodePng } from "./canvas";
 import { CropPanels } from "./crops";
+import { diffractionPanel } from "./diffractionview";
 import { FrameDisplay } from "./display";
 import { element } from "./dom";
 import { FFTView } from "./fftview";
@@ -87,6 +88,7 @@ const render: Render<Traits> = ({ model, el }) => {
   progress.el.after(cancel.el); // the cancel button under the progress bar
   const middle = element("div", "livessb-middle");
   middle.append(steering.el, trialsList.el, pinsPanel.el);
+  middle.append(diffractionPanel(model, root, scan)); // the pattern under the pointer, BF pixels (diffractionview.ts)
   root.append(left, middle, panels.el);
   el.append(root);
 

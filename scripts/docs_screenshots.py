@@ -27,6 +27,7 @@ from lab import (  # noqa: E402
     open_notebook,
     preview_state,
     run_json,
+    scan_to_page,
     show_canvas,
     stack_problem,
     wait_crop,
@@ -142,6 +143,20 @@ def main() -> int:
         save(root, "trial", (520.0, 0.0, 915.0, 400.0))
         label(root, "reset to fit").click()
         wait_preview(root, 0, params={"C10": fit["C10"]})
+
+        # the diffraction panel: the pattern under the pointer, a quarter of the BF pixels
+        scan_shape = tuple(run_json(page, "list(w.scan_shape)"))  # (a new cell scrolls)
+        show_canvas(root)
+        page.mouse.move(*scan_to_page(root, 30.5, 60.5, scan_shape), steps=3)
+        root.locator("xpath=self::*[@data-pattern-position='30,60']").wait_for(timeout=30_000)
+        bf = label(root, "BF pixels")
+        quarter = int(bf.get_attribute("max") or 4) // 4
+        bf.fill(str(quarter))
+        root.locator(f"xpath=self::*[@data-preview-bf-pixels='{quarter}']").wait_for(
+            timeout=120_000)
+        save(root.locator(".livessb-diffraction"), "diffraction")
+        bf.fill(bf.get_attribute("max") or "0")
+        root.locator("xpath=self::*[@data-preview-bf-pixels='0']").wait_for(timeout=120_000)
 
         # pins and export (a folder relative to the notebook's)
         label(root, "export folder").fill("exports")

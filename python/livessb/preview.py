@@ -40,6 +40,7 @@ class Frame:
     upsample: int
     sampling_A: tuple[float, float]  # Å per image pixel (row, col)
     draft: bool = False  # a slider is being dragged: no upsampling, the full frame follows
+    bf_pixels: int | None = None  # BF pixels summed (the nearest the disk centre); None: all
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -58,7 +59,8 @@ class Frame:
         content = {"type": "frame", "seq": int(seq), "params": dict(self.params),
                    "rotation_deg": self.rotation_deg, "loss": self.loss, "view": self.view,
                    "shape": list(self.shape), "range": [lo, hi],
-                   "sampling_A": list(self.sampling_A), "draft": self.draft}
+                   "sampling_A": list(self.sampling_A), "draft": self.draft,
+                   "bf_pixels": self.bf_pixels}
         return content, [data]
 
 
@@ -110,7 +112,7 @@ def display_upsample(scan_shape: tuple[int, int], auto_factor: int, max_px: int)
 def render_preview(session: Session, params: Mapping[str, float],
                    rotation_deg: float | None = None, view: str = "phase",
                    max_px: int = 1024, loss: float | None = None,
-                   draft: bool = False) -> Frame:
+                   draft: bool = False, bf_pixels: int | None = None) -> Frame:
     """Reconstruct the full field at display resolution with ``params``.
 
     ``draft``: at the scan's own sampling (no upsampling: a quarter or less of the
@@ -120,6 +122,8 @@ def render_preview(session: Session, params: Mapping[str, float],
     are 0. ``rotation_deg`` (default: the session's fitted rotation) reconstructs at
     another scan/detector rotation; the loss is then the loss at that rotation.
     ``loss`` given (e.g. a fit's own loss for its parameters) is used as is.
+    ``bf_pixels``: the image sums over that many BF pixels, the nearest the disk centre
+    (``Session.reconstruct``); the loss is the fit's objective, over every pixel.
     """
     if view not in VIEWS:
         raise ValueError(f"view must be one of {VIEWS}, got {view!r}")
@@ -130,14 +134,14 @@ def render_preview(session: Session, params: Mapping[str, float],
     f = 1 if draft else display_upsample(session.dataset.scan_shape, session.upsample_factor,
                                          max_px)
     with at_rotation(session, rotation_deg) as rot:
-        rec = session.reconstruct(clean, upsample=f)
+        rec = session.reconstruct(clean, upsample=f, bf_pixels=bf_pixels)
         if loss is None:
             vector = to_vector(clean, JOINT, default=0.0)[None]
             loss = float(session.loss_evaluator()(vector)[0])
     image = rec.phase if view == "phase" else np.abs(rec.object).astype(np.float32)
     return Frame(image=image, params=clean, rotation_deg=rot, loss=float(loss), view=view,
                  upsample=f, sampling_A=(float(rec.sampling_A[0]), float(rec.sampling_A[1])),
-                 draft=bool(draft))
+                 draft=bool(draft), bf_pixels=bf_pixels)
 
 
 @contextlib.contextmanager

@@ -87,6 +87,7 @@ class Reconstruction(Pretty):
     sampling_A: tuple[float, float]
     method: str = "ssb"
     origin_px: tuple[int, int] = (0, 0)
+    bf_pixels: int | None = None  # BF pixels summed (the nearest the disk centre); None: all
 
     @property
     def phase(self) -> np.ndarray:
@@ -103,7 +104,7 @@ class Reconstruction(Pretty):
         return Reconstruction(
             object=np.ascontiguousarray(self.object[r0 * f:r1 * f, c0 * f:c1 * f]),
             params=dict(self.params), upsample=f, sampling_A=self.sampling_A,
-            method=self.method, origin_px=(r0 * f, c0 * f))
+            method=self.method, origin_px=(r0 * f, c0 * f), bf_pixels=self.bf_pixels)
 
     def phase_hash(self) -> str:
         return hashlib.sha256(np.ascontiguousarray(self.phase).tobytes()).hexdigest()

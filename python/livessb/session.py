@@ -387,9 +387,10 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
     @staged("reconstruct")
     def reconstruct(
         self, params: Mapping[str, float] | None = None, upsample: int | str = "auto",
-        method: str = "ssb",
+        method: str = "ssb", bf_pixels: int | None = None,
     ) -> Reconstruction:
-        """Full-scan reconstruction (Auto upsampling by default) with ``params``."""
+        """Full-scan reconstruction (Auto upsampling by default) with ``params``; with
+        ``bf_pixels`` only that many BF pixels, the nearest the disk centre, enter it."""
         self._check_open()
         if params is None:
             if self.full_fit is None:
@@ -404,12 +405,12 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         f = self._upsample_factor(upsample)
         check_reconstruct_memory(self, f)  # refuse before allocating the f-times grid
         model = self._full_model(self._theta, bool(self.transpose))
-        obj = model.reconstruct(dict(params), f, method)
-        rows, cols = self.dataset.scan_shape
-        step = self.dataset.scan_step_A
+        obj = model.reconstruct(dict(params), f, method, bf_pixels=bf_pixels)
+        (rows, cols), step = self.dataset.scan_shape, self.dataset.scan_step_A
         return Reconstruction(
             object=np.ascontiguousarray(obj[:f * rows, :f * cols]), params=dict(params),
-            upsample=f, sampling_A=(step[0] / f, step[1] / f), method=method)
+            upsample=f, sampling_A=(step[0] / f, step[1] / f), method=method,
+            bf_pixels=bf_pixels)
 
     def _upsample_factor(self, upsample: int | str) -> int:
         if upsample == "auto":

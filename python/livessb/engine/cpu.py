@@ -19,7 +19,7 @@ import numpy as np
 from ..dataset import Dataset4D
 from ..params import JOINT, N_JOINT, to_vector
 from ..physics import objective as obj
-from ..physics.geometry import fft_friendly_size, scan_frame_frequencies
+from ..physics.geometry import fft_friendly_size, nearest_bf_pixels, scan_frame_frequencies
 from ..physics.optics import aperture, has_higher_order
 from ..physics.overlap import PAIRS
 from ..results import Bounds
@@ -87,6 +87,7 @@ class CPUEngine:
         self._det_r = self.geo.bf.rows.astype(np.int64)
         self._det_c = self.geo.bf.cols.astype(np.int64)
         self._aperture = aperture_constants(self.geo.k_alpha, w)
+        self._all_pixels = np.ones(self.geo.bf.count, dtype=bool)  # the kernel's keep: all
         self._bf_counts: np.ndarray | None = self.upload_bf_counts(dataset.counts)
 
     @property
@@ -230,24 +231,27 @@ class CPUEngine:
     # -- reconstruction ----------------------------------------------------------------
     def reconstruct(
         self, spectra: Spectra, params: dict[str, float], upsample: int = 1,
-        method: str = "ssb", resident: bool = False,
+        method: str = "ssb", resident: bool = False, bf_pixels: int | None = None,
     ) -> np.ndarray:
         sp = self._life.live(spectra)
         check_method(method)
+        keep = nearest_bf_pixels(self.geo.bf, bf_pixels)
         if sp.part.kernel is None or has_higher_order(params):
-            image = self.reference.reconstruct(sp, sp.part.geometry, params, upsample, method)
+            image = self.reference.reconstruct(sp, sp.part.geometry, params, upsample, method,
+                                               keep)
         else:
             f = int(upsample)
-            O = self.object_spectrum(sp, params, f, method)
+            O = self.object_spectrum(sp, params, f, method, keep)
             image = self.reference.object_spectrum_to_image(sp, O, f).astype(np.complex64)
         # Host memory is resident here; the hand-over is counted where a device engine
         # downloads (livessb.xp: the guard counts on the CPU what the GPU would wait for).
         return image if resident else to_host(image, "reconstruct")
 
     def object_spectrum(self, spectra: Spectra, params: dict[str, float], upsample: int,
-                        method: str) -> np.ndarray:
+                        method: str, keep: np.ndarray | None = None) -> np.ndarray:
         """O(ν) (complex128) on the f-times finer half plane by the Numba kernel (six joint
-        parameters); the reference's ``ssb_spectrum``/Wiener spectrum is what it matches."""
+        parameters); the reference's ``ssb_spectrum``/Wiener spectrum is what it matches.
+        ``keep`` (B,) bool: the BF pixels that enter the sums (None: all)."""
         sp = self._life.live(spectra)
         part, f = sp.part, int(upsample)
         kg = part.kernel
@@ -259,8 +263,10 @@ class CPUEngine:
             sp.G.T, kg.k_r, kg.k_c, kg.a_k, fine.nu_r, fine.nu_c,
             self._pack(kg, f, fine.nu_r, fine.nu_c), fine.alias, fine.alias_conj,
             self._aperture, np.pi * self.geo.wavelength, to_vector(params, JOINT, default=0.0),
-            RECON_EPS, self._det_r, self._det_c, self._row_off, self._col_off, kg.to_det)
-        out: np.ndarray = C / sp.n_bf if method == "ssb" else N / (D + WIENER_EPS * sp.n_bf)
+            RECON_EPS, self._det_r, self._det_c, self._row_off, self._col_off, kg.to_det,
+            self._all_pixels if keep is None else keep)
+        n = sp.n_bf if keep is None else int(np.count_nonzero(keep))
+        out: np.ndarray = C / n if method == "ssb" else N / (D + WIENER_EPS * n)
         return out
 
     def _fine_frequencies(self, sp: HostSpectra, f: int) -> FineFrequencies:

@@ -315,8 +315,10 @@ def _derivative_frequency(m, M, nr, nc, idx, amps_m, amps_p, minus, n_in, G, k_r
 
 @njit(cache=True, parallel=True)
 def reconstruction_sums(G, k_r, k_c, a_k, nu_r, nu_c, pack, alias, alias_conj, geo, pl,  # type: ignore[no-untyped-def]
-                        params, eps, det_r, det_c, row_off, col_off, to_det):
-    """Per ν: Σ_b G conj(Γ)/max(|Γ|, ε) (SSB), N = Σ_b conj(Γ) G and D = Σ_b |Γ|² (Wiener).
+                        params, eps, det_r, det_c, row_off, col_off, to_det, keep):
+    """Per ν: Σ_b G conj(Γ)/max(|Γ|, ε) (SSB), N = Σ_b conj(Γ) G and D = Σ_b |Γ|² (Wiener),
+    over the BF pixels b with ``keep[b]`` (a subset skips the others' pairs; all True:
+    the full sums, in the same order).
 
     ν runs over the (possibly f-times finer) half plane; each reads the spectra's column
     ``alias`` (conjugated where ``alias_conj``). The phase linear in k comes from
@@ -336,14 +338,14 @@ def reconstruction_sums(G, k_r, k_c, a_k, nu_r, nu_c, pack, alias, alias_conj, g
             if n_pairs > 0:  # else every table would go unused
                 C[m], N[m], D[m] = _reconstruct_frequency(
                     m, nu_r[m], nu_c[m], idx, amp_m, amp_p, n_pairs, G, k_r, k_c, alias,
-                    alias_conj, pl, params, eps, det_r, det_c, row_off, col_off, to_det)
+                    alias_conj, pl, params, eps, det_r, det_c, row_off, col_off, to_det, keep)
     return C, N, D
 
 
 @njit(cache=True, inline="always")
 def _reconstruct_frequency(m, nr, nc, idx, amp_m, amp_p, n_pairs, G, k_r, k_c, alias,  # type: ignore[no-untyped-def]
                            alias_conj, pl, params, eps, det_r, det_c, row_off, col_off,
-                           to_det):
+                           to_det, keep):
     """``reconstruction_sums`` at frequency m: (C, N, D)."""
     C10, C12, phi = params[0], params[1], params[2]
     c2, s2 = math.cos(2.0 * phi), math.sin(2.0 * phi)
@@ -373,6 +375,8 @@ def _reconstruct_frequency(m, nr, nc, idx, amp_m, amp_p, n_pairs, G, k_r, k_c, a
     # complex ops promote real operands and divide the slow way).
     for j in range(n_pairs):
         b = idx[j]
+        if not keep[b]:
+            continue
         dr, dc = det_r[b], det_c[b]
         tr, tc = tab_r[dr], tab_c[dc]
         l_r = tr.real * tc.real - tr.imag * tc.imag

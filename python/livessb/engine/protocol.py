@@ -95,11 +95,13 @@ class Engine(Protocol):
 
     def reconstruct(
         self, spectra: Spectra, params: dict[str, float], upsample: int = 1,
-        method: str = "ssb", resident: bool = False,
+        method: str = "ssb", resident: bool = False, bf_pixels: int | None = None,
     ) -> Any:
         """Complex object on the (f·Nr, f·Nc) grid, complex64, on the host (``resident``:
         left in the engine's array module, a device array on CUDA: what a map's blend adds
-        up before its one download)."""
+        up before its one download). ``bf_pixels``: only that many BF pixels, the nearest
+        the disk centre (``physics.geometry.nearest_bf_pixels``), enter the sums and their
+        normalisation; None: all (a count equal to all: the same bits)."""
 
     def release(self, spectra: Spectra) -> None:
         """Drop a handle's arrays (regions are re-prepared on every edit)."""

@@ -13,6 +13,7 @@ set is small: a large scan never holds a (B, M) geometry next to its spectra.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, overload
 
 import numpy as np
@@ -254,15 +255,19 @@ class Reference:
     # -- reconstruction ------------------------------------------------------------------
     def reconstruct(
         self, spectra: AnySpectra, ref: ReferenceGeometry, params: Mapping[str, float],
-        upsample: int = 1, method: str = "ssb",
+        upsample: int = 1, method: str = "ssb", keep: np.ndarray | None = None,
     ) -> Any:
-        """Complex64 object on the (f·Nr, f·Nc) grid, on ``xp``'s device."""
+        """Complex64 object on the (f·Nr, f·Nc) grid, on ``xp``'s device; ``keep`` (B,)
+        bool: only those BF pixels enter the sums (``physics.geometry.nearest_bf_pixels``),
+        None: all."""
         f = int(upsample)
         grids, index, conj = self.fine_grids(spectra, ref, f)
+        kept = None if keep is None else PixelSubset(self.xp.asarray(keep),
+                                                       int(np.count_nonzero(keep)))
         if method == "ssb":
-            O = self.ssb_spectrum(spectra, params, grids, index, conj)
+            O = self.ssb_spectrum(spectra, params, grids, index, conj, kept)
         else:
-            O = self._wiener_spectrum(spectra, params, grids, index, conj)
+            O = self._wiener_spectrum(spectra, params, grids, index, conj, kept)
         return self.object_spectrum_to_image(spectra, O, f).astype(np.complex64)
 
     def fine_grids(
@@ -301,34 +306,39 @@ class Reference:
     def ssb_spectrum(
         self, spectra: AnySpectra, params: Mapping[str, float],
         grids: Iterable[OverlapGrid], index: Any = None, conj: Any = None,
+        keep: PixelSubset | None = None,
     ) -> Any:
-        """O(ν) = (1/B) Σ_b m_b G_b conj(Γ_b)/max(|Γ_b|, ε) on the half plane."""
+        """O(ν) = (1/B) Σ_b m_b G_b conj(Γ_b)/max(|Γ_b|, ε) on the half plane (``keep``:
+        the sum over those pixels only, B their count)."""
         xp = self.xp
         O = None
         for sl, g in _with_slices(grids):
             gam = self.gamma_for(g, params)
             G = self._coarse_values(spectra.G, sl, index, conj)
-            part = xp.sum(G * gam.conj() / xp.maximum(xp.abs(gam), RECON_EPS), axis=0)
+            term = G * gam.conj() / xp.maximum(xp.abs(gam), RECON_EPS)
+            part = xp.sum(_kept(xp, term, keep, sl), axis=0)
             O = part if O is None else O + part
         assert O is not None
-        return O / spectra.n_bf
+        return O / _count(spectra.n_bf, keep)
 
     def _wiener_spectrum(
         self, spectra: AnySpectra, params: Mapping[str, float],
         grids: Iterable[OverlapGrid], index: Any, conj: Any,
+        keep: PixelSubset | None = None,
     ) -> Any:
-        """O = N/(D + ε): the least-squares object of the VP objective."""
+        """O = N/(D + ε): the least-squares object of the VP objective (``keep``: as in
+        ``ssb_spectrum``)."""
         xp = self.xp
         N = D = None
         for sl, g in _with_slices(grids):
             gam = self.gamma_for(g, params)
             G = self._coarse_values(spectra.G, sl, index, conj)
-            n_part = xp.sum(gam.conj() * G, axis=0)
-            d_part = xp.sum(gam.real**2 + gam.imag**2, axis=0)
+            n_part = xp.sum(_kept(xp, gam.conj() * G, keep, sl), axis=0)
+            d_part = xp.sum(_kept(xp, gam.real**2 + gam.imag**2, keep, sl), axis=0)
             N = n_part if N is None else N + n_part
             D = d_part if D is None else D + d_part
         assert N is not None and D is not None
-        return N / (D + WIENER_EPS * spectra.n_bf)
+        return N / (D + WIENER_EPS * _count(spectra.n_bf, keep))
 
     def object_spectrum_to_image(self, spectra: AnySpectra, O: Any, f: int) -> Any:
         """O(ν) is anti-Hermitian off DC, so O(r) = DC + i·irfft2(-i·O): one inverse FFT."""
@@ -384,6 +394,26 @@ def bf_center_of_mass(bf_counts: np.ndarray, geo: DatasetGeometry) -> np.ndarray
         total = row.sum(axis=1, keepdims=True)
         out[r] = (row @ k_px) / np.where(total > 0, total, 1.0)
     return out
+
+
+@dataclass(frozen=True)
+class PixelSubset:
+    """The BF pixels a reconstruction sums over: a (B,) bool mask in the reference's
+    array module and its count (known on the host: no device read)."""
+
+    mask: Any
+    count: int
+
+
+def _kept(xp: Any, terms: Any, keep: PixelSubset | None, sl: slice) -> Any:
+    """(b, ν) terms of BF rows ``sl`` with the pixels outside ``keep`` zeroed (the kept
+    ones unchanged: with every pixel kept, the sums' bits are those without a mask)."""
+    return terms if keep is None else xp.where(keep.mask[sl, None], terms, 0)
+
+
+def _count(n_bf: int, keep: PixelSubset | None) -> int:
+    """The BF pixels the sums run over."""
+    return n_bf if keep is None else keep.count
 
 
 def _with_slices(grids: Iterable[OverlapGrid]) -> Iterator[tuple[slice, OverlapGrid]]:

@@ -65,8 +65,9 @@ class ThickSampleModel:
         return self._live().misfit_terms(self.spectra, candidate, names)
 
     def reconstruct(self, params: dict[str, float], upsample: int, method: str,
-                    resident: bool = False) -> Any:
-        return self._live().reconstruct(self.spectra, params, upsample, method, resident)
+                    resident: bool = False, bf_pixels: int | None = None) -> Any:
+        return self._live().reconstruct(self.spectra, params, upsample, method, resident,
+                                        bf_pixels)
 
     def release(self) -> None:
         """Free this model's spectra now (e.g. a region replaced by a newer edit)."""

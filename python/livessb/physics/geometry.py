@@ -41,6 +41,31 @@ def bright_field_pixels(
     return BFPixels(rows=rows, cols=cols, k_det=k_det)
 
 
+def nearest_bf_pixels(bf: BFPixels, count: int | None) -> np.ndarray | None:
+    """Which BF pixels a reconstruction with ``count`` of them sums over: the ``count``
+    nearest the disk centre (|k_det| ascending, ties in index order, so the choice is
+    deterministic), a (B,) bool mask in index order; None (``count`` None): all of them.
+
+    Nearest the centre, as a smaller BF detector radius: the edge pixels, partly lit and
+    the most sensitive to the aperture's edge, go first. The band the sums transfer
+    narrows with the radius (a pixel at |k| from the centre carries the trotter
+    frequencies kα - |k| ≤ |ν| ≤ kα + |k|) and the dose used falls with the count.
+    """
+    if count is None:
+        return None
+    total = bf.count
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)):
+        raise TypeError(f"bf_pixels must be an integer count or None (all {total}), got "
+                        f"{count!r}")
+    if not 1 <= int(count) <= total:
+        raise ValueError(f"bf_pixels={int(count)} is outside 1..{total}: the BF disk has "
+                         f"{total} pixels; pass at most {total}, or None for all")
+    r2 = bf.k_det[:, 0] ** 2 + bf.k_det[:, 1] ** 2
+    keep = np.zeros(total, dtype=bool)
+    keep[np.argsort(r2, kind="stable")[:int(count)]] = True
+    return keep
+
+
 def rotation_matrix(theta: float) -> np.ndarray:
     c, s = math.cos(theta), math.sin(theta)
     return np.array([[c, -s], [s, c]])

@@ -34,7 +34,7 @@ class Messages:
             "request_crops": self.request_crops, "save": self.save, "preview": self.preview,
             "refine": self.refine, "export_pins": self.export_pins,
             "export_tiff": self.export_tiff, "fit_map": widget._maps.fit_map,
-            "cancel": widget._cancel.message}
+            "cancel": widget._cancel.message, "pattern": widget._diffraction.message}
 
     def handle(self, content: Any) -> None:
         w = self._w
@@ -76,7 +76,8 @@ class Messages:
             # the same six joint parameters (a view toggle, a higher-order slider): same loss
             known = self._loss[1] if self._loss is not None and self._loss[0] == key else None
             frame = render_preview(s, req.params, req.rotation_deg, req.view, w.max_frame_px,
-                                   loss=known, draft=req.draft)
+                                   loss=known, draft=req.draft,
+                                   bf_pixels=w._diffraction.bf_pixels())
             self._loss = (key, frame.loss)
             w._send_frame(frame, req.seq)
 

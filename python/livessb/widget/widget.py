@@ -29,6 +29,7 @@ from ..render import phase_to_png
 from ..virtual import IMAGES
 from . import bundle
 from .cancel import CancelJobs
+from .diffractionview import DiffractionView
 from .frames import FrameStream
 from .mapjobs import MapJobs
 from .messages import Messages
@@ -105,12 +106,14 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
     virtual_images = traitlets.Dict(value_trait=traitlets.Dict()).tag(sync=True)
     cancellable = traitlets.Unicode("").tag(sync=True)  # the job cancel() would stop (cancel.py)
     cancelled = traitlets.Unicode("").tag(sync=True)  # the job last cancelled ("": none since)
+    diffraction_info = traitlets.Dict().tag(sync=True)  # the pattern panel's (diffractionview.py)
     # --- JS <-> Python ------------------------------------------------------
     live_regions = traitlets.Bool(False).tag(sync=True)
     # [{id, row_start, row_stop, col_start, col_stop}], scan px, stops exclusive
     regions = traitlets.List(traitlets.Dict()).tag(sync=True)
     # what the scan view shows (root data-image): a virtual image until a fit's phase
     image = traitlets.Enum(IMAGES, default_value="virtual-bf").tag(sync=True)
+    bf_pixels = traitlets.Int(0).tag(sync=True)  # BF pixels the image on screen sums; 0: all
 
     max_frame_px = SCAN_PNG_MAX_PX  # preview frames: longer side at most this
 
@@ -154,6 +157,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
         self._cancel = CancelJobs(self)  # before Messages: its handler is the "cancel" message
         self._maps = MapJobs(self)
         self._regions = RegionJobs(self)
+        self._diffraction = DiffractionView(self)  # before Messages: its "pattern" handler
         self._messages = Messages(self)
         self._virtual = VirtualView(self)
         self._closed = False
@@ -169,6 +173,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
         f = int(self._session.upsample_factor)
         self.upsample = f
         self.sampling_A = [float(s) / f for s in self._dataset.scan_step_A]
+        self.diffraction_info = self._diffraction.info()
         self.on_msg(self._on_custom_msg)
         # first on the worker: an image from the counts while the first fit runs
         self._submit("virtual", lambda _g: self._virtual.publish())
@@ -337,7 +342,8 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
     def _show_full(self, fit: FitResult, _generation: int = 0) -> None:
         """Publish a full-field fit and send a frame of its parameters."""
         frame = render_preview(self._session, fit.params, max_px=self.max_frame_px,
-                               loss=fit.loss)  # the fit's own loss: no extra evaluation
+                               loss=fit.loss,  # the fit's own loss: no extra evaluation
+                               bf_pixels=self._diffraction.bf_pixels())
         if self._closed:
             return
         with self._lock, self.hold_sync():

@@ -28,7 +28,7 @@ import numpy as np
 
 from ...dataset import Dataset4D
 from ...params import JOINT, N_JOINT, to_vector
-from ...physics.geometry import fft_friendly_size
+from ...physics.geometry import fft_friendly_size, nearest_bf_pixels
 from ...physics.optics import has_higher_order
 from ...physics.overlap import PAIRS
 from ...results import Bounds
@@ -61,7 +61,13 @@ from .launch import (
 )
 from .memory import DeviceMemory, device_bytes, plan_pool_bytes, planned_irfft2
 from .memory import upload_bf_counts as gather_bf_counts
-from .prepare import fine_grid, reference_geometry, stage_spectra, support_masks
+from .prepare import (
+    fine_grid,
+    reference_geometry,
+    stage_spectra,
+    subset_mask_words,
+    support_masks,
+)
 from .records import CUDAPart, FineMasks, RotationGeometry
 from .timing import add_seconds, timed
 
@@ -353,18 +359,19 @@ class CUDAEngine:
     @timed("reconstruct")
     def reconstruct(
         self, spectra: Spectra, params: dict[str, float], upsample: int = 1,
-        method: str = "ssb", resident: bool = False,
+        method: str = "ssb", resident: bool = False, bf_pixels: int | None = None,
     ) -> Any:
         sp = self._life.live(spectra)
         check_method(method)
+        keep = nearest_bf_pixels(self.geo.bf, bf_pixels)
         if has_higher_order(params):  # leaves the quadratic fast path: the reference
             ref = self._reference_geometry(sp)
-            image = self.reference.reconstruct(sp, ref, params, upsample, method)
+            image = self.reference.reconstruct(sp, ref, params, upsample, method, keep)
             return image if resident else to_host(image, "reconstruct")
-        return self._reconstruct(sp, params, int(upsample), method, resident)
+        return self._reconstruct(sp, params, int(upsample), method, resident, keep)
 
     def _reconstruct(self, sp: DeviceSpectra, params: dict[str, float], f: int,
-                     method: str, resident: bool) -> Any:
+                     method: str, resident: bool, keep: np.ndarray | None = None) -> Any:
         cp = self.cp
         w, g = self._at_rotation(sp)
         Nr, Nc = sp.shape
@@ -378,6 +385,12 @@ class CUDAEngine:
             part.fine_masks = FineMasks(f, *support_masks(
                 cp, self.memory, sp.n_bf, g, fine.nu_r, fine.nu_c, Fr * Hf, Hf, self._kgeo))
         masks = part.fine_masks
+        words, n_sum = masks.masks, sp.n_bf
+        if keep is not None:  # a BF-pixel subset: the walk skips the others' pairs
+            with self.memory.guard("masking the BF-pixel subset", int(words.nbytes)):
+                words = (words.reshape(-1, masks.tiles * 4) & cp.asarray(
+                    subset_mask_words(keep, masks.tiles))).ravel()
+            n_sum = int(np.count_nonzero(keep))
         vec = to_vector(params, JOINT, default=0.0).reshape(1, N_JOINT)
         MF = Fr * Hf
         with self.memory.guard(f"reconstructing on the {Fr}x{Fc} grid", MF * 8 * 3):
@@ -387,10 +400,11 @@ class CUDAEngine:
             launch(ck.module().get_function("reconstruct_kernel"), (-(-MF // ck.NT),), (ck.NT,),
                    ReconstructArgs(
                        w.G, w.B, w.M, w.Nr, w.Nc, np.int32(Fr), np.int32(Fc), fine.nu_r,
-                       fine.nu_c, fine.alias, g.k64, g.px, masks.masks, np.int32(masks.tiles),
+                       fine.nu_c, fine.alias, g.k64, g.px, words, np.int32(masks.tiles),
                        cp.asarray(candidate_table(vec)), self._kgeo.g_ka2, self._kgeo.g_ka,
                        self._kgeo.g_inv_w, self._kgeo.g_twopilam, self._kgeo.pilam,
-                       np.float32(RECON_EPS), np.int32(0 if method == "ssb" else 1), O))
+                       np.float32(RECON_EPS), np.int32(0 if method == "ssb" else 1),
+                       np.int32(n_sum), O))
             ev[1].record()
             image = self.reference.object_spectrum_to_image(sp, O, f).astype(np.complex64)
             ev[2].record()

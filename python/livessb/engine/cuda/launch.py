@@ -281,6 +281,7 @@ class ReconstructArgs(KernelArgs):
     pilam: np.float64
     eps: np.float32
     mode: np.int32
+    n_sum: np.int32  # BF pixels the masks keep (the normalisation): B, or a subset's count
     out: Any
 
 

@@ -116,3 +116,15 @@ def support_masks(
                SupportMaskArgs(np.int32(n_bf), np.int32(M), np.int32(H), nu_r, nu_c, rows.px,
                                geo.g_ka2, geo.g_ka, np.int32(lobe), masks[i * words:]))
     return masks, tiles
+
+
+def subset_mask_words(keep: np.ndarray, tiles: int) -> np.ndarray:
+    """A support-mask row (uint32, tiles·4 words: word q of tile t, bit i = pixel
+    128t + 32q + i, as ``support_mask`` writes) with the bits of the pixels in ``keep``
+    set: ANDed into every row of a mask, the masked walk visits those pixels only, in
+    index order (a reconstruction over a subset of the BF pixels)."""
+    bits = np.zeros(tiles * ck.BT, dtype=np.uint64)
+    bits[:keep.size] = keep.astype(np.uint64)
+    words = (bits.reshape(tiles * 4, 32) << np.arange(32, dtype=np.uint64)).sum(axis=1)
+    out: np.ndarray = words.astype(np.uint32)
+    return out

@@ -17,7 +17,7 @@ __global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
     const double* __restrict__ k64, const float4* __restrict__ px,
     const uint4* __restrict__ masks, int mask_stride,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam, double pilam, float eps, int mode,
-    float2* __restrict__ out) {
+    int n_sum, float2* __restrict__ out) {
     const Geo geo = make_geo(g_ka2, g_ka, g_inv_w, g_twopilam);
     const int Hc = Nc / 2 + 1, Hf = Fc / 2 + 1;
     const int MF = Fr * Hf;
@@ -79,8 +79,9 @@ __global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
         });
     if (m < MF) {
         float2 o;
-        if (mode == 0) { o.x = (float)(aR / B); o.y = (float)(aI / B); }
-        else { const double den = aD + 1e-3 * B; o.x = (float)(aR / den); o.y = (float)(aI / den); }
+        // n_sum: the pixels the masks keep (B, or the count of a BF-pixel subset)
+        if (mode == 0) { o.x = (float)(aR / n_sum); o.y = (float)(aI / n_sum); }
+        else { const double den = aD + 1e-3 * n_sum; o.x = (float)(aR / den); o.y = (float)(aI / den); }
         out[m] = o;
     }
 }
