@@ -1,0 +1,109 @@
+"""The Dask cluster a series runs on: a given client, an existing scheduler
+(``--scheduler ADDRESS``), or an embedded one started here and closed afterwards:
+one worker per GPU through dask-cuda's ``LocalCUDACluster`` where CUDA is present
+(dask-cuda is optional: without it, one worker on the first GPU), otherwise CPU worker
+processes sized to the machine (each scan's fit already uses several cores)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from distributed import Client, LocalCluster
+
+from .worker import SeriesWorker
+
+CORES_PER_CPU_WORKER = 4  # the CPU engine's Numba kernels run in parallel within a scan
+
+
+@dataclass
+class ClusterHandle:
+    """The client to submit to, and the cluster when this series started it."""
+
+    client: Client
+    cluster: Any | None
+    description: str
+    dashboard: str | None
+
+    def close(self) -> None:
+        if self.cluster is not None:  # ours: stop it (a joined cluster is left running)
+            self.client.close()
+            self.cluster.close()
+
+
+def cpu_workers(requested: int | None) -> int:
+    if requested is not None:
+        return requested
+    return max(1, (os.cpu_count() or 1) // CORES_PER_CPU_WORKER)
+
+
+def _gpu_count(device: str) -> int:
+    if device == "cpu":
+        return 0
+    from ..engine import cuda_available
+
+    if not cuda_available():
+        return 0
+    import cupy
+
+    return int(cupy.cuda.runtime.getDeviceCount())
+
+
+def start_local(workers: int | None, device: str,
+                say: Callable[[str], None]) -> tuple[Any, str]:
+    """An embedded cluster: GPUs first, CPU processes otherwise."""
+    if workers is not None and workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {workers}")
+    dashboard = ":0" if importlib.util.find_spec("bokeh") else None
+    gpus = _gpu_count(device)
+    if gpus:
+        try:
+            from dask_cuda import LocalCUDACluster
+        except ImportError:
+            say("dask-cuda is not installed: one worker on the first GPU "
+                "(pip install dask-cuda for one worker per GPU)")
+            return (LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                 dashboard_address=dashboard),
+                    "1 GPU worker (no dask-cuda)")
+        n = min(workers or gpus, gpus)
+        return (LocalCUDACluster(n_workers=n, threads_per_worker=1,
+                                 dashboard_address=dashboard), f"{n} GPU worker(s)")
+    n = cpu_workers(workers)
+    return (LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                         dashboard_address=dashboard), f"{n} CPU worker process(es)")
+
+
+def connect(client: Client | None = None, scheduler: str | None = None,
+            workers: int | None = None, device: str = "auto",
+            say: Callable[[str], None] = print) -> ClusterHandle:
+    """The cluster to run on, with the series' worker plugin registered."""
+    if client is not None:
+        handle = ClusterHandle(client, None, "the given client", _link(client))
+    elif scheduler is not None:
+        try:
+            joined = Client(scheduler, timeout="20s")
+        except OSError as exc:
+            raise OSError(f"cannot reach the Dask scheduler at {scheduler!r} ({exc}): start "
+                          "one (dask scheduler; dask worker ADDRESS) or leave out "
+                          "--scheduler to run on this machine") from None
+        handle = ClusterHandle(joined, None, f"the cluster at {scheduler}", _link(joined))
+    else:
+        cluster, what = start_local(workers, device, say)
+        started = Client(cluster)
+        handle = ClusterHandle(started, cluster, f"an embedded cluster: {what}", _link(started))
+        say(f"started {handle.description}; dashboard: "
+            f"{handle.dashboard or 'not served (pip install bokeh for the Dask dashboard)'}")
+    handle.client.register_plugin(SeriesWorker())
+    return handle
+
+
+def _link(client: Client) -> str | None:
+    if importlib.util.find_spec("bokeh") is None:
+        return None
+    try:
+        return str(client.dashboard_link)
+    except (KeyError, AttributeError):
+        return None
