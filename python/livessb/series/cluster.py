@@ -27,10 +27,14 @@ class ClusterHandle:
     cluster: Any | None
     description: str
     dashboard: str | None
+    own_client: bool = True
 
     def close(self) -> None:
-        if self.cluster is not None:  # ours: stop it (a joined cluster is left running)
+        """Close what this series opened: its client, and its cluster (a joined cluster
+        is left running, a given client open)."""
+        if self.own_client:
             self.client.close()
+        if self.cluster is not None:
             self.cluster.close()
 
 
@@ -81,7 +85,8 @@ def connect(client: Client | None = None, scheduler: str | None = None,
             say: Callable[[str], None] = print) -> ClusterHandle:
     """The cluster to run on, with the series' worker plugin registered."""
     if client is not None:
-        handle = ClusterHandle(client, None, "the given client", _link(client))
+        handle = ClusterHandle(client, None, "the given client", _link(client),
+                               own_client=False)
     elif scheduler is not None:
         try:
             joined = Client(scheduler, timeout="20s")
