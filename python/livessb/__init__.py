@@ -11,10 +11,10 @@ from .memory import InsufficientMemoryError
 from .plausible import unusual_values_allowed
 
 __all__ = ["Cancelled", "Dataset4D", "DatasetError", "InsufficientMemoryError", "Preprocessing",
-           "SSBWidget", "Session", "load", "simulate", "unusual_values_allowed"]
+           "SSBWidget", "Session", "load", "series", "simulate", "unusual_values_allowed"]
 
 if TYPE_CHECKING:
-    from . import simulate
+    from . import series, simulate
     from .io import load
     from .preprocess import Preprocessing
     from .session import Session
@@ -35,8 +35,8 @@ def __getattr__(name: str) -> Any:
     if name == "load":
         from .io import load
         return load
-    if name == "simulate":
+    if name in ("simulate", "series"):
         import importlib
 
-        return importlib.import_module(".simulate", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'livessb' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""Command line: ``livessb demo | fit | benchmark``."""
+"""Command line: ``livessb demo | fit | benchmark | series``."""
 
 from __future__ import annotations
 
@@ -313,6 +313,9 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--map", type=int, default=0, metavar="N",
                    help="also time a map of N×N tiles and its reconstruction (8 on 512²)")
     b.set_defaults(subparser=b)
+    from .series.cli import add_series_parser
+
+    add_series_parser(sub)
     return p
 
 
@@ -349,6 +352,10 @@ def main(argv: list[str] | None = None) -> int:
                 from .demo_launch import launch_demo_notebook
 
                 launch_demo_notebook(port=args.port, open_browser=not args.no_browser)
+        elif args.command == "series":
+            from .series.cli import run_series_cli
+
+            return run_series_cli(args)
         elif args.command == "fit":
             from .progress import progress_enabled
 
