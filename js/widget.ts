@@ -17,7 +17,7 @@ import { Throttle } from "./latest";
 import { PinsPanel, TrialsList } from "./lists";
 import { MapPanel } from "./mapview";
 import {
-  asStatus, parseCropMessage, parseProgress, parseRegions, parseSampling, parseShape, regionsForWire, toBytes,
+  asStatus, numbersOf, parseCropMessage, parseProgress, parseRegions, parseSampling, parseShape, regionsForWire, toBytes,
   type Region, type Traits,
 } from "./model";
 import { parseMapOverlays } from "./overlay";
@@ -143,7 +143,7 @@ const render: Render<Traits> = ({ model, el }) => {
   function resetToFit(): void {
     const fit = fullFit();
     if (!fit.params) return;
-    steering.setValues(completeParams(browse.table, fit.params), fit.rotation_deg ?? null);
+    steering.showFit(completeParams(browse.table, fit.params), numbersOf(fit.errors), fit.rotation_deg ?? null);
     browse.clearActive();
     preview.request();
   }
@@ -185,7 +185,9 @@ const render: Render<Traits> = ({ model, el }) => {
     const fit = fullFit();
     statusBar.setFullFit(fit, browse.table);
     progress.setTimings(fit.timings);
-    if (fit.params && !steering.editing()) steering.setValues(completeParams(browse.table, fit.params), fit.rotation_deg ?? null);
+    if (fit.params && !steering.editing()) {
+      steering.showFit(completeParams(browse.table, fit.params), numbersOf(fit.errors), fit.rotation_deg ?? null);
+    }
   };
   const onTable = () => {
     browse.table = parseParamTable(model.get("param_table"));
