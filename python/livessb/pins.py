@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
-from .atomic import atomic_write_text
+from .atomic import atomic_write_text, require_folder
 from .export import ExportError
 from .preview import VIEWS, numeric_params, params_loss
 from .render import COLORMAPS
@@ -68,8 +68,7 @@ def export_pins(session: Session, directory: str | Path,
     """
     if not pins:
         raise ExportError("no pins to export: pin the current view first (key P)")
-    out_dir = Path(directory).expanduser()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = require_folder(directory)  # the folder rule: none is created (atomic.py)
     used: set[str] = {Path(MANIFEST).stem}
     written: list[Path] = []
     entries: list[dict[str, Any]] = []

@@ -121,6 +121,9 @@ class Messages:
                 return
             w.send({"type": "exported", "files": files})
             with w._lock:
+                if w._error.startswith("export failed"):  # resolved by this export
+                    w._error = ""
                 w.message = f"exported {len(files)} file(s) to {Path(files[0]).parent}"
+                w._update_status()
 
         w._submit("export", run, coalesce=False)
