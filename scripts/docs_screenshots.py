@@ -98,6 +98,7 @@ def main() -> int:
         label(root, "C10 slider").fill(str(target))
         state = wait_preview(root, state["frame"] + 1, params={"C10": target})
         label(root, "C12 value").fill("4.5")
+        label(root, "C12 value").press("Enter")  # a number box applies on Enter
         wait_preview(root, state["frame"] + 1, params={"C12": 4.5})
         save(root, "steered", (0.0, 0.0, 915.0, 540.0))
         label(root, "reset to fit").click()
@@ -144,6 +145,7 @@ def main() -> int:
         wait_preview(root, 0, params={"C10": fit["C10"]})
 
         # pins and export (a folder relative to the notebook's)
+        (lab.root / "exports").mkdir()  # livessb creates no folders (the folder rule)
         label(root, "export folder").fill("exports")
         state = preview_state(root)
         label(root, "pin").click()
