@@ -131,3 +131,13 @@ def test_a_typo_in_a_map_flag_names_the_flag_it_meant(
     err = capsys.readouterr().err
     assert err.startswith("usage: livessb map")
     assert "--tiles (did you mean --tile?)" in err
+
+
+def test_benchmark_output_folder_must_exist_before_it_runs(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    missing = tmp_path / "results" / "bench.json"
+    assert main(["benchmark", "--json", str(missing), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert (f"--json {missing}: the folder {str(missing.parent)!r} does not exist (livessb "
+            "creates no folders)") in err, err
+    assert not missing.parent.exists()
