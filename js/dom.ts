@@ -20,3 +20,12 @@ export function button(text: string, label: string): HTMLButtonElement {
   node.textContent = text;
   return node;
 }
+
+/** Run `apply` when a field's value is committed: Enter, or the change event (focus
+ *  leaving it, a spinner click); not on every keystroke. */
+export function onCommit(input: HTMLInputElement, apply: () => void): void {
+  input.addEventListener("change", apply);
+  input.addEventListener("keydown", (ev) => {
+    if (ev.key === "Enter" && !ev.isComposing) apply();
+  });
+}

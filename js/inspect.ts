@@ -2,7 +2,7 @@
 // and manual limits over a histogram), reset view and the FFT toggle.
 import { COLORMAPS, isColormap, type ColormapName } from "./colormaps";
 import { histogramFraction, histogramValue, type Histogram } from "./contrast";
-import { button, element } from "./dom";
+import { button, element, onCommit } from "./dom";
 import type { ViewKind } from "./pins";
 
 export interface InspectCallbacks {
@@ -58,7 +58,7 @@ export class InspectPanel {
     for (const input of [this.lo, this.hi]) {
       input.type = "number";
       input.step = "any";
-      input.addEventListener("change", () => this.typed());
+      onCommit(input, () => this.typed()); // Enter or leaving the field
     }
     this.hist = element("canvas", "livessb-histogram", "histogram");
     this.hist.title = "drag across the histogram to set the contrast limits (keyboard: the min/max fields)";

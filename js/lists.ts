@@ -76,7 +76,8 @@ export class PinsPanel {
     this.list = element("ul", "livessb-pins", "pins");
     this.dirInput = element("input", "", "export folder");
     this.dirInput.type = "text";
-    this.dirInput.value = "livessb-export";
+    this.dirInput.value = "."; // the notebook's folder: it exists (livessb creates no folders)
+    this.dirInput.title = "an existing folder, relative to the notebook's or absolute";
     this.exportPinsButton = button("export pins", "export pins");
     this.exportTiffButton = button("export TIFF", "export TIFF");
     this.result = element("div", "livessb-export-result", "export result");
@@ -90,7 +91,7 @@ export class PinsPanel {
   }
 
   dir(): string {
-    return this.dirInput.value.trim() || "livessb-export";
+    return this.dirInput.value.trim() || ".";
   }
 
   set(pins: readonly Pin[], table: readonly ParamRow[]): void {

@@ -92,6 +92,9 @@ export class MapPanel {
       const tile = Math.round(Number(this.tileInput.value));
       if (Number.isFinite(tile) && tile >= 1) this.hooks.onFit(tile);
     });
+    this.tileInput.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && !this.fitButton.disabled) this.fitButton.click(); // Enter applies
+    });
     this.select.addEventListener("change", () => this.show());
     this.setMaps(null);
   }

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { completeParams, formatParam, higherRows, jointRows, parseParamTable, sliderRange } from "./paramtable";
+import { completeParams, formatParam, higherRows, jointRows, parseParamTable } from "./paramtable";
 
 // rows shaped as python/livessb/params.py table_for_frontend() sends them
 const wire = [
-  { name: "C10", unit: "Å", label: "C10", box: [-500, 500], scale: 10, digits: 1, period: null, mirror_sign: -1, non_negative: false, opt_in: null },
+  { name: "C10", unit: "Å", label: "C10", box: [-500, 500], scale: 10, digits: 1, period: null, mirror_sign: -1, non_negative: false, opt_in: null, slice_span: 50 },
   { name: "phi12", unit: "rad", label: "φ12", box: [-1.5708, 1.5708], scale: 0.1, digits: 3, period: 3.14159, mirror_sign: 1, non_negative: false, opt_in: null },
   { name: "C21", unit: "Å", label: "C21", box: [0, 2000], scale: 50, digits: 0, period: null, mirror_sign: 1, non_negative: true, opt_in: "C21" },
   { name: "C32", unit: "Å", label: "C32", box: [0, 1e5], scale: 1e3, digits: 0, period: null, mirror_sign: 1, non_negative: true, opt_in: null, fittable: false },
@@ -26,12 +26,9 @@ describe("parameter table", () => {
     expect(jointRows(t).map((r) => r.name)).toEqual(["C10", "phi12"]);
     expect(higherRows(t).map((r) => r.name)).toEqual(["C21", "C32"]); // opt-in and reconstruction-only
   });
-  it("slider range: the box, widened to hold a fitted value, one step per digit", () => {
-    const [c10, , c21] = parseParamTable(wire);
-    expect(sliderRange(c10)).toEqual({ min: -500, max: 500, step: 0.1 });
-    expect(sliderRange(c10, 612.34).max).toBeCloseTo(612.4, 9);
-    expect(sliderRange(c21, -3).min).toBe(-3);
-    expect(sliderRange(c21).step).toBe(1);
+  it("the slider span comes from slice_span (absent or not positive: none)", () => {
+    const t = parseParamTable([...wire, { name: "x", box: [0, 1], slice_span: -2 }]);
+    expect(t.map((r) => r.span)).toEqual([50, null, null, null, null]);
   });
   it("formats with the table's digits and unit", () => {
     const [c10, phi] = parseParamTable(wire);

@@ -13,6 +13,7 @@ export interface ParamRow {
   non_negative: boolean;
   opt_in: string | null; // null (and fittable): one of the jointly fitted parameters
   fittable: boolean; // false: reconstruction only (higher orders steered by hand)
+  span: number | null; // slider half-span around the fitted value (slice_span; null: the box)
 }
 
 const isNum = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v);
@@ -32,6 +33,7 @@ export function parseParamTable(x: unknown): ParamRow[] {
       non_negative: o.non_negative === true,
       opt_in: typeof o.opt_in === "string" ? o.opt_in : null,
       fittable: o.fittable !== false,
+      span: isNum(o.slice_span) && o.slice_span > 0 ? o.slice_span : null,
     };
   });
 }
@@ -46,23 +48,6 @@ export function jointRows(table: readonly ParamRow[]): ParamRow[] {
 /** Higher orders: opt-in coefficients and the reconstruction-only ones. */
 export function higherRows(table: readonly ParamRow[]): ParamRow[] {
   return table.filter((r) => !isJoint(r));
-}
-
-export interface SliderRange {
-  min: number;
-  max: number;
-  step: number;
-}
-
-/** Slider range: the default box widened to hold `value`; one step per shown digit. */
-export function sliderRange(row: ParamRow, value?: number): SliderRange {
-  const step = 10 ** -row.digits;
-  let [min, max] = row.box;
-  if (value !== undefined && Number.isFinite(value)) {
-    if (value < min) min = Math.floor(value / step) * step;
-    if (value > max) max = Math.ceil(value / step) * step;
-  }
-  return { min, max, step };
 }
 
 /** A value as the table shows it: its digits and unit. */

@@ -3,7 +3,7 @@ import type { ParamRow } from "./paramtable";
 import { EDGE_WARNING, modelText, NOT_DETERMINED, parseTrust, readout } from "./readout";
 
 const row = (name: string, unit: string, digits: number): ParamRow => ({
-  name, unit, label: name, box: [-10, 10], digits, period: null, non_negative: false, opt_in: null, fittable: true,
+  name, unit, label: name, box: [-10, 10], digits, period: null, non_negative: false, opt_in: null, fittable: true, span: null,
 });
 const C10 = row("C10", "Å", 1);
 const TILT = row("tilt_row_mrad", "mrad", 2);

@@ -12,6 +12,12 @@ import { clampViewport, panBy, visibleScan, zoomAt, zoomOf, type Size } from "./
 const MAX_CANVAS_PX = 512;
 const SCALEBAR_FRACTION = 0.25; // longest bar: a quarter of the view
 
+/** What the number beside the image is (docs/widget.md, "Steering"). */
+export const LOSS_TITLE =
+  "VP loss of the image on screen: the fraction of the measured sideband energy the model " +
+  "with these parameters (higher orders included) leaves unexplained; 0 explains all of it, " +
+  "lower is better, noise keeps it above 0";
+
 export class ScanView {
   readonly el: HTMLElement;
   readonly canvas: HTMLCanvasElement;
@@ -46,6 +52,7 @@ export class ScanView {
     stage.append(this.canvas, this.scaleBar.el);
     this.loss = element("output", "livessb-loss", "preview loss");
     this.loss.textContent = "loss –";
+    this.loss.title = LOSS_TITLE;
     this.el.append(stage, this.loss);
   }
 

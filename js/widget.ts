@@ -18,7 +18,7 @@ import { Throttle } from "./latest";
 import { PinsPanel, TrialsList } from "./lists";
 import { MapPanel } from "./mapview";
 import {
-  asStatus, parseCropMessage, parseProgress, parseRegions, parseSampling, parseShape, regionsForWire, toBytes,
+  asStatus, numbersOf, parseCropMessage, parseProgress, parseRegions, parseSampling, parseShape, regionsForWire, toBytes,
   type Region, type Traits,
 } from "./model";
 import { parseMapOverlays } from "./overlay";
@@ -145,7 +145,7 @@ const render: Render<Traits> = ({ model, el }) => {
   function resetToFit(): void {
     const fit = fullFit();
     if (!fit.params) return;
-    steering.setValues(completeParams(browse.table, fit.params), fit.rotation_deg ?? null);
+    steering.showFit(completeParams(browse.table, fit.params), numbersOf(fit.errors), fit.rotation_deg ?? null);
     browse.clearActive();
     preview.request();
   }
@@ -187,7 +187,9 @@ const render: Render<Traits> = ({ model, el }) => {
     const fit = fullFit();
     statusBar.setFullFit(fit, browse.table);
     progress.setTimings(fit.timings);
-    if (fit.params && !steering.editing()) steering.setValues(completeParams(browse.table, fit.params), fit.rotation_deg ?? null);
+    if (fit.params && !steering.editing()) {
+      steering.showFit(completeParams(browse.table, fit.params), numbersOf(fit.errors), fit.rotation_deg ?? null);
+    }
   };
   const onTable = () => {
     browse.table = parseParamTable(model.get("param_table"));

@@ -99,6 +99,7 @@ def main() -> int:
         label(root, "C10 slider").fill(str(target))
         state = wait_preview(root, state["frame"] + 1, params={"C10": target})
         label(root, "C12 value").fill("4.5")
+        label(root, "C12 value").press("Enter")  # a number box applies on Enter
         wait_preview(root, state["frame"] + 1, params={"C12": 4.5})
         save(root, "steered", (0.0, 0.0, 915.0, 540.0))
         label(root, "reset to fit").click()
@@ -159,6 +160,7 @@ def main() -> int:
         root.locator("xpath=self::*[@data-preview-bf-pixels='0']").wait_for(timeout=120_000)
 
         # pins and export (a folder relative to the notebook's)
+        (lab.root / "exports").mkdir()  # livessb creates no folders (the folder rule)
         label(root, "export folder").fill("exports")
         state = preview_state(root)
         label(root, "pin").click()

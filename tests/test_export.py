@@ -109,8 +109,9 @@ def test_unknown_suffix_and_options(tmp_path: Path, rec: Reconstruction) -> None
         rec.save(tmp_path / "x.emd", percentiles=(1, 99))
     with pytest.raises(ExportError, match="what="):
         rec.save(tmp_path / "x.h5", what="hologram")
-    with pytest.raises(FileNotFoundError, match="directory"):
-        rec.save(tmp_path / "missing" / "x.npy")
+    with pytest.raises(FileNotFoundError, match=r"the folder '.*missing' does not exist \(livessb "
+                       r"creates no folders\): create it first or choose another path"):
+        rec.save(tmp_path / "missing" / "x.npy")  # the folder rule (atomic.require_folder)
     assert not list(tmp_path.iterdir())
 
 

@@ -292,9 +292,22 @@ def test_export_pins_and_tiff(
              "colormap": "viridis", "contrast": [-0.2, 0.2]},
             {"name": "defocus +20", "params": {**TRUTH, "C10": -20.0}, "view": "phase",
              "colormap": "twilight"}]
+    tiff = {"type": "export_tiff", "path": "out/rec.tif", "params": TRUTH, "view": "phase"}
+    # the folder rule (atomic.require_folder): a missing folder is refused, not created
     w._on_custom_msg(w, {"type": "export_pins", "dir": "out", "pins": pins}, [])
-    w._on_custom_msg(w, {"type": "export_tiff", "path": "out/rec.tif",
-                         "params": TRUTH, "view": "phase"}, [])
+    w._on_custom_msg(w, tiff, [])
+    w.wait(TIMEOUT)
+    refused = [c for c, _ in sent.of("exported")]
+    assert [a["files"] for a in refused] == [[], []], refused
+    for answer in refused:
+        assert "the folder 'out' does not exist (livessb creates no folders): create it " \
+               "first or choose another path" in answer["error"], answer
+    assert not (tmp_path / "out").exists()
+    assert "does not exist" in w.message and w.status == "error"
+    sent.messages.clear()
+    (tmp_path / "out").mkdir()
+    w._on_custom_msg(w, {"type": "export_pins", "dir": "out", "pins": pins}, [])
+    w._on_custom_msg(w, tiff, [])
     w.wait(TIMEOUT)
     answers = [c for c, _ in sent.of("exported")]
     assert len(answers) == 2 and not any(a.get("error") for a in answers), answers
@@ -313,6 +326,7 @@ def test_export_pins_and_tiff(
     entry = manifest["pins"][0]
     assert entry["params"] == pins[0]["params"] and entry["contrast"] == [-0.2, 0.2]
     assert entry["loss"] == session.loss_evaluator()(to_vector(entry["params"], JOINT)[None])[0]
+    assert w.status == "done"  # the successful export cleared the error
     assert manifest["sampling_A"] == pytest.approx([s / f for s in session.dataset.scan_step_A])
     (tif_path,) = answers[1]["files"]
     with tifffile.TiffFile(tif_path) as tif:

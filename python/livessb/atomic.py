@@ -1,5 +1,11 @@
 """Atomic file writes: data go to a temporary file beside the target, which then
-replaces the target, so a failed write never damages what was saved before."""
+replaces the target, so a failed write never damages what was saved before.
+
+The folder rule (docs/guide.md, "Output folders"): livessb creates no folder for its
+outputs. The folder a file goes to, or the folder an export writes into, must exist;
+:func:`require_folder` is the one check and the one message, for the Python API, the
+widget (Save, export pins, export TIFF) and the command line alike.
+"""
 
 from __future__ import annotations
 
@@ -11,16 +17,35 @@ from pathlib import Path
 from typing import IO
 
 
+class MissingFolderError(FileNotFoundError):
+    """An output's folder does not exist (livessb creates none)."""
+
+
+def require_folder(folder: str | Path, what: str = "") -> Path:
+    """``folder`` if it is an existing directory, else MissingFolderError naming it (and
+    ``what`` asked for it, e.g. a command-line flag and its value) and the fix."""
+    path = Path(folder).expanduser() if str(folder) else Path(".")
+    if path.is_dir():
+        return path
+    prefix = f"{what}: " if what else ""
+    raise MissingFolderError(f"{prefix}the folder {str(folder)!r} does not exist (livessb creates "
+                             "no folders): create it first or choose another path")
+
+
+def folder_of(path: str | Path) -> Path:
+    """The folder a file ``path`` goes to (``.`` for a bare name)."""
+    parent = Path(path).expanduser().parent
+    return parent if str(parent) else Path(".")
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | Path) -> Iterator[IO[bytes]]:
     """Open a temporary file next to ``path``; on success it replaces ``path``.
 
     On any exception the temporary file is removed and ``path`` is left as it was.
     """
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise FileNotFoundError(f"the directory {str(directory)!r} does not exist: create it first")
+    target = Path(path).expanduser()
+    directory = require_folder(folder_of(target))
     # os.open with 0o666 lets the user's umask decide the mode, as for any new file
     # (tempfile.mkstemp would leave it 0600).
     tmp = str(directory / f".{target.name}.{secrets.token_hex(6)}.tmp")
@@ -38,9 +63,8 @@ def atomic_write(path: str | Path) -> Iterator[IO[bytes]]:
 
 
 def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write ``text`` (UTF-8) atomically, creating missing parent directories."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``text`` (UTF-8) atomically (its folder must exist: :func:`require_folder`)."""
+    path = Path(path).expanduser()
     with atomic_write(path) as fh:
         fh.write(text.encode("utf-8"))
     return path

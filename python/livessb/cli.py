@@ -1,4 +1,4 @@
-"""Command line: ``livessb demo | fit | benchmark | series``."""
+"""Command line: ``livessb demo | fit | map | series | benchmark``."""
 
 from __future__ import annotations
 
@@ -11,30 +11,16 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from .atomic import atomic_write
-from .cli_preprocess import add_preprocessing_arguments, check_options, preprocessing_from_args
-from .cli_text import (
-    UsageError,
-    cli_words,
-    dataset_line,
-    fit_lines,
-    preprocessing_line,
-    unknown_options_hint,
+from .cli_load import (
+    add_data_arguments,
+    check_data_args,
+    load_dataset,
+    open_session,
+    write_json,
+    write_png,
 )
-
-
-def _write_json(path: str | Path, doc: dict[str, Any]) -> Path:
-    with atomic_write(path) as fh:
-        fh.write(json.dumps(doc, indent=1, allow_nan=False, default=float).encode("utf-8"))
-    return Path(path)
-
-
-def _write_png(path: Path, phase: Any) -> Path:
-    from .render import phase_to_png
-
-    with atomic_write(path) as fh:
-        fh.write(phase_to_png(phase))
-    return path
+from .cli_map import add_map_parser, run_map
+from .cli_text import cli_words, fit_lines, unknown_options_hint
 
 
 def demo_regions(scan_shape: tuple[int, int]) -> dict[str, tuple[int, int, int, int]]:
@@ -55,11 +41,11 @@ def run_demo_headless(out: Path, device: str, trials: int, seed: int) -> dict[st
     with Session(ds, device=device) as s:
         full = s.fit(trials=trials, seed=seed, progress=True)
         rec = s.reconstruct()
-        _write_png(out / "full_phase.png", rec.phase)
+        write_png(out / "full_phase.png", rec.phase)
         regions = {}
         for name, bounds in demo_regions(ds.scan_shape).items():
             reg = s.fit_region(bounds, trials=trials, seed=seed, region_id=name, progress=True)
-            _write_png(out / f"region_{name}.png", reg.phase)
+            write_png(out / f"region_{name}.png", reg.phase)
             regions[name] = {"bounds": list(bounds), "params": reg.params, "loss": reg.fit.loss,
                              **_trust(reg.fit),
                              "truth_C10": truth.local_C10(bounds),
@@ -76,12 +62,8 @@ def run_demo_headless(out: Path, device: str, trials: int, seed: int) -> dict[st
             "regions": regions, "upsample": rec.upsample, "phase_sha256": rec.phase_hash(),
             "total_s": time.perf_counter() - t0,
         }
-    _write_json(out / "summary.json", summary)
+    write_json(out / "summary.json", summary)
     return summary
-
-
-REQUIRED = ("voltage_kV", "semiangle_mrad", "scan_step_A")
-EXAMPLES = {"voltage_kV": "200", "semiangle_mrad": "20", "scan_step_A": "0.6"}
 
 
 def _trust(fit: Any) -> dict[str, Any]:
@@ -91,103 +73,16 @@ def _trust(fit: Any) -> dict[str, Any]:
             "model": choice.get("kept"), "warnings": fit.provenance.get("warnings", [])}
 
 
-def _calibration_kwargs(args: argparse.Namespace) -> dict[str, Any]:
-    cal: dict[str, Any] = {}
-    for key in ("voltage_kV", "semiangle_mrad", "detector_sampling_mrad"):
-        if getattr(args, key) is not None:
-            cal[key] = getattr(args, key)
-    if args.scan_step_A is not None:
-        if len(args.scan_step_A) > 2:
-            raise UsageError("--scan-step-A takes one value (square pixels) or two (row, col), "
-                             f"got {len(args.scan_step_A)}")
-        cal["scan_step_A"] = args.scan_step_A[0] if len(args.scan_step_A) == 1 else tuple(
-            args.scan_step_A)
-    return cal
-
-
-def _from_calibration_file(path: str) -> dict[str, Any]:
-    """The calibration values a saved calibration file recorded for its dataset."""
-    try:
-        doc = json.loads(Path(path).read_text())
-        cal = dict(doc["dataset"]["calibration"])
-    except FileNotFoundError:
-        raise UsageError(f"--calibration {path}: no such file") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"--calibration {path} is not a livessb calibration file ({exc!r}): "
-                         "use a file written by --save-calibration") from None
-    if isinstance(cal.get("scan_step_A"), list):
-        cal["scan_step_A"] = tuple(cal["scan_step_A"])
-    return {k: v for k, v in cal.items() if v is not None}
-
-
-def _check_missing(args: argparse.Namespace, cal: dict[str, Any]) -> None:
-    """Every required calibration value neither given nor in the file, listed at once."""
-    from .io import read_metadata
-
-    if not Path(args.path).exists():  # before asking for values a missing file cannot hold
-        raise UsageError(f"no such file: {args.path!r}")
-    missing = [k for k in REQUIRED if k not in cal]
-    if not missing:
-        return
-    try:
-        meta = read_metadata(args.path, dataset_path=args.dataset_path)
-    except Exception:  # unreadable here: load() reports what is wrong with the file
-        return
-    missing = [k for k in missing if meta.get(k) is None]
-    if missing:
-        example = " ".join(f"{cli_words(k)} {EXAMPLES[k]}" for k in missing)
-        raise UsageError(
-            f"missing {', '.join(cli_words(k) for k in missing)}: {Path(args.path).name} does "
-            f"not record {'it' if len(missing) == 1 else 'them'}; pass e.g. {example} "
-            "(kV, mrad, Å)")
-
-
-def _check_outputs(args: argparse.Namespace) -> None:
-    """Output folders must exist before minutes of fitting (none is created unasked)."""
-    for flag, value in (("--json", args.json), ("--png", args.png),
-                        ("--save-calibration", args.save_calibration)):
-        if value is None:
-            continue
-        parent = Path(value).expanduser().parent
-        if not parent.is_dir():
-            raise UsageError(f"{flag} {value}: the folder {str(parent)!r} does not exist; "
-                             "create it first or choose another path")
-
-
 def run_fit(args: argparse.Namespace) -> dict[str, Any]:
-    from .io import load
-    from .plausible import unusual_values_allowed
     from .regions import check_bounds
-    from .session import Session
 
     say = (lambda *_a: None) if args.quiet else print
-    cal = _calibration_kwargs(args)
-    if args.calibration is not None:
-        cal = {**_from_calibration_file(args.calibration), **cal}
-    _check_missing(args, cal)
-    _check_outputs(args)
-    mask_flags = check_options(args)  # preprocessing flags and the mask file, before loading
-    with unusual_values_allowed(args.force):
-        ds = load(args.path, scan_shape=tuple(args.scan_shape) if args.scan_shape else None,
-                  scan_region=tuple(args.scan_region) if args.scan_region else None,
-                  dataset_path=args.dataset_path, bin_detector=args.bin_detector,
-                  crop_to_bf=args.crop_to_bf, progress=not args.quiet, **cal)
+    ds, preprocessing = load_dataset(args, {"--json": args.json, "--png": args.png,
+                                            "--save-calibration": args.save_calibration})
     region = None if args.region is None else check_bounds(tuple(args.region), ds.scan_shape)
     upsample: int | str = "auto" if args.upsample == "auto" else int(args.upsample)
-    preprocessing = preprocessing_from_args(args, mask_flags, ds.detector_shape)
-    with Session(ds, device=args.device, calibration=args.calibration,
-                 force=args.force, preprocessing=preprocessing) as s:
-        say(dataset_line(args.path, ds, s.device))
-        say(preprocessing_line(s.preprocessing))
-        if args.calibration is None:
-            s.fit(trials=args.trials, seed=args.seed, progress=not args.quiet,
-                  fit_detector_sampling=args.fit_detector_sampling)
+    with open_session(args, ds, preprocessing, say) as s:
         assert s.full_fit is not None
-        if (fitted := s.full_fit.provenance.get("detector_sampling")) is not None:
-            say(f"detector sampling fitted: {fitted['mrad']:.5g} ± {fitted['error_mrad']:.2g} "
-                f"mrad/px (start {fitted['start_mrad']:.5g})")
-        say("\n".join(fit_lines("full field" + (" (restored)" if args.calibration else ""),
-                                s.full_fit)))
         doc: dict[str, Any] = {"dataset": repr(ds), "device": s.device,
                                "preprocessing": s.preprocessing.to_dict(),
                                "full_field": s.full_fit.to_dict()}
@@ -209,11 +104,11 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
         doc["phase_sha256"] = rec.phase_hash()
         written = []
         if args.png:
-            written.append(str(_write_png(Path(args.png), rec.phase)))
+            written.append(str(write_png(Path(args.png), rec.phase)))
         if args.save_calibration:
             written.append(str(s.save_calibration(args.save_calibration)))
     if args.json:
-        written.append(str(_write_json(args.json, doc)))
+        written.append(str(write_json(args.json, doc)))
     if written:
         say(f"wrote {', '.join(written)}")
     return doc
@@ -257,48 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--region", type=int, nargs=4, metavar=("R0", "R1", "C0", "C1"),
                    help="also fit this region (scan pixels, stops exclusive)")
     f.add_argument("--png", metavar="FILE", help="write the phase (or the region's crop) as PNG")
-    f.add_argument("--voltage-kV", dest="voltage_kV", type=float, metavar="KV",
-                   help="beam energy in kV, e.g. 200 (default: from the file)")
-    f.add_argument("--semiangle-mrad", dest="semiangle_mrad", type=float, metavar="MRAD",
-                   help="probe convergence semiangle in mrad, e.g. 20 (default: from the file)")
-    f.add_argument("--scan-step-A", dest="scan_step_A", type=float, nargs="+", metavar="A",
-                   help="scan step in Å (one value, or row and column), e.g. 0.6 "
-                        "(default: from the file)")
-    f.add_argument("--detector-sampling-mrad", dest="detector_sampling_mrad", type=float,
-                   metavar="MRAD", help="mrad per detector pixel (default: from the file, "
-                                        "else derived from the BF disk radius)")
+    add_data_arguments(f)
     f.add_argument("--fit-detector-sampling", action="store_true",
                    help="fit the detector sampling jointly (an outer refinement, slower; "
                         "docs/uncertainty.md)")
-    f.add_argument("--scan-shape", type=int, nargs=2, metavar=("ROWS", "COLS"),
-                   help="scan shape of a 3D file (a stack of frames)")
-    f.add_argument("--scan-region", type=int, nargs=4, metavar=("R0", "R1", "C0", "C1"),
-                   help="load only these scan positions (stops exclusive)")
-    f.add_argument("--bin-detector", type=int, metavar="N",
-                   help="sum N×N detector pixels (less memory; sampling becomes N×)")
-    f.add_argument("--crop-to-bf", action="store_true",
-                   help="keep only the BF disk and a margin of the detector")
-    f.add_argument("--dataset-path", metavar="PATH",
-                   help="HDF5 path (or NPZ member) of the counts")
-    f.add_argument("--calibration", metavar="FILE",
-                   help="restore this calibration file instead of fitting (its calibration "
-                        "values are used)")
-    f.add_argument("--save-calibration", metavar="FILE", help="save the calibration JSON here")
-    f.add_argument("--upsample", default="auto", metavar="N",
-                   help="reconstruction upsampling: 'auto' (Nyquist of the aperture, capped "
-                        "at 8) or an integer (default: auto)")
-    f.add_argument("--trials", type=int, default=200, metavar="N",
-                   help="search trials per fit (default: 200)")
-    f.add_argument("--seed", type=int, default=42, metavar="N", help="search seed (default: 42)")
-    f.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
-                   help="compute device (default: auto, the GPU when there is one)")
-    f.add_argument("--force", action="store_true",
-                   help="accept implausible calibration values (unusual set-ups) and a "
-                        "calibration file saved for other data")
-    f.add_argument("--quiet", action="store_true",
-                   help="print only errors and warnings (no progress bars, no summary)")
-    add_preprocessing_arguments(f)
     f.set_defaults(subparser=f)
+    add_map_parser(sub)
 
     b = sub.add_parser("benchmark", help="time the reference workload (SPEC §4)",
                        formatter_class=fmt)
@@ -320,12 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_args(args: argparse.Namespace) -> None:
-    if args.command != "fit":
-        return
-    if args.upsample != "auto" and not (args.upsample.isdigit() and int(args.upsample) >= 1):
-        raise UsageError(f"--upsample must be 'auto' or a positive integer, got {args.upsample!r}")
-    if args.trials < 1:
-        raise UsageError(f"--trials must be at least 1, got {args.trials}")
+    if args.command in ("fit", "map"):
+        check_data_args(args)
 
 
 def _show_warning(message: Warning | str, category: type[Warning], *_rest: Any,
@@ -361,6 +216,11 @@ def main(argv: list[str] | None = None) -> int:
 
             with progress_enabled(not args.quiet):  # every stage's bar, reconstruct's too
                 run_fit(args)
+        elif args.command == "map":
+            from .progress import progress_enabled
+
+            with progress_enabled(not args.quiet):
+                run_map(args)
         else:
             from .bench.runner import run_benchmark
 
@@ -372,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"livessb {args.command}: interrupted", file=sys.stderr)
         return 130
     except (ValueError, RuntimeError, OSError, MemoryError) as exc:
-        text = cli_words(str(exc)) if args.command == "fit" else str(exc)
+        text = cli_words(str(exc)) if args.command in ("fit", "map") else str(exc)
         if isinstance(exc, MemoryError) and not text:
             text = "out of memory: try --bin-detector 2, --crop-to-bf or --scan-region"
         print(f"livessb {args.command}: error: {text}", file=sys.stderr)

@@ -37,6 +37,11 @@ _PHRASES: tuple[tuple[str, str], ...] = (
     (r"device='(\w+)'", r"--device \1"),
     (r"force=True", "--force"),
     (r"Session\(ds, calibration=path\)", "--calibration FILE"),
+    # map grids (fit.maps.tile_grid): the flags of livessb map
+    (r"use tiles of at most \((\d+), (\d+)\) positions \(or fit\(\) for the full field\)",
+     r"use --tile \1 \2 or smaller (or livessb fit for the full field)"),
+    (r"\b(tile|step) \((\d+), (\d+)\)", r"--\1 \2 \3"),
+    (r"\(or step=None\)", "(or leave --step out)"),
 )
 
 

@@ -14,10 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._version import __version__
-from .atomic import atomic_write_text
+from .atomic import atomic_write_text, require_folder
 from .export import ExportError
-from .params import JOINT, to_vector
-from .preview import VIEWS, numeric_params
+from .preview import VIEWS, numeric_params, params_loss
 from .render import COLORMAPS
 
 if TYPE_CHECKING:
@@ -69,9 +68,7 @@ def export_pins(session: Session, directory: str | Path,
     """
     if not pins:
         raise ExportError("no pins to export: pin the current view first (key P)")
-    out_dir = Path(directory).expanduser()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    evaluate = session.loss_evaluator()
+    out_dir = require_folder(directory)  # the folder rule: none is created (atomic.py)
     used: set[str] = {Path(MANIFEST).stem}
     written: list[Path] = []
     entries: list[dict[str, Any]] = []
@@ -91,7 +88,7 @@ def export_pins(session: Session, directory: str | Path,
         rec.save(path, what=view, colormap=colormap, limits=limits, scale_bar=True)
         written.append(path)
         sampling = [float(s) for s in rec.sampling_A]
-        loss = float(evaluate(to_vector(params, JOINT, default=0.0)[None])[0])
+        loss = params_loss(session, params)  # higher orders included, as reconstructed
         entries.append({"name": name, "file": path.name, "params": params, "loss": loss,
                         "view": view, "colormap": colormap,
                         "contrast": None if limits is None else list(limits)})

@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .params import JOINT, to_vector
+from .params import ABERRATION_KEYS, JOINT, to_vector
+from .physics.optics import has_higher_order
 
 if TYPE_CHECKING:
     from .session import Session
 
-__all__ = ["VIEWS", "Frame", "display_upsample", "numeric_params", "render_preview"]
+__all__ = ["VIEWS", "Frame", "display_upsample", "loss_names", "numeric_params", "params_loss",
+           "render_preview"]
 
 VIEWS: tuple[str, ...] = ("phase", "amplitude")
 U16_MAX = 65535
@@ -35,7 +37,7 @@ class Frame:
     image: np.ndarray  # float32 (h, w): phase in rad or amplitude
     params: dict[str, float]
     rotation_deg: float
-    loss: float  # VP loss of the six joint parameters at ``rotation_deg``
+    loss: float  # VP loss of ``params`` (higher orders included) at ``rotation_deg``
     view: str
     upsample: int
     sampling_A: tuple[float, float]  # Å per image pixel (row, col)
@@ -121,7 +123,8 @@ def render_preview(session: Session, params: Mapping[str, float],
     ``params`` may hold any coefficient up to fifth order; missing joint parameters
     are 0. ``rotation_deg`` (default: the session's fitted rotation) reconstructs at
     another scan/detector rotation; the loss is then the loss at that rotation.
-    ``loss`` given (e.g. a fit's own loss for its parameters) is used as is.
+    ``loss`` given (e.g. a fit's own loss for its parameters) is used as is; otherwise
+    it is :func:`params_loss` of ``params``: the loss of the image on screen.
     ``bf_pixels``: the image sums over that many BF pixels, the nearest the disk centre
     (``Session.reconstruct``); the loss is the fit's objective, over every pixel.
     """
@@ -136,12 +139,30 @@ def render_preview(session: Session, params: Mapping[str, float],
     with at_rotation(session, rotation_deg) as rot:
         rec = session.reconstruct(clean, upsample=f, bf_pixels=bf_pixels)
         if loss is None:
-            vector = to_vector(clean, JOINT, default=0.0)[None]
-            loss = float(session.loss_evaluator()(vector)[0])
+            loss = params_loss(session, clean)
     image = rec.phase if view == "phase" else np.abs(rec.object).astype(np.float32)
     return Frame(image=image, params=clean, rotation_deg=rot, loss=float(loss), view=view,
                  upsample=f, sampling_A=(float(rec.sampling_A[0]), float(rec.sampling_A[1])),
                  draft=bool(draft), bf_pixels=bf_pixels)
+
+
+def loss_names(params: Mapping[str, float]) -> tuple[str, ...]:
+    """The names the VP loss of ``params`` is evaluated over: the six joint parameters, and
+    every other aberration coefficient and angle present once a coefficient beyond C10/C12
+    is nonzero (those leave the engines' six-parameter fast path, so only then)."""
+    if not has_higher_order(params):
+        return JOINT
+    return JOINT + tuple(k for k in params if k in ABERRATION_KEYS and k not in JOINT)
+
+
+def params_loss(session: Session, params: Mapping[str, float]) -> float:
+    """VP loss (the fraction of the measured sideband energy the model leaves unexplained)
+    of ``params`` on the session's full field at its current rotation: the joint parameters
+    (missing: 0) and every higher-order coefficient they hold, as the image is
+    reconstructed with them."""
+    names = loss_names(params)
+    vector = to_vector(params, names, default=0.0)[None]
+    return float(session.loss_evaluator(names=names)(vector)[0])
 
 
 @contextlib.contextmanager

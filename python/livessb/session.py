@@ -420,11 +420,11 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         raise ValueError(f"upsample must be 'auto' or a positive integer, got {upsample!r}")
 
     # -- diagnostics --------------------------------------------------------------
-    def loss_evaluator(self, bounds: Bounds | None = None) -> Callable[[np.ndarray], np.ndarray]:
-        """A batch evaluator (K×6 → K losses) on the full field or a region, at the
-        full-field rotation: for ``livessb.plots.plot_loss_slices`` and custom scans.
-        A region's spectra stay resident until the session closes."""
-        return self._model_for(bounds).evaluate
+    def loss_evaluator(self, bounds: Bounds | None = None, names: tuple[str, ...] = JOINT,
+                       ) -> Callable[[np.ndarray], np.ndarray]:
+        """Batch VP losses (K×len(names) → K), full field or a region, full-field rotation."""
+        model = self._model_for(bounds)
+        return lambda candidates: model.evaluate(candidates, names=tuple(names))
 
     def _model_for(self, bounds: Bounds | None) -> ThickSampleModel:
         engine = self._check_open()

@@ -161,6 +161,7 @@ def test_small_draw_is_refused_in_the_browser(page: Page) -> None:
 
 def test_refine_sends_the_locked_parameters(page: Page) -> None:
     label(page, "depth value").fill("25")
+    label(page, "depth value").press("Enter")  # a number box applies on Enter
     label(page, "depth lock").check()
     label(page, "C12 lock").check()
     label(page, "refine from here").click()

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..atomic import atomic_write_text
 from .workload import TARGETS_S
 
 
@@ -74,8 +75,8 @@ def json_default(o: Any) -> Any:
 
 
 def write_json(result: dict[str, Any], json_path: str | Path) -> None:
-    Path(json_path).parent.mkdir(parents=True, exist_ok=True)
-    Path(json_path).write_text(json.dumps(result, indent=1, default=json_default))
+    """Atomically; the folder must exist (the folder rule: run_benchmark checks it first)."""
+    atomic_write_text(json_path, json.dumps(result, indent=1, default=json_default))
 
 
 def print_table(result: dict[str, Any]) -> None:

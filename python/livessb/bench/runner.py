@@ -46,8 +46,11 @@ def run_benchmark(
     parity: bool = True,
     map_tiles: int = 0,
 ) -> dict[str, Any]:
+    from ..atomic import folder_of, require_folder
     from ..session import Session
 
+    if json_path is not None:  # before minutes of benchmarking (none is created)
+        require_folder(folder_of(json_path), f"--json {json_path}")
     backend = backend_for(device)
     on_gpu = device != "cpu"
     result: dict[str, Any] = {

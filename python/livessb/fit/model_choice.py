@@ -89,7 +89,7 @@ def choose_model(
             f"the thick model's improvement is significant (T = {statistic:.3g}) but explains "
             f"only {explained:.0%} of the thin model's misfit beyond the noise (< "
             f"{EXPLAINED_MIN:.0%}): the misfit is something else (e.g. parameters varying "
-            "across the field: try fit_map)")
+            "across the field: try a map, Session.fit_map or livessb map)")
     return ModelChoice(kept=kept, reason=reason, loss_thin=float(loss_thin),
                        loss_thick=float(loss_thick), statistic=float(statistic),
                        threshold=CHI2_3_P001, explained_fraction=float(explained),

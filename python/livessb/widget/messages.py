@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..params import JOINT, to_vector
+from ..params import to_vector
 from ..pins import export_pins, export_tiff
-from ..preview import numeric_params, render_preview, same_rotation
+from ..preview import loss_names, numeric_params, render_preview, same_rotation
 from .frames import PreviewRequest
 from .records import refine_start
 from .scheduler import WidgetClosedError
@@ -72,8 +72,9 @@ class Messages:
             rotation = (s.rotation_deg if req.rotation_deg is None
                         or s.rotation_deg is None or same_rotation(req.rotation_deg, s.rotation_deg)
                         else req.rotation_deg % 360.0)
-            key = (rotation, tuple(to_vector(req.params, JOINT, default=0.0)))
-            # the same six joint parameters (a view toggle, a higher-order slider): same loss
+            names = loss_names(req.params)
+            key = (rotation, names, tuple(to_vector(req.params, names, default=0.0)))
+            # the same parameters of the loss (a view toggle, a draft's release): same loss
             known = self._loss[1] if self._loss is not None and self._loss[0] == key else None
             frame = render_preview(s, req.params, req.rotation_deg, req.view, w.max_frame_px,
                                    loss=known, draft=req.draft,
@@ -121,6 +122,9 @@ class Messages:
                 return
             w.send({"type": "exported", "files": files})
             with w._lock:
+                if w._error.startswith("export failed"):  # resolved by this export
+                    w._error = ""
                 w.message = f"exported {len(files)} file(s) to {Path(files[0]).parent}"
+                w._update_status()
 
         w._submit("export", run, coalesce=False)

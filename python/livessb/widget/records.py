@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from ..params import JOINT, OPTIONAL
@@ -34,6 +35,17 @@ def best_trials(fit: FitResult, limit: int = MAX_TRIALS) -> list[dict[str, Any]]
     order = sorted(range(len(fit.trials)), key=lambda i: (float(fit.trials[i]["loss"]), i))
     return [{"n": i, "params": float_params(fit.trials[i]["params"]),
              "loss": float(fit.trials[i]["loss"])} for i in order[:limit]]
+
+
+def with_search_trials(refined: FitResult, before: FitResult | None) -> FitResult:
+    """A refinement (Newton only, no trials) recorded with the trials of the search it
+    followed, so the calibration saves the trials the widget lists and a restored widget
+    lists them again; ``provenance["trials_from"]`` says whose they are."""
+    if refined.trials or before is None or not before.trials:
+        return refined
+    source = before.provenance.get("trials_from", before.provenance.get("mode", "search"))
+    return dataclasses.replace(refined, trials=list(before.trials),
+                               provenance={**refined.provenance, "trials_from": source})
 
 
 def trust_record(fit: FitResult) -> dict[str, Any]:

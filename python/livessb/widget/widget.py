@@ -39,6 +39,7 @@ from .records import (
     bounds_of,
     checked_regions,
     full_fit_record,
+    with_search_trials,
 )
 from .regionjobs import RegionJobs
 from .scheduler import Scheduler, WidgetClosedError
@@ -331,7 +332,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
         report = ProgressReporter(self._set_progress)
         with self._cancel.checked(report) as progress:
             fit = self._session.refine(start, fixed=fixed or None, progress=progress)
-        self._session.full_fit = fit  # recorded like any fit: the calibration saves it
+        self._session.full_fit = with_search_trials(fit, self._session.full_fit)
         report("reconstruct", 0, 1)
         self._show_full(fit)
 
