@@ -1,12 +1,14 @@
 // The widget's layout: three columns that fit a 1600×1000 window in JupyterLab
-// (widget.css), narrowing to two and then one in a narrower cell.
+// (layout.css), narrowing to two and then one in a narrower cell.
 //   main:    the scan image with its colour bar beside it (the loss, scale bar and fit
 //            progress over the image), the image's controls (virtual image, colormap,
-//            view, reset view, FFT, line profile; contrast and histogram; fit map), the
-//            measurement tools (FFT, profile plot) when open, the trials and pins;
+//            view, reset view, FFT, line profile; contrast and histogram), the
+//            measurement tools (FFT, profile plot) when open;
+//   lists:   the trials and pins, under the main column (at the bottom when narrower);
 //   side:    the steering parameters, the status (badge, cancel, full-field readout,
-//            messages, stage timings), the calibration save, then room for panels
-//            mounted later (the diffraction pattern: `layout.side.append(panel.el)`);
+//            messages, stage timings), the calibration save, the map row (fit map,
+//            parameter, legend), then room for panels mounted later (the diffraction
+//            pattern: `layout.side.append(panel.el)`);
 //   gallery: the regions (delete, live), the featured crop large, the others as thumbnails.
 // Only elements are placed here; each part keeps its own behaviour.
 import { element } from "./dom";
@@ -46,11 +48,13 @@ export function buildLayout(p: LayoutParts): Layout {
   const tools = element("div", "livessb-tools");
   tools.append(...p.tools);
   const main = element("div", "livessb-main");
-  main.append(imageRow, p.viewRow, p.contrastRow, p.mapRow, tools, ...p.lists);
+  main.append(imageRow, p.viewRow, p.contrastRow, tools);
+  const lists = element("div", "livessb-lists");
+  lists.append(...p.lists);
 
   p.statusHeader.append(p.cancel);
   const state = element("div", "livessb-state");
-  state.append(p.status, p.timings, p.save);
+  state.append(p.status, p.timings, p.save, p.mapRow);
   const side = element("div", "livessb-side");
   side.append(p.steering, state);
 
@@ -62,6 +66,6 @@ export function buildLayout(p: LayoutParts): Layout {
   gallery.append(header, p.crops);
 
   const el = element("div", "livessb-layout");
-  el.append(main, side, gallery);
+  el.append(main, lists, side, gallery);
   return { el, main, side, gallery };
 }
