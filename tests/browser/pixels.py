@@ -76,11 +76,16 @@ def at_frame_pixels(rgb: np.ndarray, rows: int, cols: int) -> np.ndarray:
     return rgb[np.ix_(r, c)]
 
 
-def index_error(drawn: np.ndarray, table: np.ndarray, want: np.ndarray) -> np.ndarray:
+def index_error(drawn: np.ndarray, table: np.ndarray, want: np.ndarray,
+                cyclic: bool = False) -> np.ndarray:
     """Per pixel: how many colormap entries away from ``want`` the drawn colour is
-    (the nearest entry of ``table`` to it; 0 = exactly the value's colour)."""
+    (0: exactly the value's colour; else the nearest entry of ``table`` to it, whose
+    neighbours may be the same colour). A cyclic map's two ends are one colour: its
+    distances wrap around."""
     d = ((drawn[..., None, :].astype(np.int64) - table[None, None].astype(np.int64)) ** 2).sum(-1)
-    return np.abs(np.argmin(d, axis=-1) - want)
+    off = np.abs(np.argmin(d, axis=-1) - want)
+    off = np.minimum(off, LUT_SIZE - off) if cyclic else off
+    return np.where((drawn == table[want]).all(-1), 0, off)
 
 
 # ----------------------------------------------------------------------- layout

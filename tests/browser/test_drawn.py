@@ -122,7 +122,8 @@ def drawn_check(page: Page, lab: Lab, root: Locator, colormap: str, lo: float, h
     [lo, hi] (each pixel the colour of its value, within the uint16 transport's rounding)."""
     truth = frame_truth(page, lab.root, preview_state(root)["params"], "frame-truth")
     drawn = at_frame_pixels(canvas_rgb(label(root, "scan image")), *truth.shape)
-    off = index_error(drawn, colormap_table(colormap), lut_index(truth, lo, hi))
+    off = index_error(drawn, colormap_table(colormap), lut_index(truth, lo, hi),
+                      cyclic=colormap == "twilight")
     assert (off == 0).mean() > 0.98 and off.max() <= 2, np.bincount(off.ravel())
     return drawn, truth
 
