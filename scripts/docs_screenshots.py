@@ -95,7 +95,9 @@ def shots(page: Any, root: Any) -> None:
     """Drive the widget through its controls, one shot each."""
     bar = root.get_by_role("progressbar", name="fit progress", exact=True)
     bar.wait_for(state="visible", timeout=300_000)
-    page.wait_for_timeout(2500)  # a few trials into the search
+    page.wait_for_function(  # half-way through the first search
+        "(b) => b.dataset.stage === 'search' && Number(b.getAttribute('aria-valuenow')) >= 100",
+        arg=bar.element_handle(), timeout=300_000)
     save(root, "progress")
     wait_status(root, "done", timeout_ms=600_000)
     bar.wait_for(state="hidden", timeout=60_000)
@@ -202,6 +204,7 @@ def shots(page: Any, root: Any) -> None:
     page.wait_for_timeout(300)
     save(root, "regions")
     label(root, "region panel r1").click()  # its thumbnail: r1 large
+    page.mouse.move(0, 0)  # no hover outline on the thumbnail now under the pointer
     page.wait_for_timeout(300)
     save(root, "region-crops", part(root, ".livessb-gallery"))
 
