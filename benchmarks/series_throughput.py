@@ -76,14 +76,15 @@ def make_files(args: argparse.Namespace, folder: Path) -> tuple[list[Path], dict
         from livessb.bench.device_data import generate_dataset
         from livessb.bench.workload import ABERRATIONS, SCAN_STEP_A
 
-        per_file = 512 * 512 * 192 * 192 * 2
+        rows = cols = args.scan_px
+        per_file = rows * cols * 192 * 192 * 2
         free = shutil.disk_usage(folder).free
         n = args.files or max(1, min(args.scans, (free - SPARE_BYTES) // per_file))
-        info.update(scan=[512, 512], detector=[192, 192], dtype="uint16", step_A=SCAN_STEP_A,
+        info.update(scan=[rows, cols], detector=[192, 192], dtype="uint16", step_A=SCAN_STEP_A,
                     file_bytes=per_file, disk_free_bytes=free)
         paths, times = [], []
         for k in range(n):
-            ds, _ = generate_dataset(aberrations={**ABERRATIONS,
+            ds, _ = generate_dataset(scan=(rows, cols), aberrations={**ABERRATIONS,
                                                   "C10": ABERRATIONS["C10"] + 2.0 * k},
                                      seed=42 + k)
             p = folder / f"spec_{k}.npy"
@@ -168,6 +169,8 @@ def main() -> None:
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--workload", default="small", choices=["small", "spec"])
     ap.add_argument("--scans", type=int, default=8)
+    ap.add_argument("--scan-px", type=int, default=512,
+                    help="spec workload: scan rows = cols (512: SPEC §4, 18 GiB a file)")
     ap.add_argument("--files", type=int, default=0, help="distinct files (0: auto)")
     ap.add_argument("--trials", type=int, default=200)
     ap.add_argument("--repeats", type=int, default=2, help="passes of each (alternating)")

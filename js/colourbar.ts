@@ -1,6 +1,7 @@
 // The colour bar beside the scan image ("colour bar"): the colormap's gradient
-// between the text of its two ends, the contrast limits of what is painted, with
-// the image's unit. Redrawn by whichever display paints (imageview.ts).
+// standing between the text of its two ends (the highest at the top), the
+// contrast limits of what is painted, with the image's unit. Redrawn by whichever
+// display paints (imageview.ts); placed to the right of the image (layout.ts).
 import { LUT_SIZE, lut, type ColormapName } from "./colormaps";
 import { endLabels, gradientPixels } from "./colourscale";
 import { element } from "./dom";
@@ -17,9 +18,9 @@ export class ColourBar {
     this.lo = element("span", "livessb-colourbar-end");
     this.hi = element("span", "livessb-colourbar-end");
     this.gradient = element("canvas", "livessb-colourbar-gradient");
-    this.gradient.width = LUT_SIZE;
-    this.gradient.height = 1;
-    this.el.append(this.lo, this.gradient, this.hi);
+    this.gradient.width = 1;
+    this.gradient.height = LUT_SIZE;
+    this.el.append(this.lo, this.gradient, this.hi); // text order low, high; shown bottom to top (CSS)
     this.el.hidden = true; // until something is painted
   }
 
@@ -32,7 +33,7 @@ export class ColourBar {
     if (colormap === this.colormap) return;
     const ctx = this.gradient.getContext("2d");
     if (!ctx) return;
-    ctx.putImageData(new ImageData(gradientPixels(lut(colormap)) as Uint8ClampedArray<ArrayBuffer>, LUT_SIZE, 1), 0, 0);
+    ctx.putImageData(new ImageData(gradientPixels(lut(colormap)) as Uint8ClampedArray<ArrayBuffer>, 1, LUT_SIZE), 0, 0);
     this.colormap = colormap;
   }
 }

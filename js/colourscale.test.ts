@@ -21,11 +21,12 @@ describe("colour bar ends", () => {
 });
 
 describe("colour bar gradient", () => {
-  it("is the colormap, lowest value first, opaque", () => {
+  it("is the colormap, highest value at the top, opaque", () => {
     const px = gradientPixels(lut("viridis"));
     expect(px.length).toBe(4 * LUT_SIZE);
-    expect(Array.from(px.slice(0, 4))).toEqual(Array.from(lut("viridis").slice(0, 4)));
-    expect(Array.from(px.slice(-4))).toEqual(Array.from(lut("viridis").slice(-4)));
+    expect(Array.from(px.slice(0, 4))).toEqual([253, 231, 37, 255]); // viridis' top end
+    expect(Array.from(px.slice(-4))).toEqual([68, 1, 84, 255]); // and its bottom end
+    expect(Array.from(px.slice(4 * 100, 4 * 100 + 4))).toEqual(Array.from(lut("viridis").slice(4 * 155, 4 * 156)));
     expect(px.every((v, i) => i % 4 !== 3 || v === 255)).toBe(true);
     expect(() => gradientPixels(new Uint8ClampedArray(8))).toThrow(/entries/);
   });

@@ -1,5 +1,6 @@
 // The colour bar's content: the text of its two ends (the contrast limits, in the
-// image's unit) and the gradient pixels of the colormap, lowest value on the left.
+// image's unit) and the gradient pixels of the colormap for a bar standing beside
+// the image: one pixel wide, the highest value at the top.
 import { LUT_SIZE } from "./colormaps";
 
 /** A limit as text: counts in whole numbers, small values with three significant digits. */
@@ -18,10 +19,15 @@ export function endLabels(limits: readonly [number, number], unit: string): [str
   return [`${formatLimit(limits[0])}${u}`, `${formatLimit(limits[1])}${u}`];
 }
 
-/** RGBA of a LUT_SIZE × 1 gradient (the LUT itself, alpha opaque). */
+/** RGBA of a 1 × LUT_SIZE gradient: the LUT from its last entry (top row) to its first
+ * (bottom row), alpha opaque. */
 export function gradientPixels(table: Uint8ClampedArray): Uint8ClampedArray {
   if (table.length !== 4 * LUT_SIZE) throw new Error(`colormap table has ${table.length / 4} entries, expected ${LUT_SIZE}`);
-  const out = new Uint8ClampedArray(table);
-  for (let i = 3; i < out.length; i += 4) out[i] = 255;
+  const out = new Uint8ClampedArray(table.length);
+  for (let i = 0; i < LUT_SIZE; i++) {
+    const from = 4 * (LUT_SIZE - 1 - i);
+    out.set(table.subarray(from, from + 3), 4 * i);
+    out[4 * i + 3] = 255;
+  }
   return out;
 }

@@ -22,7 +22,7 @@ const PHASE_TEXT = "phase (SSB)";
 export class ImageChoice {
   readonly el: HTMLElement;
   readonly select: HTMLSelectElement;
-  private readonly colourBar = new ColourBar();
+  readonly colourBar = new ColourBar(); // beside the image (layout.ts)
   private readonly options = new Map<ImageKind, HTMLOptionElement>();
   private images = new Map<VirtualKind, VirtualImage>();
   private inVirtual: VirtualImage | null = null; // the image the virtual display holds
@@ -50,7 +50,7 @@ export class ImageChoice {
       this.select.append(opt);
     }
     this.select.addEventListener("change", () => this.choose(asImageKind(this.select.value)));
-    this.el.append(this.select, this.colourBar.el);
+    this.el.append(this.select);
     progressBar.classList.add("livessb-progress-over");
     scan.canvas.parentElement?.append(progressBar);
     phase.active = false;

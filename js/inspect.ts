@@ -24,6 +24,8 @@ export class InspectPanel {
   readonly autoButton: HTMLButtonElement;
   readonly resetViewButton: HTMLButtonElement;
   readonly fftButton: HTMLButtonElement;
+  readonly viewRow: HTMLElement; // colormap, view, reset view, FFT (layout.ts adds the image's other controls)
+  readonly contrastRow: HTMLElement; // auto contrast, limits, histogram
   private lo: HTMLInputElement;
   private hi: HTMLInputElement;
   private hist: HTMLCanvasElement;
@@ -76,11 +78,11 @@ export class InspectPanel {
       this.fftButton.setAttribute("aria-pressed", String(shown));
       cb.onFFT(shown);
     });
-    const row1 = element("div", "livessb-row");
-    row1.append(this.colormap, this.view, this.resetViewButton, this.fftButton);
-    const row2 = element("div", "livessb-row");
-    row2.append(this.autoButton, this.lo, this.hi);
-    this.el.append(row1, row2, this.hist);
+    this.viewRow = element("div", "livessb-row livessb-view-row");
+    this.viewRow.append(this.colormap, this.view, this.resetViewButton, this.fftButton);
+    this.contrastRow = element("div", "livessb-row livessb-contrast");
+    this.contrastRow.append(this.autoButton, this.lo, this.hi, this.hist);
+    this.el.append(this.viewRow, this.contrastRow);
   }
 
   /** Show the histogram of the frame on screen and the limits over it. */

@@ -36,6 +36,7 @@ export class TrialsList {
       b.dataset.index = String(i);
       b.dataset.loss = String(t.loss);
       b.textContent = `#${t.n}  loss ${fmt(t.loss, 5)}  ${paramsText(table, t.params)}`;
+      b.title = b.textContent; // one line each: the whole text on hover
       b.addEventListener("click", () => this.onPick(i));
       li.append(b);
       this.list.append(li);

@@ -1,6 +1,6 @@
 // The scan view: the canvas "scan image" with the frame (or the scan PNG
 // until a frame arrives), region overlays, zoom/pan viewport, the scale bar
-// over it and the live loss beside it. Painting is batched per animation frame.
+// and the live loss over its bottom corners. Painting is batched per animation frame.
 import { paint, setupCanvas } from "./canvas";
 import { element } from "./dom";
 import type { Region } from "./model";
@@ -49,11 +49,11 @@ export class ScanView {
     const stage = element("div", "livessb-stage");
     this.canvas = element("canvas", "", "scan image");
     this.canvas.tabIndex = 0;
-    stage.append(this.canvas, this.scaleBar.el);
     this.loss = element("output", "livessb-loss", "preview loss");
     this.loss.textContent = "loss –";
     this.loss.title = LOSS_TITLE;
-    this.el.append(stage, this.loss);
+    stage.append(this.canvas, this.scaleBar.el, this.loss); // the loss in the image's corner
+    this.el.append(stage);
   }
 
   get viewport(): Viewport {

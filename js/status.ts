@@ -6,6 +6,7 @@ import { modelText, parseTrust, readout, type ReadoutState } from "./readout";
 
 export class StatusBar {
   readonly el: HTMLElement;
+  readonly header: HTMLElement; // the badge's row (layout.ts adds the cancel button)
   private statusEl: HTMLElement;
   private messageEl: HTMLElement;
   private readoutEl: HTMLElement;
@@ -19,7 +20,9 @@ export class StatusBar {
     this.readoutEl = element("div", "livessb-readout", "full-field fit");
     this.noticeEl = element("div", "livessb-notice", "notice");
     this.noticeEl.setAttribute("role", "alert");
-    this.el.append(this.statusEl, this.readoutEl, this.messageEl, this.noticeEl);
+    this.header = element("div", "livessb-status-header");
+    this.header.append(this.statusEl);
+    this.el.append(this.header, this.readoutEl, this.messageEl, this.noticeEl);
   }
 
   /** A browser-side notice (e.g. a refused region), cleared with "". */
@@ -65,16 +68,19 @@ export class StatusBar {
   }
 }
 
-/** Toolbar: delete selected region, live regions, calibration path + save. */
+/** Toolbar: delete selected region and live regions (the gallery's header), and the
+ * calibration path + save (beside the status). */
 export class Toolbar {
-  readonly el: HTMLElement;
+  readonly regionTools: HTMLElement;
+  readonly saveRow: HTMLElement;
   readonly deleteButton: HTMLButtonElement;
   readonly liveRegions: HTMLInputElement;
   readonly pathInput: HTMLInputElement;
   readonly saveButton: HTMLButtonElement;
 
   constructor() {
-    this.el = element("div", "livessb-toolbar");
+    this.regionTools = element("div", "livessb-toolbar");
+    this.saveRow = element("div", "livessb-toolbar livessb-save");
     this.deleteButton = button("Delete", "delete region");
     this.deleteButton.disabled = true;
     this.pathInput = element("input", "", "calibration path");
@@ -84,8 +90,10 @@ export class Toolbar {
     this.liveRegions = element("input", "", "live regions");
     this.liveRegions.type = "checkbox";
     this.liveRegions.title = "refit regions continuously while dragging them";
-    const live = element("span", "livessb-lock");
-    live.textContent = "live";
-    this.el.append(this.deleteButton, this.liveRegions, live, this.pathInput, this.saveButton);
+    const live = element("label", "livessb-lock");
+    live.title = this.liveRegions.title;
+    live.append(this.liveRegions, "live");
+    this.regionTools.append(this.deleteButton, live);
+    this.saveRow.append(this.pathInput, this.saveButton);
   }
 }

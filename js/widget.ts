@@ -13,6 +13,7 @@ import { element } from "./dom";
 import { FFTView } from "./fftview";
 import { ImageChoice } from "./imageview";
 import { InspectPanel } from "./inspect";
+import { buildLayout } from "./layout";
 import { removeRegion } from "./interaction";
 import { Throttle } from "./latest";
 import { PinsPanel, TrialsList } from "./lists";
@@ -31,6 +32,7 @@ import { ScanView } from "./scanview";
 import { StatusBar, Toolbar } from "./status";
 import { SteeringPanel } from "./steering";
 import "./widget.css";
+import "./layout.css";
 
 const LIVE_REGION_MS = 100; // live region edits: at most one every 100 ms (latest wins)
 
@@ -83,13 +85,14 @@ const render: Render<Traits> = ({ model, el }) => {
     onExportTiff: (path) => browse.exportTiff(path),
   });
   const browse = new Browse(model, steering, preview, display, inspect, trialsList, pinsPanel);
-  const left = element("div", "livessb-left");
-  left.append(scan.el, images.el, inspect.el, fft.el, profile.el, toolbar.el, maps.el, progress.el, statusBar.el);
-  progress.el.after(cancel.el); // the cancel button under the progress bar
-  const middle = element("div", "livessb-middle");
-  middle.append(steering.el, trialsList.el, pinsPanel.el);
-  middle.append(diffractionPanel(model, root, scan)); // the pattern under the pointer, BF pixels (diffractionview.ts)
-  root.append(left, middle, panels.el);
+  const layout = buildLayout({
+    stage: scan.el, colourBar: images.colourBar.el, viewRow: inspect.viewRow, imageControls: [images.el],
+    viewTools: [profile.toggle], contrastRow: inspect.contrastRow, mapRow: maps.el, tools: [fft.el, profile.el],
+    lists: [trialsList.el, pinsPanel.el], steering: steering.el, status: statusBar.el, statusHeader: statusBar.header,
+    cancel: cancel.el, timings: progress.el, save: toolbar.saveRow, regionTools: toolbar.regionTools, crops: panels.el,
+  });
+  layout.side.append(diffractionPanel(model, root, scan)); // the pattern under the pointer, BF pixels
+  root.append(layout.el);
   el.append(root);
 
   // --- regions (UI-only state: the committed list and the selection) ---

@@ -378,16 +378,18 @@ def click_fft_brightest(page: Any, root: Any, exclude_radius: float = 5) -> Any:
 
 @contextlib.contextmanager
 def fitted_demo(root_dir: Path, tag: str, while_fitting: Callable[[Any], None] | None = None,
-                init_script: str | None = None) -> Iterator[tuple[Any, Lab, Any]]:
+                init_script: str | None = None, viewport: tuple[int, int] = (1600, 1200),
+                ) -> Iterator[tuple[Any, Lab, Any]]:
     """JupyterLab + Chromium with the demo notebook run and its full-field fit's frame
     painted: yields (page, lab, widget root). ``while_fitting(root)`` runs before the fit
     ends; ``init_script`` runs in the page before JupyterLab's own scripts (e.g. to time
-    the widget's appearance); the console and JupyterLab logs go to
+    the widget's appearance); ``viewport``: the window's (width, height) in CSS px;
+    the console and JupyterLab logs go to
     test-artifacts/``tag``-*.log, and a page error fails the fixture."""
     console: list[str] = []
     ARTIFACTS.mkdir(exist_ok=True)
     with jupyterlab(root_dir) as lab, chromium() as browser:
-        page = browser.new_page(viewport={"width": 1600, "height": 1200})
+        page = browser.new_page(viewport={"width": viewport[0], "height": viewport[1]})
         page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
         page.on("pageerror", lambda e: console.append(f"pageerror: {e}"))
         if init_script is not None:

@@ -4,7 +4,9 @@ The demo notebook is opened and fitted ONCE (module fixture). The demo is untilt
 of zero depth, so the thin model is kept: the full-field readout shows C10 as
 "value ± error" and both tilts and the depth as "not determined". Then "fit map" with
 32² tiles (trials reduced through the widget's ``trials``, 2 CPU cores) paints the
-chosen parameter's tiles over the scan, "none" takes them off again. Screenshots go to
+chosen parameter's tiles over the scan (read back from the canvas: each tile's colour,
+unblended from the image under it, is the viridis entry of its C10, and it grows from
+left to right as the demo's defocus gradient does), "none" takes them off again. Screenshots go to
 test-artifacts/ (maps-*.png).
 """
 
@@ -13,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pytest
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -27,6 +30,7 @@ from lab import (  # noqa: E402
     show_canvas,
     wait_status,
 )
+from pixels import canvas_rgb, colormap_table, overlay_indices  # noqa: E402
 
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page
@@ -35,6 +39,8 @@ require_lab_stack()
 
 MAP_TILE = 32  # the demo's 96² scan: 3×3 tiles
 MAP_TRIALS = 40
+OVERLAY_ALPHA = 0.55  # js/overlay.ts: the tiles over the image
+DEMO_C10_GRADIENT_A_PER_COL = 0.8  # livessb.simulate.demo: C10 grows from left to right
 
 
 @pytest.fixture(scope="module")
@@ -64,6 +70,7 @@ def test_fit_map_paints_overlay_and_none_removes_it(ui: tuple[Page, Locator]) ->
     page, root = ui
     show_canvas(root)
     before = canvas_pixels_digest(root, "scan image")
+    before_rgb = canvas_rgb(root.get_by_label("scan image", exact=True))
     run_code(page, f"w.trials = {MAP_TRIALS}")
     root.get_by_label("map tile", exact=True).fill(str(MAP_TILE))
     root.get_by_label("fit map", exact=True).click()
@@ -80,6 +87,16 @@ def test_fit_map_paints_overlay_and_none_removes_it(ui: tuple[Page, Locator]) ->
     page.evaluate("() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 50)))")
     painted = canvas_pixels_digest(root, "scan image")
     assert painted != before
+    ov = run_json(page, "w.map_overlays['overlays']['C10']")
+    values, centres = np.array(ov["values"], dtype=float), np.array(ov["centers_px"], dtype=float)
+    shape = tuple(run_json(page, "list(w.scan_shape)"))
+    drawn = overlay_indices(before_rgb, canvas_rgb(root.get_by_label("scan image", exact=True)),
+                            centres, shape, OVERLAY_ALPHA, colormap_table("viridis"))
+    want = np.round(255 * (values - values.min()) / (values.max() - values.min()))
+    assert np.abs(drawn - want).max() <= 3, (drawn, want)  # each tile: its value's colour
+    assert (np.diff(drawn, axis=1) > 0).all(), drawn  # along the defocus gradient
+    step_A = np.diff(values, axis=1) / np.diff(centres[..., 1], axis=1)
+    assert step_A == pytest.approx(DEMO_C10_GRADIENT_A_PER_COL, abs=0.1), step_A
     show_canvas(root)
     root.screenshot(path=str(ARTIFACTS / "maps-02-overlay-C10-widget.png"))
 
