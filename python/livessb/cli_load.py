@@ -39,8 +39,8 @@ def write_png(path: Path, phase: Any) -> Path:
     return path
 
 
-def add_data_arguments(f: argparse.ArgumentParser) -> None:
-    """The file's calibration, how to read it, the device and the preprocessing flags."""
+def add_calibration_arguments(f: argparse.ArgumentParser) -> None:
+    """The calibration values a file may lack (``calibration_kwargs`` reads them back)."""
     f.add_argument("--voltage-kV", dest="voltage_kV", type=float, metavar="KV",
                    help="beam energy in kV, e.g. 200 (default: from the file)")
     f.add_argument("--semiangle-mrad", dest="semiangle_mrad", type=float, metavar="MRAD",
@@ -51,6 +51,11 @@ def add_data_arguments(f: argparse.ArgumentParser) -> None:
     f.add_argument("--detector-sampling-mrad", dest="detector_sampling_mrad", type=float,
                    metavar="MRAD", help="mrad per detector pixel (default: from the file, "
                                         "else derived from the BF disk radius)")
+
+
+def add_data_arguments(f: argparse.ArgumentParser) -> None:
+    """The file's calibration, how to read it, the device and the preprocessing flags."""
+    add_calibration_arguments(f)
     f.add_argument("--scan-shape", type=int, nargs=2, metavar=("ROWS", "COLS"),
                    help="scan shape of a 3D file (a stack of frames)")
     f.add_argument("--scan-region", type=int, nargs=4, metavar=("R0", "R1", "C0", "C1"),

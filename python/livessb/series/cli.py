@@ -6,6 +6,7 @@ import argparse
 import math
 from typing import Any
 
+from ..cli_load import add_calibration_arguments, calibration_kwargs
 from ..cli_text import UsageError
 
 EPILOG = """\
@@ -45,11 +46,7 @@ def add_series_parser(sub: Any) -> argparse.ArgumentParser:
                    help="search trials of the reference's (and cold) fits")
     s.add_argument("--seed", type=int, default=42, metavar="N")
     s.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    s.add_argument("--voltage-kV", dest="voltage_kV", type=float, metavar="KV")
-    s.add_argument("--semiangle-mrad", dest="semiangle_mrad", type=float, metavar="MRAD")
-    s.add_argument("--scan-step-A", dest="scan_step_A", type=float, metavar="A")
-    s.add_argument("--detector-sampling-mrad", dest="detector_sampling_mrad", type=float,
-                   metavar="MRAD")
+    add_calibration_arguments(s)
     s.add_argument("--quiet", action="store_true", help="no progress bar, only the summary")
     s.set_defaults(subparser=s)
     return s
@@ -65,9 +62,7 @@ def run_series_cli(args: argparse.Namespace) -> int:
     if args.scheduler is not None and args.workers is not None:
         raise UsageError("--workers sizes a cluster started here: with --scheduler the "
                          "cluster's own workers are used; drop one of the two")
-    load_options = {k: getattr(args, k) for k in ("voltage_kV", "semiangle_mrad",
-                                                  "scan_step_A", "detector_sampling_mrad")
-                    if getattr(args, k) is not None}
+    load_options = calibration_kwargs(args)
     modes: dict[str, bool | str] = {"reference": True, "previous": "previous", "off": False}
     warm = modes[args.warm_start]
     result = fit_series(args.paths, reference=args.reference, fixed=args.fix,
