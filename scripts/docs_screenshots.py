@@ -28,6 +28,7 @@ from lab import (  # noqa: E402
     click_fft_brightest,
     drag_scan,
     jupyterlab,
+    label,
     open_notebook,
     preview_state,
     run_code,
@@ -81,10 +82,6 @@ def save_window(page: Any, name: str) -> None:
     path = IMAGES / f"{name}.png"
     page.screenshot(path=str(path))
     quantise(path)
-
-
-def label(root: Any, name: str) -> Any:
-    return root.get_by_label(name, exact=True)
 
 
 def part(root: Any, css: str) -> Any:

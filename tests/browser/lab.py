@@ -297,6 +297,18 @@ def screenshot(page: Any, name: str) -> Path:
     return path
 
 
+def label(root: Any, name: str) -> Any:
+    """The element of ``root`` with this aria-label (tests select by meaning: SPEC §3)."""
+    return root.get_by_label(name, exact=True)
+
+
+def widget_shot(page: Any, root: Any, name: str) -> None:
+    """The widget itself (``NAME-widget.png``) and the whole window (``NAME.png``)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    root.screenshot(path=str(ARTIFACTS / f"{name}-widget.png"))
+    screenshot(page, name)
+
+
 # ------------------------------------------------------------ preview frames
 
 def preview_state(root: Any) -> dict[str, Any]:

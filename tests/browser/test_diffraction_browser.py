@@ -22,6 +22,7 @@ from lab import (  # noqa: E402
     ARTIFACTS,
     canvas_pixels_digest,
     fitted_demo,
+    label,
     require_lab_stack,
     run_code,
     run_json,
@@ -54,10 +55,6 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Page, Lab, Lo
     with fitted_demo(root_dir, "diffraction") as ui:
         run_code(ui[0], LEVELS)
         yield ui
-
-
-def label(root: Locator, name: str) -> Locator:
-    return root.get_by_label(name, exact=True)
 
 
 def shot(page: Page, root: Locator, name: str) -> None:

@@ -31,6 +31,7 @@ from lab import (  # noqa: E402
     click_fft_brightest,
     drag_scan,
     fitted_demo,
+    label,
     preview_state,
     require_lab_stack,
     run_json,
@@ -65,10 +66,6 @@ REGIONS = {"r1": (20, 76, 4, 30), "r2": (20, 76, 66, 92), "r3": (40, 70, 35, 60)
 SEEN: dict[str, Any] = {}  # the progress bar as seen while the fit ran
 PARTS = ".livessb-layout > *"  # the grid's items: image column, lists, side, gallery
 ROWS = ".livessb-main > *, .livessb-side > *, .livessb-state > *, .livessb-gallery > *"
-
-
-def label(root: Locator, name: str) -> Locator:
-    return root.get_by_label(name, exact=True)
 
 
 def to_top(root: Locator) -> None:

@@ -21,14 +21,14 @@ import pytest
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 from lab import (  # noqa: E402
-    ARTIFACTS,
     drag_scan,
     fft_brightest,
     fitted_demo,
+    label,
     require_lab_stack,
     run_json,
-    screenshot,
     show_canvas,
+    widget_shot,
 )
 
 if TYPE_CHECKING:
@@ -49,16 +49,6 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Page, Lab, Lo
     root_dir = tmp_path_factory.mktemp("measure") / "lab"
     with fitted_demo(root_dir, "measure") as ui:
         yield ui
-
-
-def label(root: Locator, name: str) -> Locator:
-    return root.get_by_label(name, exact=True)
-
-
-def shot(page: Page, root: Locator, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    root.screenshot(path=str(ARTIFACTS / f"{name}-widget.png"))
-    screenshot(page, name)
 
 
 def open_fft(root: Locator) -> Locator:
@@ -122,7 +112,7 @@ def test_fft_click_near_a_peak_snaps_to_it(ui: tuple[Page, Lab, Locator]) -> Non
     assert -180 < angle <= 180
     readout = label(root, "d-spacing")
     assert abs(float(readout.get_attribute("data-d-a") or "nan") - d) < 1e-3
-    shot(page, root, "measure-fft-peak")
+    widget_shot(page, root, "measure-fft-peak")
 
 
 def test_fft_click_on_background_finds_no_peak(ui: tuple[Page, Lab, Locator]) -> None:
@@ -132,7 +122,7 @@ def test_fft_click_on_background_finds_no_peak(ui: tuple[Page, Lab, Locator]) ->
     row, col = emptiest_spot(fft, (SNAP_PX + 2) * height / 256)
     assert click_fft(page, root, fft, row, col) == "no peak near"
     assert label(root, "d-spacing").get_attribute("data-d-a") is None
-    shot(page, root, "measure-fft-no-peak")
+    widget_shot(page, root, "measure-fft-no-peak")
     label(root, "FFT view").click()
 
 
@@ -167,7 +157,7 @@ def test_line_profile_of_a_drag(ui: tuple[Page, Lab, Locator]) -> None:
                   return n; }""")
     assert lit > 100, lit  # the yellow curve is drawn
     assert run_json(page, "w.regions") == regions  # the drag drew no region
-    shot(page, root, "measure-profile")
+    widget_shot(page, root, "measure-profile")
 
     # zoomed in: the line stays on the scan, a new drag of 100 screen px measures 1/zoom
     box = label(root, "scan image").bounding_box()
@@ -188,7 +178,7 @@ def test_line_profile_of_a_drag(ui: tuple[Page, Lab, Locator]) -> None:
     scan_px = 100 * shape[1] / box["width"] / zoom  # the widget maps the box (border too), as here
     want = scan_px * step[1]
     assert abs(profile_length(root) - want) / want < 0.03, (profile_length(root), want, zoom)
-    shot(page, root, "measure-profile-zoomed")
+    widget_shot(page, root, "measure-profile-zoomed")
     label(root, "reset view").click()
 
     # off: the plot goes and a drag draws a region again

@@ -23,16 +23,16 @@ import pytest
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 from lab import (  # noqa: E402
-    ARTIFACTS,
     canvas_pixels_digest,
     fitted_demo,
+    label,
     preview_state,
     require_lab_stack,
     run_code,
     run_json,
-    screenshot,
     wait_preview,
     wait_status,
+    widget_shot,
 )
 
 if TYPE_CHECKING:
@@ -52,18 +52,12 @@ def ui(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Page, Lab, Lo
         yield ui
 
 
-def label(root: Locator, name: str) -> Locator:
-    return root.get_by_label(name, exact=True)
-
-
 def bounds(slider: Locator) -> tuple[float, float]:
     return float(slider.get_attribute("min") or "nan"), float(slider.get_attribute("max") or "nan")
 
 
 def shot(page: Page, root: Locator, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    root.screenshot(path=str(ARTIFACTS / f"precise-{name}-widget.png"))
-    screenshot(page, f"precise-{name}")
+    widget_shot(page, root, f"precise-{name}")
 
 
 def fit_of(page: Page) -> dict[str, Any]:

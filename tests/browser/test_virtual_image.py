@@ -25,6 +25,7 @@ from lab import (  # noqa: E402
     ARTIFACTS,
     canvas_pixels_digest,
     fitted_demo,
+    label,
     preview_state,
     require_lab_stack,
     wait_preview,
@@ -73,10 +74,6 @@ CANVAS_STATS = """(c) => {
 }"""
 
 END = r"(-?[0-9][0-9.e+-]*) {unit}"
-
-
-def label(root: Locator, name: str) -> Locator:
-    return root.get_by_label(name, exact=True)
 
 
 def wait_image(root: Locator, kind: str, timeout_ms: float = 30_000) -> None:

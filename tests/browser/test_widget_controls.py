@@ -30,13 +30,14 @@ from lab import (  # noqa: E402
     click_fft_brightest,
     drag_scan,
     fitted_demo,
+    label,
     preview_state,
     require_lab_stack,
     run_json,
-    screenshot,
     show_canvas,
     wait_preview,
     wait_status,
+    widget_shot,
 )
 
 if TYPE_CHECKING:
@@ -75,20 +76,9 @@ def number_attribute(locator: Locator, name: str) -> float:
     return float(value)
 
 
-def label(root: Locator, name: str) -> Locator:
-    return root.get_by_label(name, exact=True)
-
-
 def next_frame(page: Page) -> None:
     """After the next animation frame (the scan view repaints in one)."""
     page.evaluate("() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)))")
-
-
-def shot(page: Page, root: Locator, name: str) -> None:
-    """The widget itself (scrolled into view) and the whole window."""
-    ARTIFACTS.mkdir(exist_ok=True)
-    root.screenshot(path=str(ARTIFACTS / f"{name}-widget.png"))
-    screenshot(page, name)
 
 
 def test_fit_progress_then_timings(ui: tuple[Page, Lab, Locator]) -> None:
@@ -108,7 +98,7 @@ def test_fit_frame_and_scale_bar(ui: tuple[Page, Lab, Locator]) -> None:
     assert bar.endswith((" Å", " nm")) and float(bar.split()[0]) > 0, bar
     loss = root.get_by_label("preview loss", exact=True).get_attribute("data-value")
     assert loss and math.isfinite(float(loss))
-    shot(page, root, "10-fit-frame")
+    widget_shot(page, root, "10-fit-frame")
 
 
 def test_slider_and_value_drive_the_frame(ui: tuple[Page, Lab, Locator]) -> None:
@@ -132,7 +122,7 @@ def test_slider_and_value_drive_the_frame(ui: tuple[Page, Lab, Locator]) -> None
     label(root, "C10 value").press("Enter")  # a number box applies on Enter
     state = wait_preview(root, state["frame"] + 1, params={"C10": typed, "C12": 4.5})
     assert label(root, "C10 slider").input_value() == str(typed)
-    shot(page, root, "11-steered")
+    widget_shot(page, root, "11-steered")
     label(root, "reset to fit").click()
     fit = run_json(page, "w.full_fit['params']")
     wait_preview(root, state["frame"] + 1, params={"C10": fit["C10"], "C12": fit["C12"]})
@@ -192,7 +182,7 @@ def test_wheel_zoom_and_reset_view(ui: tuple[Page, Lab, Locator]) -> None:
     page.mouse.wheel(0, -400)
     page.wait_for_function("(el) => Number(el.dataset.zoom) > 1", arg=root.element_handle())
     assert number_attribute(root, "data-zoom") > 1
-    shot(page, root, "13-zoomed")
+    widget_shot(page, root, "13-zoomed")
     # pan: middle button, then space + left button; neither draws a region
     cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     before = canvas_pixels_digest(root, "scan image")
@@ -231,7 +221,7 @@ def test_fft_d_spacing_of_the_lattice(ui: tuple[Page, Lab, Locator]) -> None:
     d = number_attribute(label(root, "d-spacing"), "data-d-a")
     nearest = min(TRUE_SPACINGS, key=lambda s: abs(s - d))
     assert abs(d - nearest) / nearest < 0.02, (d, nearest, text)
-    shot(page, root, "14-fft-d-spacing")
+    widget_shot(page, root, "14-fft-d-spacing")
     label(root, "FFT view").click()
 
 
@@ -247,7 +237,7 @@ def test_trials_list_is_clickable(ui: tuple[Page, Lab, Locator]) -> None:
         first.focus()
         page.keyboard.press("ArrowRight")
         wait_preview(root, state["frame"] + 1, params={"C10": trials[1]["params"]["C10"]})
-    shot(page, root, "15-trial")
+    widget_shot(page, root, "15-trial")
     label(root, "reset to fit").click()
     wait_preview(root, 0, params={"C10": run_json(page, "w.full_fit['params']['C10']")})
 
@@ -295,7 +285,7 @@ def test_pins_and_exports_write_files_that_open(ui: tuple[Page, Lab, Locator]) -
     sampling = run_json(page, "list(w.sampling_A)")
     assert 10 * xres[1] / xres[0] == pytest.approx(sampling[1], rel=1e-4)  # Å, columns
     assert 10 * yres[1] / yres[0] == pytest.approx(sampling[0], rel=1e-4)  # Å, rows
-    shot(page, root, "16-pins-exported")
+    widget_shot(page, root, "16-pins-exported")
 
 
 def test_no_stale_frame_after_a_burst(ui: tuple[Page, Lab, Locator]) -> None:
@@ -334,7 +324,7 @@ def test_small_region_is_refused_with_a_message(ui: tuple[Page, Lab, Locator]) -
     assert f"{minimum}×{minimum}" in notice.inner_text()
     assert len(run_json(page, "w.regions")) == n_before
     show_canvas(root)
-    shot(page, root, "17-small-region-refused")
+    widget_shot(page, root, "17-small-region-refused")
     # a large enough one is kept; Delete (key) removes it, Esc deselects
     side = minimum + 4
     drag_scan(page, root, (40.2, 40.2), (40.2 + side, 40.2 + side), shape)
@@ -399,7 +389,7 @@ def test_refine_from_here_holds_locked_parameters(ui: tuple[Page, Lab, Locator])
     assert shown["params"]["C10"] == pytest.approx(refined["params"]["C10"], abs=1e-9)
     assert label(root, "C10 value").input_value() != str(state["params"]["C10"])
     label(root, "depth lock").uncheck()
-    shot(page, root, "18-refined")
+    widget_shot(page, root, "18-refined")
 
 
 def test_frames_per_second_of_a_slider_drag(ui: tuple[Page, Lab, Locator]) -> None:

@@ -130,11 +130,9 @@ def fit_map(
     t0 = time.perf_counter()
     if report is not None:
         report("map", 0, total)
-    tile_provenance = {**provenance, "mode": "map_tile"}
-
-    def tile_fit(b: Bounds) -> Any:
+    def tile_fit(b: Bounds) -> Any:  # each tile its own provenance dict, as before
         return lambda: fit_window(engine, b, theta, rotation_deg, transpose, spec,
-                                  tile_provenance, label=f"tile {b}")
+                                  {**provenance, "mode": "map_tile"}, label=f"tile {b}")
 
     lanes = lockstep_width(engine, grid.tile, total) if width is None else width
     lockstep: Lockstep[FitResult] = Lockstep(lanes)

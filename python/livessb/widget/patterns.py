@@ -10,7 +10,6 @@ host only that frame is read (a memory map or a file reads one frame).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -97,15 +96,6 @@ def repaired_pixels(corrections: Corrections) -> tuple[list[list[int]], int]:
     return listed, int(rows.size)
 
 
-@dataclass(frozen=True)
-class DescanGrid:
-    """The fitted disk-centre variation at a grid of scan positions, for arrows."""
-
-    rows_px: list[float]  # scan rows of the grid
-    cols_px: list[float]
-    shift_px: list[list[float]]  # (len(rows)·len(cols)) × (d_row, d_col), detector px
-
-
 def descan_record(fit: DescanFit | None, applied: bool) -> dict[str, Any] | None:
     """What the panel draws of a descan fit (None: no fit, the scan too small or descan
     off): model, span, residual, significant/applied and the variation on a grid."""
@@ -115,11 +105,9 @@ def descan_record(fit: DescanFit | None, applied: bool) -> dict[str, Any] | None
     field = fit.centre_map(variation_only=True)
     rows = np.unique(np.round(np.linspace(0, Rr - 1, min(DESCAN_ARROWS, Rr))).astype(int))
     cols = np.unique(np.round(np.linspace(0, Rc - 1, min(DESCAN_ARROWS, Rc))).astype(int))
-    shift = field[np.ix_(rows, cols)].reshape(-1, 2)
-    grid = DescanGrid([float(r) for r in rows], [float(c) for c in cols],
-                      [[float(a), float(b)] for a, b in shift])
+    shift = field[np.ix_(rows, cols)].reshape(-1, 2)  # (rows·cols) × (d_row, d_col) px
     return {"model": fit.model, "span_px": float(fit.span_px),
             "residual_rms_px": float(fit.residual_rms_px), "significant": fit.significant,
-            "applied": bool(applied), "rows_px": grid.rows_px, "cols_px": grid.cols_px,
-            "shift_px": grid.shift_px}
+            "applied": bool(applied), "rows_px": rows.astype(float).tolist(),
+            "cols_px": cols.astype(float).tolist(), "shift_px": shift.astype(float).tolist()}
 
