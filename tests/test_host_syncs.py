@@ -18,9 +18,11 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+import pytest
 
 import livessb
 from livessb.engine import make_engine
+from livessb.fit import maps
 from livessb.fit.fixed import FreeView
 from livessb.fit.model import ThickSampleModel
 from livessb.fit.robust import frequency_terms
@@ -114,7 +116,8 @@ def test_counting_sees_nested_blocks_and_sites() -> None:
     assert (inner.transfers, inner.scalars, inner["site:b"], inner["site:a"]) == (0, 1, 1, 0)
 
 
-def test_fits_and_maps_wait_for_the_engine_a_bounded_number_of_times() -> None:
+def test_fits_and_maps_wait_for_the_engine_a_bounded_number_of_times(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """A fit waits once per engine call (a search batch, a Newton round, the errors), not
     per frequency or BF pixel: the same budget on a 24² and a 40² scan (2.8x the
     frequencies). A map's tiles run in lockstep and share each round's one download, so
@@ -123,6 +126,8 @@ def test_fits_and_maps_wait_for_the_engine_a_bounded_number_of_times() -> None:
     code: fit 45 / 47, region 20 / 19; map 24 and 40 rounds for 4 and 16 tiles: as many
     as its longest tile's own waits, against 22 per tile one after another.)"""
     rounds = []
+    # as on the GPU: the CPU engine runs tiles one by one (nothing to download)
+    monkeypatch.setattr(maps, "lockstep_width", maps.memory_lockstep_width)
     for scan in (24, 40):
         with livessb.Session(_dataset(scan), device="cpu") as s:
             with counting() as fit:

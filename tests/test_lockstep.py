@@ -81,6 +81,57 @@ def test_a_stop_from_the_callback_abandons_the_rest() -> None:
     assert (2, 0) not in log  # never started
 
 
+def test_a_stop_between_rounds_skips_the_round_and_unwinds_every_fit() -> None:
+    rounds: list[int] = []
+    lock: Lockstep[int] = Lockstep(width=3)
+
+    def stop_at_the_third_round() -> None:
+        rounds.append(lock.rounds)
+        if lock.rounds == 2:
+            raise Cancelled("map")
+
+    log: list[tuple[int, int]] = []
+    with pytest.raises(Cancelled):
+        lock.run([_downloads(6, i, log) for i in range(3)], on_round=stop_at_the_third_round)
+    assert rounds == [0, 1, 2] and lock.rounds == 2  # the third download never made
+    assert max(step for _, step in log) == 2  # no fit went past its third step
+
+
+def test_the_cpu_engine_fits_map_tiles_one_after_another_so_each_tile_reports() -> None:
+    """Lockstep only saves downloads; on the CPU it would hold every tile's progress tick
+    and cancel check to the end of the map (seen as a cancel test that timed out)."""
+    ds, _ = simulate_4dstem(scan_shape=(24, 24), detector_shape=(24, 24), dose=1e5,
+                            aberrations={"C10": 20.0})
+    seen: list[tuple[str, int, int]] = []
+    with livessb.Session(ds, device="cpu") as s:
+        s.fit(trials=20, seed=3, progress=False)
+        m = s.fit_map(tile=(12, 12), trials=12, seed=3,
+                      progress=lambda stage, done, total: seen.append((stage, done, total)))
+    ticks = [d for stage, d, _ in seen if stage == "map"]
+    assert m.timings["lockstep_width"] == 1
+    assert sorted(set(ticks)) == [0, 1, 2, 3, 4]  # each tile ticks on its own
+    assert ticks.index(1) < len(ticks) - 3  # the first tile's tick comes early
+
+
+def test_a_map_cancelled_in_lockstep_keeps_the_session_as_before(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    ds, _ = simulate_4dstem(scan_shape=(24, 24), detector_shape=(24, 24), dose=1e5,
+                            aberrations={"C10": 20.0})
+    monkeypatch.setattr(session_module, "fit_map", partial(maps.fit_map, width=4))
+    calls = [0]
+
+    def cancel_on_the_fifth_report(stage: str, done: int, total: int) -> None:
+        calls[0] += 1
+        if calls[0] == 5:
+            raise Cancelled("map cancelled")
+
+    with livessb.Session(ds, device="cpu") as s:
+        s.fit(trials=20, seed=3, progress=False)
+        with pytest.raises(Cancelled):
+            s.fit_map(tile=(12, 12), trials=12, seed=3, progress=cancel_on_the_fifth_report)
+        assert len(s.maps) == 0 and calls[0] == 5  # stopped within the first round(s)
+
+
 def test_a_map_in_lockstep_equals_tiles_fitted_one_after_another(
         monkeypatch: pytest.MonkeyPatch) -> None:
     ds, _ = simulate_4dstem(scan_shape=(32, 32), detector_shape=(32, 32), depth_A=40.0,
@@ -88,10 +139,10 @@ def test_a_map_in_lockstep_equals_tiles_fitted_one_after_another(
                             aberrations={"C10": 20.0, "C12": 4.0, "phi12": 0.3})
     with livessb.Session(ds, device="cpu") as s:
         s.fit(trials=30, seed=3, progress=False)
+        alone = s.fit_map(tile=(16, 16), trials=24, seed=3, progress=False)  # CPU: width 1
+        as_on_the_gpu = partial(maps.fit_map, width=4)
+        monkeypatch.setattr(session_module, "fit_map", as_on_the_gpu)
         together = s.fit_map(tile=(16, 16), trials=24, seed=3, progress=False)
-        one_by_one = partial(maps.fit_map, width=1)
-        monkeypatch.setattr(session_module, "fit_map", one_by_one)
-        alone = s.fit_map(tile=(16, 16), trials=24, seed=3, progress=False)
     assert together.shape == alone.shape == (2, 2)
     assert together.timings["lockstep_width"] == 4 and alone.timings["lockstep_width"] == 1
     for name in together.params:

@@ -51,8 +51,8 @@ class _Fit(Generic[T]):
 class Lockstep(Generic[T]):
     """Runs ``fits`` (callables) at most ``width`` at a time in lockstep; ``on_done``
     (index, result) is called in the caller's thread as each finishes, in index order
-    within a round; an exception from it or from a fit abandons the others and is
-    raised."""
+    within a round, and ``on_round()`` before each round's download; an exception from
+    either or from a fit abandons the others and is raised."""
 
     def __init__(self, width: int) -> None:
         if width < 1:
@@ -67,7 +67,8 @@ class Lockstep(Generic[T]):
         self._abandon = False
 
     def run(self, fits: Sequence[Callable[[], T]],
-            on_done: Callable[[int, T], Any] | None = None) -> list[T]:
+            on_done: Callable[[int, T], Any] | None = None,
+            on_round: Callable[[], Any] | None = None) -> list[T]:
         jobs = [_Fit(i, f) for i, f in enumerate(fits)]
         waiting_to_start = list(jobs)
         live: list[_Fit[T]] = []
@@ -90,6 +91,8 @@ class Lockstep(Generic[T]):
                     if on_done is not None:
                         on_done(job.index, job.result)
                 waiting = [j for j in live if j.state == "waiting"]
+                if waiting and on_round is not None:
+                    on_round()  # before the round's download (a cancel skips it)
                 if waiting:
                     t0 = time.perf_counter()
                     hosts = download_many([j.queued for j in waiting], SITE)

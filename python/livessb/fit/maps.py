@@ -106,6 +106,13 @@ def tile_grid(scan_shape: tuple[int, int], tile: Any = (64, 64), step: Any = Non
 
 
 def lockstep_width(engine: Engine, tile: tuple[int, int], tiles: int) -> int:
+    """How many tiles run in lockstep: 1 on the CPU engine, whose results need no
+    download, so lockstep would only delay every tile (and its progress tick and
+    cancel check) to the end of the map; on the GPU ``memory_lockstep_width``."""
+    return 1 if engine.name == "cpu" else memory_lockstep_width(engine, tile, tiles)
+
+
+def memory_lockstep_width(engine: Engine, tile: tuple[int, int], tiles: int) -> int:
     """How many tiles fit at once: their spectra (BF pixels × padded half plane, with the
     derivative partials) within a quarter of the engine's free memory, at most
     MAX_LOCKSTEP and the tiles there are; 1 where the free memory is unknown."""
@@ -145,7 +152,11 @@ def fit_map(
             if report is not None:
                 report("map", finished[0], total)
 
-        flat_fits = lockstep.run([tile_fit(b) for b in flat], on_done)
+        def on_round() -> None:  # a cancel is seen within a round, not only per tile
+            if report is not None:
+                report("map", finished[0], total)
+
+        flat_fits = lockstep.run([tile_fit(b) for b in flat], on_done, on_round)
     cols = grid.shape[1]
     fits = [flat_fits[r * cols:(r + 1) * cols] for r in range(grid.shape[0])]
     fit_s = time.perf_counter() - t0
