@@ -1,0 +1,155 @@
+"""The bias matrix (issue 20): fits on independent abTEM multislice cases, Δ and z of
+every parameter against the simulator's truth, written as the table of docs/bias-matrix.md.
+
+    python scripts/bias_matrix.py --abtem-python /work/abtem-venv/bin/python
+
+simulates every missing case with abTEM 1.0 (``scripts/bias_matrix_simulate.py``,
+cached in ``--cache``, default ~/.cache/livessb/bias-matrix: the files are too large
+for git), fits each with ``Session.fit`` (CPU, 200 trials, seed 1; the exact detector
+sampling given) and writes the table (``--out``) and a JSON record next to it.
+``--only NAME...`` fits a subset; ``--loss`` picks the objective.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+PARAMS = ("C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")
+BASE: dict[str, Any] = {
+    "structure": "srtio3", "cells_lateral": 4, "cells_z": 1, "abtem_C10": -80.0,
+    "C12": 5.0, "phi12": 0.3, "tilt_mrad": [0.0, 0.0], "scan": 24, "step_A": 0.5,
+    "dose": 2e5, "energy_eV": 200e3, "semiangle_mrad": 20.0, "bin": 1,
+}
+
+
+def _case(name: str, seed: int, **changes: Any) -> dict[str, Any]:
+    return {**BASE, **changes, "name": name, "seed": seed}
+
+
+def cases() -> list[dict[str, Any]]:
+    out = [_case(f"sto1_C10{c:+.0f}", 100 + i, abtem_C10=float(c))
+           for i, c in enumerate((-150, -120, -80, -40, -20, 20, 40, 80, 150))]
+    out += [_case(f"sto{z}_C10-80", 120 + z, cells_z=z) for z in (3, 10, 40)]
+    out += [_case("sto1_C12_40_phi-1.0", 130, C12=40.0, phi12=-1.0, abtem_C10=-60.0),
+            _case("sto1_C12_20_phi1.2", 131, C12=20.0, phi12=1.2, abtem_C10=-60.0),
+            _case("sto1_C12_30_phi0.0_over", 132, C12=30.0, phi12=0.0, abtem_C10=60.0)]
+    out += [_case("weak_slab150_tilt8-4", 140, cells_z=38, total_phase_rad=0.3,
+                  abtem_C10=-120.0, C12=15.0, phi12=-0.4, tilt_mrad=[8.0, -4.0]),
+            _case("weak_slab150_tilt-10+3", 141, cells_z=38, total_phase_rad=0.3,
+                  abtem_C10=-60.0, C12=8.0, phi12=0.9, tilt_mrad=[-10.0, 3.0]),
+            _case("amorphous150_tilt8-4", 142, structure="amorphous", thickness_A=150.0,
+                  abtem_C10=-120.0, C12=10.0, phi12=0.5, tilt_mrad=[8.0, -4.0])]
+    out += [_case("sto1_det9px", 150, cells_lateral=3),
+            _case("sto1_det25px", 151, cells_lateral=8),
+            _case("sto1_det50px", 152, cells_lateral=16, scan=20),
+            _case("sto1_det6px_binned", 153, bin=2)]
+    out += [_case("sto1_step0.3", 160, step_A=0.3, scan=32),
+            _case("sto1_step0.6", 161, step_A=0.6)]
+    out += [_case("sto1_dose1e4", 170, dose=1e4), _case("sto1_dose1e6", 171, dose=1e6)]
+    return out
+
+
+def simulate_missing(all_cases: list[dict[str, Any]], cache: Path, abtem_python: str) -> None:
+    missing = [c for c in all_cases if not (cache / f"{c['name']}.npz").exists()]
+    if not missing:
+        return
+    if not abtem_python:
+        sys.exit(f"{len(missing)} cases are not simulated yet ({missing[0]['name']}, ...): "
+                 "give --abtem-python PATH, an interpreter with abTEM 1.0 "
+                 "(python -m venv V && V/bin/pip install abtem==1.0.11)")
+    cache.mkdir(parents=True, exist_ok=True)
+    spec = cache / "cases.json"
+    spec.write_text(json.dumps(missing, indent=1))
+    subprocess.run([abtem_python, str(ROOT / "scripts" / "bias_matrix_simulate.py"),
+                    str(spec), str(cache)], check=True)
+
+
+def deviation(name: str, value: float, truth: float) -> float:
+    if name == "phi12":  # a circle of period π
+        return (value - truth + math.pi / 2) % math.pi - math.pi / 2
+    return value - truth
+
+
+def fit_case(path: Path, loss: str, trials: int) -> dict[str, Any]:
+    import livessb
+
+    d = np.load(path)
+    ds = livessb.Dataset4D(d["counts"], voltage_kV=float(d["voltage_kV"]),
+                           semiangle_mrad=float(d["semiangle_mrad"]),
+                           scan_step_A=tuple(float(v) for v in d["scan_step_A"]),
+                           detector_sampling_mrad=float(d["detector_sampling_mrad"]))
+    truth = {p: float(d[f"truth_{p}"]) for p in PARAMS}
+    t0 = time.perf_counter()
+    with livessb.Session(ds, device="cpu") as s:
+        fit = s.fit(trials=trials, seed=1, objective=loss, progress=False)
+    row: dict[str, Any] = {"case": path.stem, "fit_s": time.perf_counter() - t0,
+                           "loss": fit.loss, "rotation_deg": fit.rotation_deg,
+                           "transpose": fit.transpose, "undetermined": fit.undetermined,
+                           "kept": fit.provenance.get("model_choice", {}).get("kept"),
+                           "bf_radius_px": float(d["bf_radius_px"]),
+                           "thickness_A": float(d["thickness_A"]),
+                           "phase_peak_rad": float(d["phase_peak_rad"])}
+    for p in PARAMS:
+        delta = deviation(p, fit.params[p], truth[p])
+        err = fit.errors.get(p, float("nan"))
+        row[p] = {"truth": truth[p], "fit": fit.params[p], "delta": delta, "error": err,
+                  "z": delta / err if err and err > 0 else float("nan")}
+    return row
+
+
+def _cell(entry: dict[str, Any], name: str) -> str:
+    scale = 1.0 if name != "phi12" else 1000.0  # phi12 in mrad
+    return f"{entry['delta'] * scale:+.2f} ({entry['z']:+.1f})"
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = ("| case | BF px | t Å | truth C10 | ΔC10 Å (z) | ΔC12 Å (z) | Δφ12 mrad (z) | "
+            "Δτr mrad (z) | Δτc mrad (z) | Δdepth Å (z) | loss |")
+    lines = [head, "|" + "---|" * 11]
+    for r in rows:
+        cells = [r["case"], f"{r['bf_radius_px']:.1f}", f"{r['thickness_A']:.0f}",
+                 f"{r['C10']['truth']:.1f}"] + [_cell(r[p], p) for p in PARAMS] + [
+                     f"{r['loss']:.3f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--abtem-python", default=os.environ.get("ABTEM_PYTHON", ""))
+    ap.add_argument("--cache", type=Path,
+                    default=Path.home() / ".cache" / "livessb" / "bias-matrix")
+    ap.add_argument("--out", type=Path, default=ROOT / "docs" / "bias-matrix-table.md")
+    ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--loss", default="vp", help="the objective (Session.fit objective=)")
+    ap.add_argument("--trials", type=int, default=200)
+    args = ap.parse_args()
+    chosen = [c for c in cases() if args.only is None or c["name"] in args.only]
+    if not chosen:
+        sys.exit(f"no case named {args.only}: choose from {[c['name'] for c in cases()]}")
+    simulate_missing(chosen, args.cache, args.abtem_python)
+    rows = []
+    for c in chosen:
+        rows.append(fit_case(args.cache / f"{c['name']}.npz", args.loss, args.trials))
+        r = rows[-1]
+        print(f"{r['case']:28s} " + "  ".join(f"{p}={_cell(r[p], p)}" for p in PARAMS)
+              + f"  {r['fit_s']:.1f}s", flush=True)
+    args.out.write_text(table(rows) + "\n")
+    args.out.with_suffix(".json").write_text(json.dumps(rows, indent=1))
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
