@@ -83,7 +83,7 @@ def simulate(case: dict[str, Any]) -> dict[str, Any]:
         slice_A = float(case.get("slice_A", A_STO / 2))
     thickness = float(atoms.cell[2, 2])
     extent = float(atoms.cell[0, 0])
-    gpts = int(round(extent / REAL_PX_A / 2)) * 2
+    gpts = round(extent / REAL_PX_A / 2) * 2
     potential = abtem.Potential(atoms, gpts=gpts, slice_thickness=slice_A,
                                 projection="infinite", parametrization="lobato")
     sigma = float(energy2sigma(case["energy_eV"]))

@@ -60,55 +60,93 @@ def fit_full_field(
     ``provenance`` is the caller's record (versions, device, dataset); the strategy
     adds its own entries.
     """
-    box, objective = spec.box, spec.objective
     t0 = time.perf_counter()
     rot = estimate_rotation(bf_center_of_mass(), scan_step_A)
     t_rot = time.perf_counter()
-    branches: list[tuple[float, BranchFit]] = []
-    view: FreeView | None = None
-    for i, theta in enumerate((rot.theta, rot.theta + math.pi)):
-        view = FreeView(model_at(theta, rot.transpose), box, spec.fixed)
-        fit = None
-        if i == 1 and objective == "vp" and not spec.search_both_branches:
-            fit = _mirrored_branch(view, branches[0][1], box)
-        if fit is None:
-            fit = joint_fit(view, spec.trials, spec.seed, box, objective, branch=i,
-                            progress=spec.progress, label=f"full field, branch {i + 1}/2",
-                            sampler=spec.sampler)
-        branches.append((theta, fit))
-    assert view is not None
-    theta, branch_best, choice = _choose_branch(model_at, view, branches, rot.transpose, box)
-    t_branch = time.perf_counter()
-    best = branch_best
-    if objective == "vp":  # the comparison objectives have no Newton to re-run
-        # Reconstructions (and restored calibrations) use radians(rotation_deg), a few
-        # ulp from θ: the refined Newton runs there, and leaves the full field there.
-        view = FreeView(model_at(theta, rot.transpose), box, spec.fixed)
-        theta, best = refine_rotation(view, theta, rot.transpose, branch_best.params, box,
-                                      snap=stored_theta, progress=spec.progress)
+    geometries = [(rot.theta, rot.transpose)]
+    if rot.transpose_undecided:  # the final losses decide (wrong transpose: ≈ 0.8)
+        geometries.append((rot.theta_other_transpose, not rot.transpose))
+    fits = [_fit_geometry(model_at, theta0, transpose, spec)
+            for theta0, transpose in geometries]
+    kept = int(np.argmin([g.best.loss for g in fits]))
+    g = fits[kept]
+    theta, best, branches, choice, transpose = g.theta, g.best, g.branches, g.choice, g.transpose
+    transpose_record = {
+        "transpose_chosen_by": "loss" if len(geometries) > 1 else "curl",
+        "transpose_candidates": [
+            {"transpose": f.transpose, "rotation_com_deg": math.degrees(th), "loss": f.best.loss}
+            for (th, _), f in zip(geometries, fits, strict=True)]}
     rotation_deg = math.degrees(theta) % 360.0
-    model_at(math.radians(rotation_deg), rot.transpose)  # in place after the refinement
+    model_at(math.radians(rotation_deg), transpose)  # in place after the refinement
     return FitResult(
         params=best.params, loss=best.loss, rotation_deg=rotation_deg,
-        transpose=rot.transpose,
+        transpose=transpose,
         trials=[t for _, b in branches for t in b.trials],
         newton=[s for _, b in branches for s in b.newton] + best.newton,
         timings={"rotation_s": t_rot - t0, "total_s": time.perf_counter() - t0,
-                 "branch_choice_s": t_branch - t_rot - sum(
-                     v for _, b in branches for v in b.timings.values()),
+                 "branch_choice_s": g.branch_choice_s,
                  **best.timings,
                  **{f"branch{i}_{k}": v for i, (_, b) in enumerate(branches)
                     for k, v in b.timings.items()}},
         provenance={**provenance, "sampler": spec.sampler,
                     "branches_searched": sum(not b.derived for _, b in branches),
-                    "rotation_com_deg": math.degrees(rot.theta),
+                    "rotation_com_deg": math.degrees(geometries[kept][0]),
                     "rotation_residual": rot.residual,
-                    "rotation_residual_other_transpose": rot.residual_other_transpose},
+                    "rotation_residual_other_transpose": rot.residual_other_transpose,
+                    **transpose_record},
         on_box_edge=best.on_box_edge,
         branches=[{"rotation_deg": math.degrees(t) % 360.0, "loss": b.loss,
                    "params": b.params, "derived": b.derived, **choice[i]}
                   for i, (t, b) in enumerate(branches)],
     )
+
+
+@dataclass
+class _GeometryFit:
+    """Both branches searched at one transpose, the branch chosen, θ refined."""
+
+    transpose: bool
+    theta: float
+    best: BranchFit
+    branches: list[tuple[float, BranchFit]]
+    choice: list[dict[str, Any]]
+    branch_choice_s: float
+
+
+def _fit_geometry(model_at: ModelAt, theta0: float, transpose: bool,
+                  spec: FullFieldSearch) -> _GeometryFit:
+    branches, view = _search_branches(model_at, theta0, transpose, spec)
+    t0 = time.perf_counter()
+    theta, best, choice = _choose_branch(model_at, view, branches, transpose, spec.box)
+    branch_choice_s = time.perf_counter() - t0
+    if spec.objective == "vp":  # the comparison objectives have no Newton to re-run
+        # Reconstructions (and restored calibrations) use radians(rotation_deg), a few
+        # ulp from θ: the refined Newton runs there, and leaves the full field there.
+        view = FreeView(model_at(theta, transpose), spec.box, spec.fixed)
+        theta, best = refine_rotation(view, theta, transpose, best.params, spec.box,
+                                      snap=stored_theta, progress=spec.progress)
+    return _GeometryFit(transpose, theta, best, branches, choice, branch_choice_s)
+
+
+def _search_branches(
+    model_at: ModelAt, theta0: float, transpose: bool, spec: FullFieldSearch,
+) -> tuple[list[tuple[float, BranchFit]], FreeView]:
+    """Fit both branches θ0 and θ0+π at ``transpose`` (the second as the mirror of the
+    first where that is exact)."""
+    branches: list[tuple[float, BranchFit]] = []
+    view: FreeView | None = None
+    for i, theta in enumerate((theta0, theta0 + math.pi)):
+        view = FreeView(model_at(theta, transpose), spec.box, spec.fixed)
+        fit = None
+        if i == 1 and spec.objective == "vp" and not spec.search_both_branches:
+            fit = _mirrored_branch(view, branches[0][1], spec.box)
+        if fit is None:
+            fit = joint_fit(view, spec.trials, spec.seed, spec.box, spec.objective, branch=i,
+                            progress=spec.progress, label=f"full field, branch {i + 1}/2",
+                            sampler=spec.sampler)
+        branches.append((theta, fit))
+    assert view is not None
+    return branches, view
 
 
 def _fixed_mirror_invariant(fixed: Mapping[str, float], box: Box) -> bool:
