@@ -81,7 +81,7 @@ def deviation(name: str, value: float, truth: float) -> float:
     return value - truth
 
 
-def fit_case(path: Path, loss: str, trials: int) -> dict[str, Any]:
+def fit_case(path: Path, loss: str, trials: int, frequencies: str = "grid") -> dict[str, Any]:
     import livessb
 
     d = np.load(path)
@@ -91,7 +91,7 @@ def fit_case(path: Path, loss: str, trials: int) -> dict[str, Any]:
                            detector_sampling_mrad=float(d["detector_sampling_mrad"]))
     truth = {p: float(d[f"truth_{p}"]) for p in PARAMS}
     t0 = time.perf_counter()
-    with livessb.Session(ds, device="cpu") as s:
+    with livessb.Session(ds, device="cpu", scan_frequencies=frequencies) as s:
         fit = s.fit(trials=trials, seed=1, objective=loss, progress=False)
     row: dict[str, Any] = {"case": path.stem, "fit_s": time.perf_counter() - t0,
                            "loss": fit.loss, "rotation_deg": fit.rotation_deg,
@@ -135,6 +135,7 @@ def main() -> None:
     ap.add_argument("--only", nargs="*", default=None)
     ap.add_argument("--loss", default="vp", help="the objective (Session.fit objective=)")
     ap.add_argument("--trials", type=int, default=200)
+    ap.add_argument("--scan-frequencies", default="grid", choices=("grid", "effective"))
     args = ap.parse_args()
     chosen = [c for c in cases() if args.only is None or c["name"] in args.only]
     if not chosen:
@@ -142,7 +143,8 @@ def main() -> None:
     simulate_missing(chosen, args.cache, args.abtem_python)
     rows = []
     for c in chosen:
-        rows.append(fit_case(args.cache / f"{c['name']}.npz", args.loss, args.trials))
+        rows.append(fit_case(args.cache / f"{c['name']}.npz", args.loss, args.trials,
+                             args.scan_frequencies))
         r = rows[-1]
         print(f"{r['case']:28s} " + "  ".join(f"{p}={_cell(r[p], p)}" for p in PARAMS)
               + f"  {r['fit_s']:.1f}s", flush=True)

@@ -44,15 +44,9 @@ from .regions import RegionError as RegionError  # re-exported: livessb.session.
 from .regions import check_bounds, check_scan_fits
 from .reprs import Pretty
 from .results import Bounds, FitResult, Reconstruction, RegionResult
+from .session_guard import FitRequiredError as FitRequiredError  # re-exported
+from .session_guard import SessionClosedError as SessionClosedError
 from .session_guard import keeps_fitted_geometry
-
-
-class SessionClosedError(RuntimeError):
-    """The session was closed; results already returned stay valid."""
-
-
-class FitRequiredError(RuntimeError):
-    """A regional fit or reconstruction needs the full-field rotation first."""
 
 
 class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
@@ -66,6 +60,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         force: bool = False,
         staging_budget_MiB: float = 256,
         preprocessing: Preprocessing | None = None,
+        scan_frequencies: str = "grid",
     ) -> None:
         if not isinstance(dataset, Dataset4D):
             raise TypeError(
@@ -80,9 +75,10 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         self.preprocessing: Corrections = preprocess_for(dataset, preprocessing, doc,
                                                          before_pass=check_corrected)
         check_corrected(self.preprocessing.active)  # a descan found in the pass, too
+        self.scan_frequencies = scan_frequencies  # "effective": physics.frequencies (CPU)
         self._engine: Engine | None = make_engine(
             self.preprocessing.dataset_for_engine(dataset), device,
-            staging_budget_MiB=staging_budget_MiB)
+            staging_budget_MiB=staging_budget_MiB, scan_frequencies=scan_frequencies)
         self.device: str = self._engine.name
         self.upsample_factor = auto_upsample(dataset.scan_step_A, dataset.k_alpha)
         self._full: ThickSampleModel | None = None
@@ -195,7 +191,8 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         return result
 
     def _engine_for(self, dataset: Dataset4D) -> Engine:
-        return make_engine(self.preprocessing.dataset_for_engine(dataset), self.device)
+        return make_engine(self.preprocessing.dataset_for_engine(dataset), self.device,
+                           scan_frequencies=self.scan_frequencies)
 
     def _rebind(self, dataset: Dataset4D) -> Callable[[float, bool], ThickSampleModel]:
         """Continue on ``dataset`` (the same counts at a fitted detector sampling)."""
@@ -496,5 +493,6 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
     ) -> dict[str, Any]:
         return {"livessb": __version__, "device": self.device, "trials": trials, "seed": seed,
                 "objective": objective, "box": box.to_dict(),
+                "scan_frequencies": self.scan_frequencies,
                 "dataset_sha256": self.dataset.signature()["content_sha256"], **extra}
 

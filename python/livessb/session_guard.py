@@ -13,7 +13,15 @@ from typing import Any, TypeVar, cast
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-__all__ = ["keeps_fitted_geometry"]
+__all__ = ["FitRequiredError", "SessionClosedError", "keeps_fitted_geometry"]
+
+
+class SessionClosedError(RuntimeError):
+    """The session was closed; results already returned stay valid."""
+
+
+class FitRequiredError(RuntimeError):
+    """A regional fit or reconstruction needs the full-field rotation first."""
 
 
 def keeps_fitted_geometry(method: F) -> F:

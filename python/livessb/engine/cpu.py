@@ -19,6 +19,7 @@ import numpy as np
 from ..dataset import Dataset4D
 from ..params import JOINT, N_JOINT, to_vector
 from ..physics import objective as obj
+from ..physics.frequencies import check_scan_frequencies, effective_frequencies
 from ..physics.geometry import fft_friendly_size, nearest_bf_pixels, scan_frame_frequencies
 from ..physics.optics import aperture, has_higher_order
 from ..physics.overlap import PAIRS
@@ -70,8 +71,9 @@ class CPUEngine:
 
     def __init__(
         self, dataset: Dataset4D, staging_budget_MiB: float = 256,
-        chunk_elements: int = 1 << 18, kernels: bool = True,
+        chunk_elements: int = 1 << 18, kernels: bool = True, scan_frequencies: str = "grid",
     ) -> None:
+        self.scan_frequencies = check_scan_frequencies(scan_frequencies)
         self.geo = DatasetGeometry.of(dataset)
         self.reference = Reference(self.geo, np, np.float64, chunk_elements)
         self.kernels = bool(kernels)
@@ -123,9 +125,14 @@ class CPUEngine:
         # Frequency-major (G.T C-contiguous): the kernels sum over b per ν in memory order.
         G = self.reference.spectra(counts[b[0]:b[1], b[2]:b[3]], shape, self.staging_bytes,
                                    by_frequency=True)
+        geometry = self.reference.half_plane(shape)
+        if self.scan_frequencies == "effective":  # physics.frequencies
+            geometry.nu_r, geometry.nu_c = effective_frequencies(
+                counts[b[0]:b[1], b[2]:b[3]], shape, self.geo.step, geometry.nu_r,
+                geometry.nu_c, max(1, self.staging_bytes // (shape[0] * shape[1] * 64)))
         spectra = PreparedSpectra(
             shape=shape, bounds=b, n_bf=self.geo.bf.count, G=G,
-            dc=float(G[:, 0].real.mean()), part=HostPart(self.reference.half_plane(shape)))
+            dc=float(G[:, 0].real.mean()), part=HostPart(geometry))
         self._life.spectra.append(spectra)
         return spectra
 

@@ -72,6 +72,13 @@ def joint_fit(
         x, lx, newton, hx = _newton(view, starts, b, report)
         best = int(np.argmin(lx))
         vec, loss, hessian = x[best], float(lx[best]), hx[best]
+        polar = _off_the_polar_origin(vec, b)
+        if polar is not None:  # Newton ended on C12 = 0, where phi12 has no gradient
+            x2, lx2, newton2, hx2 = _newton(view, polar, b, report)
+            newton += newton2
+            if float(lx2.min()) < loss:
+                best = int(np.argmin(lx2))
+                vec, loss, hessian = x2[best], float(lx2[best]), hx2[best]
     else:  # the comparison objectives have no derivatives: keep the best trial
         best = int(np.argmin(losses))
         vec, loss = params[best], float(losses[best])
@@ -89,6 +96,29 @@ def joint_fit(
         on_box_edge=box_edges(vec, b),
         timings={"search_s": t1 - t0, "newton_s": t2 - t1}, hessian=hessian,
     )
+
+
+POLAR_RESTART_C12_A = 2.0  # Å: off the C12 = 0 edge, where Newton can turn phi12 again
+
+
+def _off_the_polar_origin(vec: np.ndarray, box: Box) -> np.ndarray | None:
+    """Newton starts at C12 = 2 Å and four astigmatism angles when ``vec`` sits on the
+    box's C12 = 0 edge: there (C12, phi12) is a polar origin, the loss has no gradient
+    in phi12, and a bounded Newton that reached it cannot leave (seen on abTEM SrTiO3
+    at C10 -120/-150 Å with C12 5 Å: C12 0, C10 3 Å off). None otherwise."""
+    names = box.names
+    if "C12" not in names or "phi12" not in names:
+        return None
+    i, j = names.index("C12"), names.index("phi12")
+    low, high = float(box.low[i]), float(box.high[i])
+    if low != 0.0 or vec[i] > low + EDGE_TOLERANCE * (high - low):
+        return None
+    starts = np.repeat(vec[None, :], 4, axis=0)
+    starts[:, i] = min(POLAR_RESTART_C12_A, 0.5 * high)
+    lo_phi = float(box.low[j])
+    turns = vec[j] + np.pi / 4 * np.arange(4)  # astigmatism repeats every π
+    starts[:, j] = lo_phi + np.mod(turns - lo_phi, np.pi)
+    return np.clip(starts, box.low, np.minimum(box.high, np.nextafter(box.high, -np.inf)))
 
 
 def newton_fit(

@@ -1,0 +1,125 @@
+"""Where the C10 bias on crystals comes from (issue 20, docs/bias-matrix.md §2).
+
+A standalone NumPy model of the per-lobe VP loss with exact geometry (rotation 0, the
+simulator's BF centre and sampling), so that one ingredient can be changed at a time:
+
+    python scripts/bias_profiles.py ~/.cache/livessb/bias-matrix/sto1_C10-150.npz ...
+
+prints, per case, the conditional C10 minimum (every other parameter at the truth)
+minus the truth for: the package's model (Γ at the scan grid frequency ν of each bin),
+one shared object for both lobes, and the per-lobe model with Γ at each bin's
+*effective* frequency: the frequency its signal actually has, measured from the data
+as the ratio of the DFTs of (R − R̄)·I and I (rectangular or Hann window), inverted
+through the window's own kernel. A crystal whose lattice is not commensurate with the
+scan window puts each Bragg frequency g between bins; the bin then carries the
+k-dependence of Γ(k, g), not Γ(k, ν), and the fitted C10 is scaled by ≈ g/ν.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize_scalar
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from livessb.physics.optics import aperture, chi, wavelength_A
+
+Case = dict[str, Any]
+
+
+def load(path: Path) -> Case:
+    d = np.load(path)
+    lam = wavelength_A(float(d["voltage_kV"]))
+    px = float(d["detector_sampling_mrad"]) * 1e-3 / lam
+    k_alpha = float(d["semiangle_mrad"]) * 1e-3 / lam
+    c = d["bf_center_px"]
+    n = d["counts"].shape[-1]
+    kr, kc = np.meshgrid((np.arange(n) - c[0]) * px, (np.arange(n) - c[1]) * px, indexing="ij")
+    inside = kr**2 + kc**2 <= (k_alpha + px) ** 2
+    I = d["counts"].astype(np.float64)[..., inside]
+    nr, nc = (np.fft.fftfreq(m, s) for m, s in zip(I.shape[:2], d["scan_step_A"], strict=True))
+    NR, NC = np.meshgrid(nr, nc, indexing="ij")
+    return {"I": I, "k": np.stack([kr[inside], kc[inside]], 1), "lam": lam, "px": px,
+            "k_alpha": k_alpha, "step": d["scan_step_A"], "nu_r": NR.ravel(),
+            "nu_c": NC.ravel(), "G": np.fft.fft2(I, axes=(0, 1)).reshape(-1, I.shape[-1]).T,
+            "truth": {k[6:]: float(d[k]) for k in d.files if k.startswith("truth_")}}
+
+
+def _probe(qr: Any, qc: Any, case: Case, p: dict[str, float]) -> Any:
+    coeffs = {"C10": p["C10"], "C12": p["C12"], "phi12": p["phi12"]}
+    return aperture(qr, qc, case["k_alpha"], case["px"]) * np.exp(
+        -1j * chi(qr, qc, case["lam"], coeffs))
+
+
+def loss(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any, lobes: bool = True) -> float:
+    """The thin-model VP loss, Γ evaluated (and the trotters placed) at ``nu_r/nu_c``."""
+    kr, kc, ka = case["k"][:, :1], case["k"][:, 1:], case["k_alpha"]
+    p0 = _probe(kr, kc, case, p)
+    gam = _probe(kr - nu_r, kc - nu_c, case, p) * np.conj(p0) - np.conj(
+        _probe(kr + nu_r, kc + nu_c, case, p)) * p0
+    in_minus = (kr - nu_r) ** 2 + (kc - nu_c) ** 2 <= ka**2
+    support = in_minus ^ ((kr + nu_r) ** 2 + (kc + nu_c) ** 2 <= ka**2)
+    ok = (case["nu_r"] ** 2 + case["nu_c"] ** 2) > 0
+    G = np.where(support, case["G"], 0)
+    explained = 0.0
+    for part in ((in_minus & support, ~in_minus & support) if lobes else (support,)):
+        g = np.where(part, gam, 0)
+        N, D = np.sum(np.conj(g) * G, 0), np.sum(np.abs(g) ** 2, 0)
+        explained += float(np.sum((np.abs(N) ** 2 / np.maximum(D, 1e-12))[ok]))
+    return 1.0 - explained / float(np.sum(np.abs(G[:, ok]) ** 2))
+
+
+def effective_frequencies(case: Case, window: str) -> tuple[Any, Any]:
+    """Each bin's signal frequency per scan axis (see the module docstring)."""
+    I = case["I"] - case["I"].mean(axis=(0, 1))
+    out = []
+    for axis, nu in ((0, case["nu_r"]), (1, case["nu_c"])):
+        n, step = I.shape[axis], float(case["step"][axis])
+        w = np.hanning(n + 2)[1:-1] if window == "hann" else np.ones(n)
+        r = np.arange(n) - (n - 1) / 2
+        shape = [1, 1, 1]
+        shape[axis] = n
+        Iw = I * w.reshape(shape)
+        Gw = np.fft.fft2(Iw, axes=(0, 1)).reshape(-1, I.shape[-1]).T
+        Gt = np.fft.fft2(Iw * r.reshape(shape), axes=(0, 1)).reshape(-1, I.shape[-1]).T
+        q = (2 * np.pi * np.sum(np.conj(Gw) * Gt, 0)
+             / (np.sum(np.abs(Gw) ** 2, 0) + 1e-30)).imag
+        x = np.linspace(-0.5 / n, 0.5 / n, 401)  # (g - ν)·step of a single tone
+        kernel = np.exp(2j * np.pi * x[:, None] * r[None, :]) * w[None, :]
+        q_of_x = (2 * np.pi * (kernel * r[None, :]).sum(1) / kernel.sum(1)).imag
+        order = np.argsort(q_of_x)
+        out.append(nu + np.interp(q, q_of_x[order], x[order]) / step)
+    return out[0], out[1]
+
+
+def c10_minimum(case: Case, nu_r: Any, nu_c: Any, lobes: bool = True) -> float:
+    t = case["truth"]
+    best = minimize_scalar(lambda c10: loss(case, {**t, "C10": c10}, nu_r, nu_c, lobes),
+                           bounds=(t["C10"] - 8, t["C10"] + 8), method="bounded",
+                           options={"xatol": 1e-3})
+    return float(best.x) - t["C10"]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("cases", nargs="+", type=Path)
+    args = ap.parse_args()
+    print("| case | truth C10 | grid ν, lobes | grid ν, one object | effective ν (rect) "
+          "| effective ν (Hann) |\n|---|---|---|---|---|---|")
+    for path in args.cases:
+        case = load(path)
+        grid = (case["nu_r"], case["nu_c"])
+        cells = [c10_minimum(case, *grid), c10_minimum(case, *grid, lobes=False),
+                 c10_minimum(case, *effective_frequencies(case, "rect")),
+                 c10_minimum(case, *effective_frequencies(case, "hann"))]
+        print(f"| {path.stem} | {case['truth']['C10']:.2f} | "
+              + " | ".join(f"{v:+.2f}" for v in cells) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
