@@ -28,7 +28,7 @@ import numpy as np
 
 from ...dataset import Dataset4D
 from ...params import JOINT, N_JOINT, to_vector
-from ...physics.frequencies import check_scan_frequencies
+from ...physics.frequencies import require_grid_frequencies
 from ...physics.geometry import fft_friendly_size, nearest_bf_pixels
 from ...physics.optics import has_higher_order
 from ...physics.overlap import PAIRS
@@ -87,11 +87,7 @@ class CUDAEngine:
         chunk_elements: int = 1 << 24,  # the reference (fallback) path only
         scan_frequencies: str = "grid",
     ) -> None:
-        if check_scan_frequencies(scan_frequencies) != "grid":
-            # Its kernels read ν from the two axes of the grid; per-bin frequencies need
-            # them to read a per-bin table (and a GPU run to prove it).
-            raise ValueError("scan_frequencies='effective' runs on the CPU engine only so "
-                             "far: use device='cpu', or scan_frequencies='grid' on CUDA")
+        require_grid_frequencies(scan_frequencies)  # its kernels read ν from the grid axes
         import cupy as cp
 
         self.cp = cp
