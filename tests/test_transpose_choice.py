@@ -72,7 +72,7 @@ def test_the_estimate_says_when_a_half_of_the_scan_disagrees() -> None:
     # a field with a real rotation: the whole and all four halves agree
     rng = np.random.default_rng(0)
     phase = rng.normal(size=(32, 32))
-    grad = np.stack(np.gradient(phase), axis=-1)  # curl-free
+    grad = np.stack(list(np.gradient(phase)), axis=-1)  # curl-free
     turn = np.array([[math.cos(0.5), -math.sin(0.5)], [math.sin(0.5), math.cos(0.5)]])
     est = estimate_rotation(grad @ turn.T, (1.0, 1.0))  # the detector turned by -0.5 rad
     assert len(est.halves_transposes) == 4 and not est.transpose_undecided
