@@ -18,6 +18,20 @@ at this dose, which the misfit (sandwich) error, the larger of the two per
 parameter, covers (with the noise error alone tilt_col covered 0.89). Small data
 (24² scan × 32² detector); 64 trials in a ±box around the truth are enough for the
 search to land in the global basin every time.
+
+Power. A coverage count over n realisations is binomial. With 20 and "≥ 90 %" (18 of
+20) a true coverage of 75 % still passed with P = 9 %. Now 120 realisations per model;
+the coverage is counted over those that keep the model (≥ 108 of them: the model-choice
+assertion) and must reach k(n) = the smallest k with P(X ≥ k | n, 75 %) < 1 %, for
+which P(X < k | n, 90 %) < 5 % holds for every n ≥ 106 (asserted in _threshold):
+n = 108 → k = 92, P(pass | 75 %) = 0.74 %, P(fail | 90 %) = 4.0 %; n = 120 → k = 102
+(85 %), 0.56 % and 3.0 %. At the ideal ±2σ coverage of 95.4 % a parameter fails with
+P < 1e-5. (n = 60 cannot meet both: its best k = 53 leaves P(fail | 90 %) = 25 %.)
+Measured at 6a44b95 (these 120 seeds), coverage at ±2 errors: thin (120 of 120 kept
+thin, k = 102) C10 0.925, C12 0.933, phi12 0.967 (C10's mean z -0.38, the bias above);
+thick (113 of 120 kept thick, k = 96) C10 0.965, C12 0.982, phi12 0.982, tilt 0.973 /
+0.965, depth 0.991 (mean z -0.50). Time on a 2-core CPU: ≈ 0.4 s per thin and 1.5 s
+per thick realisation.
 """
 
 from __future__ import annotations
@@ -26,14 +40,16 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scipy.stats import binom
 
 import livessb
 from livessb.simulate import simulate_4dstem
 
 pytestmark = pytest.mark.slow
 
-REALISATIONS = 20
-COVERAGE = 0.9
+REALISATIONS = 120
+COVERAGE = 0.9  # the claim: the truth within ±2 errors in at least 90 % of cases
+UNCALIBRATED = 0.75  # a coverage the test must reject (errors ≈ 1.7x too small)
 THIN = {"aberrations": {"C10": -15.0, "C12": 10.0, "phi12": 0.4}, "dose": 2e5,
         "phase_peak_rad": 0.04, "rotation_deg": 12.0}
 THICK = {"aberrations": {"C10": 30.0, "C12": 8.0, "phi12": 0.3}, "depth_A": 150.0,
@@ -73,13 +89,21 @@ def _deviation(name: str, value: float, truth: float) -> float:
     return value - truth
 
 
-def _coverage(fits: list[tuple[Any, dict[str, float]]], names: tuple[str, ...]) -> dict[str, float]:
+def _threshold(n: int) -> int:
+    """Fewest of n inside ±2 errors that a true coverage of 75 % reaches with P < 1 %."""
+    k = next(k for k in range(n + 1) if binom.sf(k - 1, n, UNCALIBRATED) < 0.01)
+    assert binom.cdf(k - 1, n, COVERAGE) < 0.05, (n, k)  # and 90 % fails with P < 5 %
+    return k
+
+
+def _assert_covered(fits: list[tuple[Any, dict[str, float]]], names: tuple[str, ...]) -> None:
     inside = {n: 0 for n in names}
     for fit, truth in fits:
         for n in names:
             assert fit.errors[n] > 0 and np.isfinite(fit.errors[n])
             inside[n] += abs(_deviation(n, fit.params[n], truth[n])) <= 2 * fit.errors[n]
-    return {n: inside[n] / len(fits) for n in names}
+    k = _threshold(len(fits))
+    assert min(inside.values()) >= k, ({n: c / len(fits) for n, c in inside.items()}, k)
 
 
 def test_thin_errors_are_calibrated_and_the_thin_model_is_kept(
@@ -91,8 +115,7 @@ def test_thin_errors_are_calibrated_and_the_thin_model_is_kept(
         assert fit.params["depth"] == 0.0 and fit.errors["depth"] == 0.0
         assert {"depth", "tilt_row_mrad", "tilt_col_mrad"} <= set(fit.undetermined)
         assert set(fit.errors) == set(fit.params)
-    cover = _coverage(thin, ("C10", "C12", "phi12"))
-    assert min(cover.values()) >= COVERAGE, cover
+    _assert_covered(thin, ("C10", "C12", "phi12"))
 
 
 def test_misfit_errors_agree_with_noise_errors_on_data_the_thin_model_describes(
@@ -116,16 +139,19 @@ def _kept_thick(fits: list[tuple[Any, dict[str, float]]]) -> list[tuple[Any, dic
 def test_thick_model_is_kept_and_its_errors_are_calibrated_to_90_percent(
         thick_fits: list[tuple[Any, dict[str, float]]]) -> None:
     # ≥ 90 % kept thick, as the thin test asks of the thin model: with one object per
-    # trotter lobe the test has less power, and in one of these 20 realisations (seed
-    # 109) the thick model removes ΔR = 13 σ² only (T = ΔR/(κσ²) = 6.0, κ = 2.2), below
-    # χ²₃(p = 0.001) = 16.3: those data do not show the depth significantly.
-    # Measured over the 19 kept thick: coverage C10 1.0, C12 1.0, phi12 0.95, tilt
-    # 0.95 / 1.0, depth 1.0; mean z of depth -0.88 (the leakage bias). In one (seed
-    # 110) C12 = 4.5 ± 2.8 (truth 8): phi12 is then rightly undetermined.
+    # trotter lobe the test has less power, and in 7 of these 120 realisations (seeds
+    # 109, 130, 132, 138, 174, 198, 211) the thin model is kept; in seed 109 the thick
+    # model removes ΔR = 13 σ² only (T = ΔR/(κσ²) = 6.0, κ = 2.2), below χ²₃(p = 0.001)
+    # = 16.3: those data do not show the depth significantly. In 5 (e.g. seed 110, C12 =
+    # 4.5 ± 2.8, truth 8) C12 is below 2 errors and phi12 rightly undetermined.
     thick = _kept_thick(thick_fits)
     assert len(thick) >= COVERAGE * REALISATIONS
-    for fit, _ in thick:  # depth and tilt determined; phi12 only while C12 > 2 errors
+    for fit, _ in thick:  # depth and tilt determined; phi12 while C12 > 2 errors and
+        # its own error is within a tenth of its box (π): seeds 125 and 165, C12 ≈ 5.5 ± 1.9,
+        # have the former but not the latter (fit.model_choice's rule)
         assert set(fit.undetermined) <= {"phi12"}, fit.undetermined
-        assert ("phi12" in fit.undetermined) == (fit.params["C12"] < 2 * fit.errors["C12"])
-    cover = _coverage(thick, THICK_NAMES)
-    assert min(cover.values()) >= COVERAGE, cover
+        determined = (fit.params["C12"] >= 2 * fit.errors["C12"]
+                      and fit.errors["C12"] <= 0.1 * (BOX["C12"][1] - BOX["C12"][0])
+                      and fit.errors["phi12"] <= 0.1 * np.pi)
+        assert ("phi12" in fit.undetermined) != determined
+    _assert_covered(thick, THICK_NAMES)

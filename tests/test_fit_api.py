@@ -126,7 +126,8 @@ def test_refine_from_a_defocus_error_returns_to_the_fit(demo_session: Session) -
     refined = demo_session.refine(start)
     evaluate = demo_session.loss_evaluator()
     start_loss = float(evaluate(to_vector(start)[None])[0])
-    assert refined.params["C10"] == pytest.approx(full.params["C10"], abs=1.0)
+    # Measured at 6a44b95 from +10, +15, -15, +25 Å: back within 0.004-0.024 Å of the fit.
+    assert refined.params["C10"] == pytest.approx(full.params["C10"], abs=0.05)
     assert refined.loss <= start_loss
     assert refined.trials == [] and refined.newton
     assert refined.newton[0]["params"]["C10"] == start["C10"]
@@ -145,7 +146,9 @@ def test_refine_in_a_region_holds_fixed_values(
     assert refined.bounds == left
     assert all(refined.params[k] == v for k, v in HELD.items())
     assert all(st["params"][k] == v for st in refined.newton for k, v in HELD.items())
-    assert refined.params["C10"] == pytest.approx(truth.local_C10(left), abs=3.0)
+    # Measured at 6a44b95: +1.36 Å from the region's mean defocus (from the fit's C10 and
+    # from 15 Å above it alike; fit_region lands +1.34 there, test_fit_physics).
+    assert refined.params["C10"] == pytest.approx(truth.local_C10(left), abs=2.0)
     assert np.isfinite(refined.loss)
 
 

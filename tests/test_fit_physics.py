@@ -145,15 +145,18 @@ def test_demo_regions_recover_their_local_defocus(
     left, right = (8, 88, 2, 34), (8, 88, 62, 94)
     reg_l = demo_session.fit_region(left, region_id="left")
     reg_r = demo_session.fit_region(right, region_id="right")
-    assert reg_l.params["C10"] == pytest.approx(truth.local_C10(left), abs=3.0)
-    assert reg_r.params["C10"] == pytest.approx(truth.local_C10(right), abs=3.0)
+    # Measured at 6a44b95: left +1.34 Å (error 0.33), right +0.06 Å (0.29) from each
+    # region's mean defocus (|C10| 1.8 % low on the left: SSB's known weak-phase C10 bias
+    # at this 0.2 rad object), so the difference 1.27 Å short; rotation 0.07° off.
+    assert reg_l.params["C10"] == pytest.approx(truth.local_C10(left), abs=2.0)
+    assert reg_r.params["C10"] == pytest.approx(truth.local_C10(right), abs=2.0)
     true_diff = truth.local_C10(right) - truth.local_C10(left)
     assert true_diff > 40
-    assert reg_r.params["C10"] - reg_l.params["C10"] == pytest.approx(true_diff, abs=4.0)
+    assert reg_r.params["C10"] - reg_l.params["C10"] == pytest.approx(true_diff, abs=2.0)
     f = demo_session.upsample_factor
     assert reg_l.crop.shape == (80 * f, 32 * f)
     assert demo_session.rotation_deg is not None
-    assert _angle_diff_deg(demo_session.rotation_deg, truth.rotation_deg) < 1.0
+    assert _angle_diff_deg(demo_session.rotation_deg, truth.rotation_deg) < 0.25
 
 
 def test_opted_in_spherical_and_threefold_are_recovered() -> None:

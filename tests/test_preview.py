@@ -405,6 +405,7 @@ def test_refine_from_here_with_locks(
         sim: tuple[Dataset4D, SimulationTruth]) -> None:
     w, sent = widget
     before = session.full_fit
+    assert before is not None
     truth = sim[1].params
     try:
         start = {**w.full_fit["params"], "C10": w.full_fit["params"]["C10"] + 15.0}
@@ -416,7 +417,11 @@ def test_refine_from_here_with_locks(
         assert w.status == "done", w.message
         got = w.full_fit["params"]
         assert got["depth"] == held  # the lock holds it
-        assert abs(got["C10"] - truth["C10"]) < 10.0  # Newton walks back to the truth
+        # Newton walks back to the fit's minimum, and that is near the truth. Measured at
+        # 6a44b95 from +15 and -15 Å on seeds 7-11 (fit seed 1, 24 trials): 0.36-0.83 Å
+        # from the truth (0.82 here), 0.002-0.015 Å from the fit it started beside.
+        assert abs(got["C10"] - truth["C10"]) < 1.7
+        assert abs(got["C10"] - before.params["C10"]) < 0.05
         assert session.full_fit is not None
         assert session.full_fit is not before and session.full_fit.params == got
         assert w.full_fit["loss"] == pytest.approx(session.full_fit.loss)
