@@ -78,6 +78,10 @@ def add_data_arguments(f: argparse.ArgumentParser) -> None:
     f.add_argument("--seed", type=int, default=42, metavar="N", help="search seed (default: 42)")
     f.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
                    help="compute device (default: auto, the GPU when there is one)")
+    f.add_argument("--scan-frequencies", default="grid", choices=["grid", "effective"],
+                   help="evaluate the overlaps at each spectrum bin's grid frequency, or at "
+                        "the frequency its signal has (a crystal whose lattice does not fit "
+                        "the scan window; CPU only so far; default: grid)")
     f.add_argument("--force", action="store_true",
                    help="accept implausible calibration values (unusual set-ups) and a "
                         "calibration file saved for other data")
@@ -182,7 +186,7 @@ def open_session(args: argparse.Namespace, ds: Dataset4D, preprocessing: Preproc
     from .session import Session
 
     s = Session(ds, device=args.device, calibration=args.calibration, force=args.force,
-                preprocessing=preprocessing)
+                preprocessing=preprocessing, scan_frequencies=args.scan_frequencies)
     try:
         say(dataset_line(args.path, ds, s.device))
         say(preprocessing_line(s.preprocessing))
