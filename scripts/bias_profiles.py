@@ -10,9 +10,12 @@ minus the truth for: the package's model (Γ at the scan grid frequency ν of ea
 one shared object for both lobes, and the per-lobe model with Γ at each bin's
 *effective* frequency: the frequency its signal actually has, measured from the data
 as the ratio of the DFTs of (R − R̄)·I and I (rectangular or Hann window), inverted
-through the window's own kernel. A crystal whose lattice is not commensurate with the
-scan window puts each Bragg frequency g between bins; the bin then carries the
-k-dependence of Γ(k, g), not Γ(k, ν), and the fitted C10 is scaled by ≈ g/ν.
+through the window's own kernel; and both with the aliases of an undersampled scan
+resolved (``alias_loss``, a prototype of docs/bias-matrix.md §2b).
+
+A crystal whose lattice is not commensurate with the scan window puts each Bragg
+frequency g between bins; the bin then carries the k-dependence of Γ(k, g), not Γ(k, ν),
+and the fitted C10 is scaled by ≈ g/ν.
 """
 
 from __future__ import annotations
@@ -73,6 +76,35 @@ def loss(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any, lobes: bool = Tr
     return 1.0 - explained / float(np.sum(np.abs(G[:, ok]) ** 2))
 
 
+def alias_loss(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any) -> float:
+    """The per-lobe loss with each bin's aliases ν + m/step (m ∈ {−1, 0, 1} per axis)
+    resolved: a BF pixel belongs to the alias whose single-sideband support holds it, a
+    pixel in two aliases' supports is left out, each (alias, lobe) has its own object."""
+    kr, kc, ka, step = case["k"][:, :1], case["k"][:, 1:], case["k_alpha"], case["step"]
+    p0 = _probe(kr, kc, case, p)
+    ok = (case["nu_r"] ** 2 + case["nu_c"] ** 2) > 0
+    aliases = []
+    for mr in (-1, 0, 1):
+        for mc in (-1, 0, 1):
+            ar, ac = nu_r + mr / step[0], nu_c + mc / step[1]
+            in_minus = (kr - ar) ** 2 + (kc - ac) ** 2 <= ka**2
+            aliases.append((ar, ac, in_minus,
+                            in_minus ^ ((kr + ar) ** 2 + (kc + ac) ** 2 <= ka**2)))
+    single = sum(a[3].astype(int) for a in aliases) == 1
+    used = np.zeros(case["G"].shape, bool)
+    explained = 0.0
+    for ar, ac, in_minus, support in aliases:
+        use = support & single
+        used |= use
+        gam = _probe(kr - ar, kc - ac, case, p) * np.conj(p0) - np.conj(
+            _probe(kr + ar, kc + ac, case, p)) * p0
+        for part in (in_minus & use, ~in_minus & use):
+            g, G = np.where(part, gam, 0), np.where(part, case["G"], 0)
+            N, D = np.sum(np.conj(g) * G, 0), np.sum(np.abs(g) ** 2, 0)
+            explained += float(np.sum((np.abs(N) ** 2 / np.maximum(D, 1e-12))[ok]))
+    return 1.0 - explained / float(np.sum(np.abs(np.where(used, case["G"], 0)[:, ok]) ** 2))
+
+
 def effective_frequencies(case: Case, window: str) -> tuple[Any, Any]:
     """Each bin's signal frequency per scan axis (see the module docstring)."""
     I = case["I"] - case["I"].mean(axis=(0, 1))
@@ -96,9 +128,15 @@ def effective_frequencies(case: Case, window: str) -> tuple[Any, Any]:
     return out[0], out[1]
 
 
-def c10_minimum(case: Case, nu_r: Any, nu_c: Any, lobes: bool = True) -> float:
+def c10_minimum(case: Case, nu_r: Any, nu_c: Any, lobes: bool = True,
+                aliases: bool = False) -> float:
     t = case["truth"]
-    best = minimize_scalar(lambda c10: loss(case, {**t, "C10": c10}, nu_r, nu_c, lobes),
+
+    def at(c10: float) -> float:
+        p = {**t, "C10": c10}
+        return alias_loss(case, p, nu_r, nu_c) if aliases else loss(case, p, nu_r, nu_c, lobes)
+
+    best = minimize_scalar(at,
                            bounds=(t["C10"] - 8, t["C10"] + 8), method="bounded",
                            options={"xatol": 1e-3})
     return float(best.x) - t["C10"]
@@ -110,13 +148,16 @@ def main() -> None:
     ap.add_argument("cases", nargs="+", type=Path)
     args = ap.parse_args()
     print("| case | truth C10 | grid ν, lobes | grid ν, one object | effective ν (rect) "
-          "| effective ν (Hann) |\n|---|---|---|---|---|---|")
+          "| effective ν (Hann) | aliases resolved, grid ν | aliases resolved, effective ν |"
+          "\n|---|---|---|---|---|---|---|---|")
     for path in args.cases:
         case = load(path)
         grid = (case["nu_r"], case["nu_c"])
+        hann = effective_frequencies(case, "hann")
         cells = [c10_minimum(case, *grid), c10_minimum(case, *grid, lobes=False),
                  c10_minimum(case, *effective_frequencies(case, "rect")),
-                 c10_minimum(case, *effective_frequencies(case, "hann"))]
+                 c10_minimum(case, *hann), c10_minimum(case, *grid, aliases=True),
+                 c10_minimum(case, *hann, aliases=True)]
         print(f"| {path.stem} | {case['truth']['C10']:.2f} | "
               + " | ".join(f"{v:+.2f}" for v in cells) + " |", flush=True)
 
