@@ -18,7 +18,7 @@ import pytest
 from livessb.export_hdf5 import save_dataset_emd
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_series import simulate_scan  # noqa: E402
+from test_series import simulate_scan
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +66,7 @@ def test_ctrl_c_keeps_every_finished_scan_and_a_rerun_completes(tmp_path: Path) 
     before = {stem: (out / "scans" / f"{stem}.emd").read_bytes() for stem in kept}
 
     again = _series(paths, out)
-    text, err = again.communicate(timeout=600)
+    _, err = again.communicate(timeout=600)
     assert again.returncode == 0, err
     assert len(_done(out)) == N_SCANS
     for stem, data in before.items():  # skipped, not refitted: the same bytes
