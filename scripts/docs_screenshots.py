@@ -197,8 +197,8 @@ def shots(page: Any, root: Any) -> None:
     # a map of 3×3 tiles: C10 over the scan follows the demo's defocus gradient
     run_code(page, f"w.trials = {MAP_TRIALS}")
     label(root, "map tile").fill(str(MAP_TILE))
-    label(root, "map tile").press("Enter")  # number boxes apply on Enter
-    label(root, "fit map").click()
+    label(root, "map tile").press("Enter")  # Enter in the tile box fits the map (a click too
+    # would queue a second map: the screenshot then caught its bar at 0/9 after the first)
     bar.wait_for(state="visible", timeout=60_000)
     wait_status(root, "done", timeout_ms=600_000)
     root.locator(".livessb-map").locator("xpath=self::*[@data-parameter='C10']").wait_for(
