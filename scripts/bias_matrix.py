@@ -87,10 +87,7 @@ def fit_case(path: Path, loss: str, trials: int, frequencies: str = "grid") -> d
     import livessb
 
     d = np.load(path)
-    ds = livessb.Dataset4D(d["counts"], voltage_kV=float(d["voltage_kV"]),
-                           semiangle_mrad=float(d["semiangle_mrad"]),
-                           scan_step_A=tuple(float(v) for v in d["scan_step_A"]),
-                           detector_sampling_mrad=float(d["detector_sampling_mrad"]))
+    ds = livessb.load(path)  # counts and calibration from the .npz keys
     truth = {p: float(d[f"truth_{p}"]) for p in PARAMS}
     t0 = time.perf_counter()
     with livessb.Session(ds, device="cpu", scan_frequencies=frequencies) as s:

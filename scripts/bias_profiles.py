@@ -9,8 +9,8 @@ prints, per case, the conditional C10 minimum (every other parameter at the trut
 minus the truth for: the package's model (Γ at the scan grid frequency ν of each bin),
 one shared object for both lobes, and the per-lobe model with Γ at each bin's
 *effective* frequency: the frequency its signal actually has, measured from the data
-as the ratio of the DFTs of (R − R̄)·I and I (rectangular or Hann window), inverted
-through the window's own kernel; and both with the aliases of an undersampled scan
+as the ratio of the Hann-windowed DFTs of (R − R̄)·I and I, inverted through the
+window's own kernel (the package's table); and both with the aliases of an undersampled scan
 resolved (``alias_loss``, a prototype of docs/bias-matrix.md §2b).
 
 A crystal whose lattice is not commensurate with the scan window puts each Bragg
@@ -29,6 +29,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from livessb.physics.frequencies import offset_table, window_weights
 from livessb.physics.optics import aperture, chi, wavelength_A
 
 Case = dict[str, Any]
@@ -105,26 +106,23 @@ def alias_loss(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any) -> float:
     return 1.0 - explained / float(np.sum(np.abs(np.where(used, case["G"], 0)[:, ok]) ** 2))
 
 
-def effective_frequencies(case: Case, window: str) -> tuple[Any, Any]:
-    """Each bin's signal frequency per scan axis (see the module docstring)."""
+def effective_frequencies(case: Case) -> tuple[Any, Any]:
+    """Each bin's signal frequency per scan axis, on this model's full plane, through
+    the package's window and offset table (livessb.physics.frequencies)."""
     I = case["I"] - case["I"].mean(axis=(0, 1))
     out = []
     for axis, nu in ((0, case["nu_r"]), (1, case["nu_c"])):
         n, step = I.shape[axis], float(case["step"][axis])
-        w = np.hanning(n + 2)[1:-1] if window == "hann" else np.ones(n)
         r = np.arange(n) - (n - 1) / 2
         shape = [1, 1, 1]
         shape[axis] = n
-        Iw = I * w.reshape(shape)
+        Iw = I * window_weights(n).reshape(shape)
         Gw = np.fft.fft2(Iw, axes=(0, 1)).reshape(-1, I.shape[-1]).T
         Gt = np.fft.fft2(Iw * r.reshape(shape), axes=(0, 1)).reshape(-1, I.shape[-1]).T
         q = (2 * np.pi * np.sum(np.conj(Gw) * Gt, 0)
              / (np.sum(np.abs(Gw) ** 2, 0) + 1e-30)).imag
-        x = np.linspace(-0.5 / n, 0.5 / n, 401)  # (g - ν)·step of a single tone
-        kernel = np.exp(2j * np.pi * x[:, None] * r[None, :]) * w[None, :]
-        q_of_x = (2 * np.pi * (kernel * r[None, :]).sum(1) / kernel.sum(1)).imag
-        order = np.argsort(q_of_x)
-        out.append(nu + np.interp(q, q_of_x[order], x[order]) / step)
+        table_q, table_x = offset_table(n, n)
+        out.append(nu + np.interp(q, table_q, table_x) / step)
     return out[0], out[1]
 
 
@@ -147,17 +145,16 @@ def main() -> None:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cases", nargs="+", type=Path)
     args = ap.parse_args()
-    print("| case | truth C10 | grid ν, lobes | grid ν, one object | effective ν (rect) "
-          "| effective ν (Hann) | aliases resolved, grid ν | aliases resolved, effective ν |"
-          "\n|---|---|---|---|---|---|---|---|")
+    print("| case | truth C10 | grid ν, lobes | grid ν, one object | effective ν "
+          "| aliases resolved, grid ν | aliases resolved, effective ν |"
+          "\n|---|---|---|---|---|---|---|")
     for path in args.cases:
         case = load(path)
         grid = (case["nu_r"], case["nu_c"])
-        hann = effective_frequencies(case, "hann")
+        effective = effective_frequencies(case)
         cells = [c10_minimum(case, *grid), c10_minimum(case, *grid, lobes=False),
-                 c10_minimum(case, *effective_frequencies(case, "rect")),
-                 c10_minimum(case, *hann), c10_minimum(case, *grid, aliases=True),
-                 c10_minimum(case, *hann, aliases=True)]
+                 c10_minimum(case, *effective), c10_minimum(case, *grid, aliases=True),
+                 c10_minimum(case, *effective, aliases=True)]
         print(f"| {path.stem} | {case['truth']['C10']:.2f} | "
               + " | ".join(f"{v:+.2f}" for v in cells) + " |", flush=True)
 

@@ -48,10 +48,7 @@ def test_a_frequency_between_bins_is_found_to_a_hundredth_of_a_bin(n: tuple[int,
 
 def _fit(name: str, frequencies: str) -> tuple[FitResult, dict[str, float]]:
     d = np.load(FIXTURES / f"{name}.npz")
-    ds = livessb.Dataset4D(d["counts"], voltage_kV=float(d["voltage_kV"]),
-                           semiangle_mrad=float(d["semiangle_mrad"]),
-                           scan_step_A=(float(d["scan_step_A"][0]), float(d["scan_step_A"][1])),
-                           detector_sampling_mrad=float(d["detector_sampling_mrad"]))
+    ds = livessb.load(FIXTURES / f"{name}.npz")  # counts and calibration from its keys
     truth = {k[len("truth_"):]: float(d[k]) for k in d.files if k.startswith("truth_")}
     with livessb.Session(ds, device="cpu", scan_frequencies=frequencies) as s:
         return s.fit(trials=200, seed=1, progress=False), truth

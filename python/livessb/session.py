@@ -36,6 +36,7 @@ from .map_blend import auto_density, blend_tiles, refine_tiles
 from .maps import MapResult
 from .memory import CorrectedCountsCheck, check_reconstruct_memory, check_session_memory
 from .params import JOINT, OPTIONAL, fit_names
+from .physics.frequencies import check_scan_frequencies
 from .physics.geometry import auto_upsample
 from .physics.optics import unknown_aberration_keys
 from .preprocess import Corrections, DescanFit, Preprocessing, preprocess_for
@@ -68,6 +69,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
                 "counts with livessb.Dataset4D(counts, voltage_kV=..., semiangle_mrad=..., "
                 "scan_step_A=...) or use livessb.load(path)")
         self.dataset = dataset
+        self.scan_frequencies = check_scan_frequencies(scan_frequencies)  # before any pass
         check_session_memory(dataset, device, staging_budget_MiB)  # refuse before allocating
         doc = None if calibration is None else load_calibration(calibration, dataset, force)
         self.dataset = dataset = restored_sampling(dataset, doc)  # a fitted sampling
@@ -75,7 +77,6 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         self.preprocessing: Corrections = preprocess_for(dataset, preprocessing, doc,
                                                          before_pass=check_corrected)
         check_corrected(self.preprocessing.active)  # a descan found in the pass, too
-        self.scan_frequencies = scan_frequencies  # "effective": physics.frequencies (CPU)
         self._engine: Engine | None = make_engine(
             self.preprocessing.dataset_for_engine(dataset), device,
             staging_budget_MiB=staging_budget_MiB, scan_frequencies=scan_frequencies)

@@ -123,13 +123,13 @@ class CPUEngine:
             int(bounds[0]), int(bounds[1]), int(bounds[2]), int(bounds[3]))
         shape = (fft_friendly_size(b[1] - b[0]), fft_friendly_size(b[3] - b[2]))
         # Frequency-major (G.T C-contiguous): the kernels sum over b per ν in memory order.
-        G = self.reference.spectra(counts[b[0]:b[1], b[2]:b[3]], shape, self.staging_bytes,
-                                   by_frequency=True)
+        window = counts[b[0]:b[1], b[2]:b[3]]
+        G = self.reference.spectra(window, shape, self.staging_bytes, by_frequency=True)
         geometry = self.reference.half_plane(shape)
         if self.scan_frequencies == "effective":  # physics.frequencies
             geometry.nu_r, geometry.nu_c = effective_frequencies(
-                counts[b[0]:b[1], b[2]:b[3]], shape, self.geo.step, geometry.nu_r,
-                geometry.nu_c, max(1, self.staging_bytes // (shape[0] * shape[1] * 64)))
+                window, shape, self.geo.step, geometry.nu_r, geometry.nu_c,
+                max(1, self.staging_bytes // (shape[0] * shape[1] * 64)))
         spectra = PreparedSpectra(
             shape=shape, bounds=b, n_bf=self.geo.bf.count, G=G,
             dc=float(G[:, 0].real.mean()), part=HostPart(geometry))

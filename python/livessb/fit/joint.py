@@ -118,7 +118,7 @@ def _off_the_polar_origin(vec: np.ndarray, box: Box) -> np.ndarray | None:
     lo_phi = float(box.low[j])
     turns = vec[j] + np.pi / 4 * np.arange(4)  # astigmatism repeats every π
     starts[:, j] = lo_phi + np.mod(turns - lo_phi, np.pi)
-    return np.clip(starts, box.low, np.minimum(box.high, np.nextafter(box.high, -np.inf)))
+    return np.clip(starts, box.low, np.nextafter(box.high, -np.inf))
 
 
 def newton_fit(

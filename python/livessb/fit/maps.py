@@ -146,15 +146,14 @@ def fit_map(
     with tqdm(total=total, desc="map", disable=progress is not True, leave=False) as bar:
         finished = [0]
 
-        def on_done(index: int, fit: FitResult) -> None:
-            finished[0] += 1
-            bar.update(1)
-            if report is not None:
-                report("map", finished[0], total)
-
         def on_round() -> None:  # a cancel is seen within a round, not only per tile
             if report is not None:
                 report("map", finished[0], total)
+
+        def on_done(index: int, fit: FitResult) -> None:
+            finished[0] += 1
+            bar.update(1)
+            on_round()
 
         flat_fits = lockstep.run([tile_fit(b) for b in flat], on_done, on_round)
     cols = grid.shape[1]
