@@ -4,9 +4,11 @@ that engines gather their BF pixels from (``CorrectedCounts``).
 One pass over the counts, a chunk of scan rows at a time (a memory-mapped file's pages
 released behind it), in the counts' array module (CuPy for counts resident on a GPU):
 bad pixels repaired, frame totals (dose normalisation) and block-summed windows around
-the disk (descan), their results downloaded once at the end. When nothing needs
-correcting the engines get the counts as they are, so results are bit-identical to a
-session without preprocessing.
+the disk (descan). On a GPU with no bad pixel to repair the pass is one kernel
+(engine/cuda/descan_sums.py), and the descan fit runs there too: the totals and the fit
+come back, not the measurements' working data. When nothing needs correcting the
+engines get the counts as they are, so results are bit-identical to a session without
+preprocessing.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from ..memory import cuda_free_bytes
 from ..physics.bright_field import BrightFieldError, estimate_disk
 from ..xp import resident, to_host
 from .descan import (
+    DISK_RAMP,
     DescanFit,
     block_centres,
     block_size,
@@ -181,14 +184,15 @@ def _chunk_rows(xp: Any, counts: Any, window: np.ndarray | None, repairing: bool
 @dataclass(frozen=True)
 class _Ramp:
     """What the descan measurement needs of every chunk: the disk window (detector box
-    ``rows`` × ``cols`` and ``window`` in the counts' array module), the block edge and
-    the ramp's disk level per count."""
+    ``rows`` × ``cols`` and ``window`` in the counts' array module, ``mask`` on the
+    host), the block edge and the ramp's disk level per count."""
 
     rows: slice
     cols: slice
     window: Any
     block: int
     level_per_total: float
+    mask: np.ndarray  # the window on the host (bool)
 
 
 def _measure_chunk(xp: Any, chunk: Any, plan: RepairPlan, cached: dict[str, Any],
@@ -211,6 +215,39 @@ def _measure_chunk(xp: Any, chunk: Any, plan: RepairPlan, cached: dict[str, Any]
     return totals, centres
 
 
+def _fused_pass(xp: Any, data: Any, plan: RepairPlan, descan: bool,
+                ramp: _Ramp) -> tuple[Any, Any] | None:
+    """The pass as one kernel launch (engine/cuda/descan_sums.py) for counts resident on
+    a GPU with nothing to repair; None where it does not apply (host counts, a repair)."""
+    if xp is np or plan.count > 0:
+        return None
+    from ..engine.cuda.descan_sums import device_descan_moments, fused_measure_supported
+
+    if not fused_measure_supported(data):
+        return None
+    rows, cols = (ramp.rows, ramp.cols) if descan else (None, None)
+    return device_descan_moments(xp, data, ramp.block, rows, cols, ramp.mask,
+                                 ramp.level_per_total, DISK_RAMP)
+
+
+def _measure_chunks(xp: Any, data: Any, plan: RepairPlan, descan: bool,
+                    ramp: _Ramp) -> tuple[Any, Any]:
+    """The pass in chunks of whole block rows (``_chunk_rows``), any array module: frame
+    totals (Rr, Rc) and, with ``descan``, the block centres, left in ``xp``."""
+    step = _chunk_rows(xp, data, ramp.window if descan else None, plan.count > 0, ramp.block)
+    totals_parts: list[Any] = []
+    centre_parts: list[Any] = []
+    cached: dict[str, Any] = {}
+    for r0 in range(0, int(data.shape[0]), step):
+        chunk = data[r0:r0 + step]
+        totals, centres = _measure_chunk(xp, chunk, plan, cached, ramp if descan else None)
+        totals_parts.append(totals)
+        centre_parts.append(centres)
+        release_pages(chunk)  # a memory-mapped file's pages: read, no longer needed
+    return (xp.concatenate(totals_parts),
+            xp.concatenate(centre_parts) if descan else None)
+
+
 def _measure(counts: Any, mean_pattern: np.ndarray, plan: RepairPlan,
              opts: Preprocessing | None) -> tuple[np.ndarray, DescanFit | None]:
     """Frame totals (after repair) and, when ``opts``, the descan fit: one pass in the
@@ -218,8 +255,8 @@ def _measure(counts: Any, mean_pattern: np.ndarray, plan: RepairPlan,
     disk window is converted (the totals sum the native counts). Each chunk's block
     centres are found as soon as it is summed (the ramp's level per count is the
     repaired mean pattern's: known before the pass); totals and centres stay in the
-    array module until the end, so counts resident on a GPU are measured there with two
-    downloads whatever the scan size."""
+    array module until the end, so counts resident on a GPU are measured (and the
+    descan fitted) there with a few downloads whatever the scan size."""
     Rr, Rc = (int(s) for s in counts.shape[:2])
     xp, data = resident(counts)
     repaired = repaired_mean(mean_pattern, plan)
@@ -228,21 +265,14 @@ def _measure(counts: Any, mean_pattern: np.ndarray, plan: RepairPlan,
     b = block_size(level)
     mean_total = float(repaired.sum())  # the mean frame total (the repair is linear)
     per_total = level / mean_total if mean_total > 0 else 0.0
-    step = _chunk_rows(xp, counts, window if opts is not None else None, plan.count > 0, b)
-    ramp = None if opts is None else _Ramp(rs, cs, xp.asarray(window), b, per_total)
-    totals_parts: list[Any] = []
-    centre_parts: list[Any] = []
-    cached: dict[str, Any] = {}
-    for r0 in range(0, Rr, step):
-        chunk = data[r0:r0 + step]
-        totals, centres = _measure_chunk(xp, chunk, plan, cached, ramp)
-        totals_parts.append(totals)
-        centre_parts.append(centres)
-        release_pages(chunk)  # a memory-mapped file's pages: read, no longer needed
-    all_totals = to_host(xp.concatenate(totals_parts), site="preprocess.totals")
+    ramp = _Ramp(rs, cs, xp.asarray(window), b, per_total, window)
+    descan = opts is not None
+    passed = _fused_pass(xp, data, plan, descan, ramp)
+    dev_totals, dev_centres = (passed if passed is not None
+                               else _measure_chunks(xp, data, plan, descan, ramp))
+    all_totals = to_host(dev_totals, site="preprocess.totals")
     if opts is None:
         return all_totals, None
-    centres = to_host(xp.concatenate(centre_parts), site="preprocess.centres")
     col_starts = np.arange(0, Rc, b)
     row_starts = np.arange(0, Rr, b)
     n_r = np.minimum(row_starts + b, Rr) - row_starts
@@ -250,10 +280,10 @@ def _measure(counts: Any, mean_pattern: np.ndarray, plan: RepairPlan,
     pos_r = np.repeat(row_starts + 0.5 * (n_r - 1), col_starts.size)
     pos_c = np.tile(col_starts + 0.5 * (n_c - 1), row_starts.size)
     weights = np.outer(n_r, n_c).ravel().astype(np.float64)
-    grid = centres.reshape(row_starts.size, col_starts.size, 2)
     assert opts.descan is not None
     fit = fit_descan(opts.descan, opts.degree, (Rr, Rc), np.stack([pos_r, pos_c], axis=1),
-                     centres, weights, opts.descan_threshold_px, b, grid)
+                     dev_centres, weights, opts.descan_threshold_px, b,
+                     (row_starts.size, col_starts.size))
     return all_totals, fit
 
 

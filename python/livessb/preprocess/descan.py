@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from ..xp import download_many, module_of, to_host
+
 DISK_RAMP = (0.25, 0.75)  # weight 0 below 25 % of the disk level, 1 above 75 %
 TARGET_COUNTS = 30.0  # counts per disk pixel a measurement block should collect
 SIGNIFICANCE = 5.0  # a fitted span must exceed this many of its standard errors
@@ -19,15 +21,15 @@ def terms(degree: int) -> list[tuple[int, int]]:
     return [(p, t - p) for t in range(degree + 1) for p in range(t, -1, -1)]
 
 
-def normalised_coords(scan_shape: tuple[int, int], rows: np.ndarray,
-                      cols: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def normalised_coords(scan_shape: tuple[int, int], rows: Any, cols: Any) -> tuple[Any, Any]:
     """Scan positions (px) as u, v in [-1, 1] about the scan centre."""
     hr, hc = (max(0.5 * (n - 1), 1.0) for n in scan_shape)
     return (rows - 0.5 * (scan_shape[0] - 1)) / hr, (cols - 0.5 * (scan_shape[1] - 1)) / hc
 
 
-def design(u: np.ndarray, v: np.ndarray, degree: int) -> np.ndarray:
-    return np.stack([u**p * v**q for p, q in terms(degree)], axis=-1)
+def design(u: Any, v: Any, degree: int) -> Any:
+    """The monomials at (u, v), last axis: in the array module of ``u``."""
+    return module_of(u).stack([u**p * v**q for p, q in terms(degree)], axis=-1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -171,41 +173,80 @@ def block_centres(xp: Any, sums: Any, totals: Any, window: Any, level_per_total:
     return xp.where((mass > 0)[:, None], xp.stack([cr, cc], axis=1), xp.nan)
 
 
+def _median_kept(xp: Any, x: Any, keep: Any, n_keep: int) -> Any:
+    """The median of ``x[keep]`` (``n_keep`` values) as a 0-d array in ``xp``, as
+    np.median computes it (the middle value, or the mean of the two middle values),
+    without a boolean selection (whose size a GPU would have to report)."""
+    ordered = xp.sort(xp.where(keep, x, xp.inf))
+    mid = n_keep // 2
+    if n_keep % 2:
+        return ordered[mid]
+    return (ordered[mid - 1] + ordered[mid]) / 2.0
+
+
+def _weighted_solve(xp: Any, A: Any, y: Any, w: Any) -> Any:
+    """Weighted least squares (normal equations): (n_terms, 2) in ``xp``. The monomials
+    of coordinates in [-1, 1] up to degree 3 are well conditioned (cond(AᵀA) ≲ 10³)."""
+    Aw = A * w[:, None]
+    return xp.linalg.solve(Aw.T @ A, Aw.T @ y)
+
+
 def fit_descan(model: str, degree: int, scan_shape: tuple[int, int], positions: np.ndarray,
-               centres: np.ndarray, weights: np.ndarray, threshold_px: float, block: int,
-               measured_grid: np.ndarray) -> DescanFit | None:
+               centres: Any, weights: np.ndarray, threshold_px: float, block: int,
+               grid_shape: tuple[int, int]) -> DescanFit | None:
     """Weighted least squares of the centres on the monomials, refitted twice without
-    points beyond 5 robust sigmas. None when too few measurements for the model."""
-    ok = np.isfinite(centres).all(axis=1) & (weights > 0)
+    points beyond 5 robust sigmas. None when too few measurements for the model.
+    Runs in the array module of ``centres`` (n, 2) (on a GPU the measurements stay
+    there: a few scalar reads per refit and one download of the fit and the grid of
+    measurements, ``grid_shape`` blocks, at the end)."""
+    xp = module_of(centres)
     n_terms = len(terms(degree))
-    if ok.sum() < 3 * n_terms:
-        return None
-    u, v = normalised_coords(scan_shape, positions[:, 0], positions[:, 1])
+    u, v = normalised_coords(scan_shape, xp.asarray(positions[:, 0]),
+                             xp.asarray(positions[:, 1]))
     A = design(u, v, degree)
-    keep = ok.copy()
-    coeffs = np.zeros((2, n_terms))
+    w = xp.asarray(weights)
+    ok = xp.isfinite(centres).all(axis=1) & (w > 0)
+    y = xp.where(ok[:, None], centres, 0.0)  # NaN rows weigh 0 but would poison a product
+    keep, n_keep = ok, int(to_host(ok.sum(), site="preprocess.descan"))
+    if n_keep < 3 * n_terms:
+        return None
+    sol = xp.zeros((n_terms, 2))
     for _ in range(3):
-        sw = np.sqrt(weights[keep])[:, None]
-        sol = np.linalg.lstsq(A[keep] * sw, centres[keep] * sw, rcond=None)[0]
-        coeffs = sol.T
-        resid = np.linalg.norm(centres - A @ sol, axis=1)
-        sigma = 1.4826 * float(np.median(resid[keep])) + 1e-12
+        sol = _weighted_solve(xp, A, y, w * keep)
+        resid = xp.sqrt(((y - A @ sol) ** 2).sum(axis=1))
+        sigma = 1.4826 * _median_kept(xp, resid, keep, n_keep) + 1e-12
         new = ok & (resid <= 5.0 * sigma + 1e-9)
-        if new.sum() < 3 * n_terms or np.array_equal(new, keep):
+        n_new, changed = (int(x) for x in to_host(
+            xp.stack([new.sum(), (new != keep).sum()]), site="preprocess.descan"))
+        if n_new < 3 * n_terms or not changed:
             break
-        keep = new
-    resid = np.linalg.norm(centres - A @ coeffs.T, axis=1)
-    rms = float(np.sqrt(np.average(resid[keep] ** 2, weights=weights[keep])))
-    fit = DescanFit(model=model, degree=degree, coefficients=coeffs, scan_shape=scan_shape,
-                    residual_rms_px=rms, span_px=0.0, span_error_px=0.0,
-                    threshold_px=float(threshold_px), block=int(block),
-                    measured=measured_grid, positions=positions)
-    var = fit.centre_map(variation_only=True)
-    span = float(max(np.ptp(var[..., 0]), np.ptp(var[..., 1])))
+        keep, n_keep = new, n_new
+    resid = xp.sqrt(((y - A @ sol) ** 2).sum(axis=1))
+    kw = w * keep
+    rms = xp.sqrt((resid**2 * kw).sum() / kw.sum())
+    span = _variation_span(xp, sol.T, scan_shape, degree)
     # Standard error of the span: per-component noise rms/√2, spread over the kept points.
-    n_eff = float(weights[keep].sum() ** 2 / (weights[keep] ** 2).sum())
-    span_error = 2.0 * (rms / math.sqrt(2.0)) * math.sqrt(n_terms / n_eff) * 2.0
+    n_eff = kw.sum() ** 2 / (kw**2).sum()
+    coeffs, scalars, grid = download_many(
+        [sol.T, xp.stack([rms, span, n_eff]), centres.reshape(*grid_shape, 2)],
+        site="preprocess.descan")
+    rms_px, span_px, n_eff_h = (float(x) for x in scalars)
+    span_error = 2.0 * (rms_px / math.sqrt(2.0)) * math.sqrt(n_terms / n_eff_h) * 2.0
     return DescanFit(model=model, degree=degree, coefficients=coeffs, scan_shape=scan_shape,
-                     residual_rms_px=rms, span_px=span, span_error_px=span_error,
+                     residual_rms_px=rms_px, span_px=span_px, span_error_px=span_error,
                      threshold_px=float(threshold_px), block=int(block),
-                     measured=measured_grid, positions=positions)
+                     measured=grid, positions=positions)
+
+
+def _variation_span(xp: Any, coefficients: Any, scan_shape: tuple[int, int],
+                    degree: int) -> Any:
+    """The largest peak-to-peak over the scan of the fitted variation, either component
+    (0-d in ``xp``): ``DescanFit.centre_map(variation_only=True)`` evaluated in ``xp``."""
+    nr, nc = scan_shape
+    i, j = xp.meshgrid(xp.arange(nr, dtype=xp.float64), xp.arange(nc, dtype=xp.float64),
+                       indexing="ij")
+    A = design(*normalised_coords(scan_shape, i, j), degree)
+    c = coefficients.copy()
+    c[:, 0] = 0.0
+    var = A @ c.T
+    return xp.maximum(xp.ptp(var[..., 0]), xp.ptp(var[..., 1]))

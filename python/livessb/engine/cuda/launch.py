@@ -129,6 +129,27 @@ class DetectorSumsArgs(KernelArgs):  # the virtual images' pass (engine/cuda/vir
 
 
 @dataclass(frozen=True)
+class DescanMomentsArgs(KernelArgs):  # preprocessing's pass (engine/cuda/descan_sums.py)
+    KERNEL: ClassVar[str] = "descan_moments"
+    counts: Any
+    Rr: np.int32
+    Rc: np.int32
+    kr: np.int32
+    kc: np.int32
+    b: np.int32
+    r0: np.int32
+    c0: np.int32
+    h: np.int32
+    w: np.int32
+    window: Any
+    level_per_total: np.float64
+    ramp_lo: np.float64
+    ramp_span: np.float64
+    totals: Any
+    centres: Any
+
+
+@dataclass(frozen=True)
 class WindowMeanArgs(KernelArgs):
     KERNEL: ClassVar[str] = "window_mean"
     bf: Any
@@ -288,7 +309,7 @@ class ReconstructArgs(KernelArgs):
 ARG_RECORDS: tuple[type[KernelArgs], ...] = (
     GatherBFArgs, BFComArgs, WindowMeanArgs, StageWindowArgs, VpEvalArgs, VpEvalFinishArgs,
     VpDerivsArgs, VpDerivsFinishArgs, EnergyArgs, SupportMaskArgs, ReconstructArgs,
-    DetectorSumsArgs)
+    DetectorSumsArgs, DescanMomentsArgs)
 
 
 # -- builders of the records the scoring kernels share ---------------------------------
