@@ -9,6 +9,7 @@ import { lut } from "./colormaps";
 
 export const NO_MAP = "none";
 const DEFAULT_TILE = 64;
+const FIT_TITLE = "fit every tile of a grid (fast on CUDA, slow on the CPU)";
 
 /** Tiles over the scan: colour, hatching where not determined, a red × on a box edge. */
 export function paintOverlay(ctx: CanvasRenderingContext2D, tiles: readonly OverlayTile[], vp: Viewport): void {
@@ -75,7 +76,7 @@ export class MapPanel {
   constructor(private hooks: MapPanelHooks) {
     this.el = element("div", "livessb-row livessb-map");
     this.fitButton = button("Fit map", "fit map");
-    this.fitButton.title = "fit every tile of a grid (fast on CUDA, slow on the CPU)";
+    this.fitButton.title = FIT_TITLE;
     this.tileInput = element("input", "", "map tile");
     this.tileInput.type = "number";
     this.tileInput.min = "4";
@@ -97,6 +98,12 @@ export class MapPanel {
     });
     this.select.addEventListener("change", () => this.show());
     this.setMaps(null);
+  }
+
+  /** While a map runs its button is off (Python also ignores the same map asked twice). */
+  setRunning(running: boolean): void {
+    this.fitButton.disabled = running;
+    this.fitButton.title = running ? "a map is being fitted (Cancel stops it)" : FIT_TITLE;
   }
 
   /** The scan's size in scan px (tile cells reach its edges). */

@@ -5,6 +5,7 @@
 import type { Render } from "@anywidget/types";
 import { Browse } from "./browse";
 import { CancelControl } from "./cancel";
+import { jobName } from "./cancelkey";
 import { decodePng } from "./canvas";
 import { CropPanels } from "./crops";
 import { diffractionPanel } from "./diffractionview";
@@ -211,6 +212,7 @@ const render: Render<Traits> = ({ model, el }) => {
   };
   const onLive = () => (toolbar.liveRegions.checked = !!model.get("live_regions"));
   const onMaps = () => maps.setMaps(parseMapOverlays(model.get("map_overlays")));
+  const onCancellable = () => maps.setRunning(jobName(model.get("cancellable")) === "map");
   const onProgress = () => progress.setProgress(parseProgress(model.get("progress")));
   const onMsg = (msg: unknown, buffers: DataView[]) => {
     if (preview.receive(msg, buffers)) {
@@ -229,6 +231,7 @@ const render: Render<Traits> = ({ model, el }) => {
     ["change:param_table", onTable], ["change:sampling_A", onSampling], ["change:upsample", onSampling],
     ["change:trials_full", () => browse.refreshTrials(selected)], ["change:progress", onProgress],
     ["change:live_regions", onLive], ["change:map_overlays", onMaps],
+    ["change:cancellable", onCancellable],
   ];
   for (const [name, cb] of listeners) model.on(name, cb as () => void);
 
@@ -273,6 +276,7 @@ const render: Render<Traits> = ({ model, el }) => {
   onLive();
   onProgress();
   onMaps();
+  onCancellable();
   scan.regions = committed;
   select(null);
   void onScan();

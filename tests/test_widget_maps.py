@@ -156,3 +156,32 @@ def test_plots_say_not_determined(mapped: Mapped) -> None:
     map_titles = [ax.get_title() for ax in w.session.maps[-1].plot(["C10", "depth"]).axes]
     assert any("depth" in t and "not determined" in t for t in map_titles), map_titles
     assert not any("C10" in t and "not determined" in t for t in map_titles), map_titles
+
+
+def test_the_same_map_asked_twice_is_fitted_once(mapped: Mapped,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A double click (or Enter and a click) on "fit map" while that map is queued or
+    running starts no second one; another tile size does."""
+    w, _stages, _path = mapped
+    session = w.session
+    asked: list[object] = []
+    real = session.fit_map
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        asked.append(kwargs.get("tile"))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(session, "fit_map", counted)
+    before = w.map_overlays
+    for _ in range(3):
+        w._messages.handle({"type": "fit_map", "tile": 12})
+    w.wait(TIMEOUT)
+    assert asked == [(12, 12)] and w.status == "done", (asked, w.message)
+    assert w.map_overlays == before  # the same seed: the same map
+    w._messages.handle({"type": "fit_map", "tile": 12})  # none in flight: fitted again
+    w.wait(TIMEOUT)
+    w._messages.handle({"type": "fit_map", "tile": 8})
+    w._messages.handle({"type": "fit_map", "tile": 8})
+    w.wait(TIMEOUT)
+    assert asked == [(12, 12), (12, 12), (8, 8)], asked
+    assert w.map_overlays["tile"] == [8, 8]

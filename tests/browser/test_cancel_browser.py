@@ -77,12 +77,14 @@ def test_cancel_button_stops_a_map_and_keeps_everything(ui: tuple[Page, Locator]
     bar.locator("xpath=self::*[@data-stage='map' and @aria-valuenow='1']").wait_for(
         timeout=300_000)  # the first tile is done
     assert cancel.is_enabled() and cancel.get_attribute("data-job") == "map"
+    fit_map = root.get_by_label("fit map", exact=True)
+    assert fit_map.is_disabled()  # no second map while this one runs
     root.screenshot(path=str(ARTIFACTS / "cancel-00-map-running-widget.png"))
     cancel.click()
     wait_attr(root, "data-cancelled", "map", 120_000)
     wait_status(root, "done", timeout_ms=120_000)
     bar.wait_for(state="hidden", timeout=60_000)
-    assert cancel.is_disabled()
+    assert cancel.is_disabled() and fit_map.is_enabled()
     message = root.get_by_label("message", exact=True).inner_text()
     assert message == "map cancelled: the earlier results are kept", message
     assert run_json(page, "[w.map_overlays, len(w.session.maps), w.status, w.cancelled]") == [

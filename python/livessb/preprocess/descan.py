@@ -184,11 +184,18 @@ def _median_kept(xp: Any, x: Any, keep: Any, n_keep: int) -> Any:
     return (ordered[mid - 1] + ordered[mid]) / 2.0
 
 
-def _weighted_solve(xp: Any, A: Any, y: Any, w: Any) -> Any:
-    """Weighted least squares (normal equations): (n_terms, 2) in ``xp``. The monomials
-    of coordinates in [-1, 1] up to degree 3 are well conditioned (cond(AᵀA) ≲ 10³)."""
+def _normal_equations(xp: Any, A: Any, y: Any, w: Any) -> Any:
+    """The weighted least-squares system [AᵀWA | AᵀWy], (n_terms, n_terms + 2) raveled,
+    in ``xp``: small, so it is solved on the host (``_solve``). The monomials of
+    coordinates in [-1, 1] up to degree 3 are well conditioned (cond(AᵀA) ≲ 10³)."""
     Aw = A * w[:, None]
-    return xp.linalg.solve(Aw.T @ A, Aw.T @ y)
+    return xp.concatenate([Aw.T @ A, Aw.T @ y], axis=1).ravel()
+
+
+def _solve(system: np.ndarray, n_terms: int) -> np.ndarray:
+    s = system.reshape(n_terms, n_terms + 2)
+    out: np.ndarray = np.linalg.solve(s[:, :n_terms], s[:, n_terms:])
+    return out
 
 
 def fit_descan(model: str, degree: int, scan_shape: tuple[int, int], positions: np.ndarray,
@@ -197,8 +204,9 @@ def fit_descan(model: str, degree: int, scan_shape: tuple[int, int], positions: 
     """Weighted least squares of the centres on the monomials, refitted twice without
     points beyond 5 robust sigmas. None when too few measurements for the model.
     Runs in the array module of ``centres`` (n, 2) (on a GPU the measurements stay
-    there: a few scalar reads per refit and one download of the fit and the grid of
-    measurements, ``grid_shape`` blocks, at the end)."""
+    there: one small download per refit, the count kept and the next normal equations
+    together, and one of the fit and the grid of measurements, ``grid_shape`` blocks,
+    at the end)."""
     xp = module_of(centres)
     n_terms = len(terms(degree))
     u, v = normalised_coords(scan_shape, xp.asarray(positions[:, 0]),
@@ -207,20 +215,25 @@ def fit_descan(model: str, degree: int, scan_shape: tuple[int, int], positions: 
     w = xp.asarray(weights)
     ok = xp.isfinite(centres).all(axis=1) & (w > 0)
     y = xp.where(ok[:, None], centres, 0.0)  # NaN rows weigh 0 but would poison a product
-    keep, n_keep = ok, int(to_host(ok.sum(), site="preprocess.descan"))
+    first = to_host(xp.concatenate([ok.sum(dtype=xp.float64).reshape(1),
+                                    _normal_equations(xp, A, y, w * ok)]),
+                    site="preprocess.descan")
+    keep, n_keep, system = ok, int(first[0]), first[1:]
     if n_keep < 3 * n_terms:
         return None
-    sol = xp.zeros((n_terms, 2))
-    for _ in range(3):
-        sol = _weighted_solve(xp, A, y, w * keep)
+    sol: Any = None
+    for _ in range(3):  # the fit, then at most two refits without the outliers
+        sol = xp.asarray(_solve(system, n_terms))
         resid = xp.sqrt(((y - A @ sol) ** 2).sum(axis=1))
         sigma = 1.4826 * _median_kept(xp, resid, keep, n_keep) + 1e-12
         new = ok & (resid <= 5.0 * sigma + 1e-9)
-        n_new, changed = (int(x) for x in to_host(
-            xp.stack([new.sum(), (new != keep).sum()]), site="preprocess.descan"))
+        packed = to_host(xp.concatenate([
+            xp.stack([new.sum(dtype=xp.float64), (new != keep).sum(dtype=xp.float64)]),
+            _normal_equations(xp, A, y, w * new)]), site="preprocess.descan")
+        n_new, changed = int(packed[0]), int(packed[1])
         if n_new < 3 * n_terms or not changed:
             break
-        keep, n_keep = new, n_new
+        keep, n_keep, system = new, n_new, packed[2:]
     resid = xp.sqrt(((y - A @ sol) ** 2).sum(axis=1))
     kw = w * keep
     rms = xp.sqrt((resid**2 * kw).sum() / kw.sum())

@@ -43,6 +43,7 @@ class MapJobs:
 
     def __init__(self, widget: SSBWidget) -> None:
         self._w = widget
+        self._request: tuple[tuple[int, int], int] | None = None  # the last map asked for
 
     def fit_map(self, content: dict[str, Any]) -> None:
         """The ``fit_map`` message: ``{tile, trials?}`` (trials default: the widget's)."""
@@ -52,6 +53,9 @@ class MapJobs:
         if not isinstance(trials, int) or isinstance(trials, bool) or trials < 1:
             raise ValueError(f"trials must be a positive integer, got {trials!r}")
         with w._lock:
+            if MAP_KEY in w._busy and self._request == (tile, int(trials)):
+                return  # the same map is queued or running (a double click, Enter + click)
+            self._request = (tile, int(trials))
             w._busy.add(MAP_KEY)
             w.message = f"fitting a map of {tile[0]}×{tile[1]} tiles …"
             w._update_status()
