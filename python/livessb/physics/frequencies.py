@@ -36,14 +36,6 @@ def check_scan_frequencies(value: str) -> str:
     return value
 
 
-def require_grid_frequencies(value: str) -> None:
-    """For an engine whose kernels read ν from the two grid axes (CUDA): per-bin
-    frequencies need them to read a per-bin table, and a GPU run to prove it."""
-    if check_scan_frequencies(value) != "grid":
-        raise ValueError("scan_frequencies='effective' runs on the CPU engine only so far: "
-                         "use device='cpu', or scan_frequencies='grid' on CUDA")
-
-
 def window_weights(n: int) -> np.ndarray:
     """Hann weights over ``n`` scan positions (no zero end points)."""
     return np.hanning(n + 2)[1:-1]

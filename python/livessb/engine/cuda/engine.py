@@ -28,7 +28,7 @@ import numpy as np
 
 from ...dataset import Dataset4D
 from ...params import JOINT, N_JOINT, to_vector
-from ...physics.frequencies import require_grid_frequencies
+from ...physics.frequencies import check_scan_frequencies
 from ...physics.geometry import fft_friendly_size, nearest_bf_pixels
 from ...physics.optics import has_higher_order
 from ...physics.overlap import PAIRS
@@ -87,7 +87,7 @@ class CUDAEngine:
         chunk_elements: int = 1 << 24,  # the reference (fallback) path only
         scan_frequencies: str = "grid",
     ) -> None:
-        require_grid_frequencies(scan_frequencies)  # its kernels read ν from the grid axes
+        self.scan_frequencies = check_scan_frequencies(scan_frequencies)
         import cupy as cp
 
         self.cp = cp
@@ -174,7 +174,8 @@ class CUDAEngine:
         with self.memory.guard(f"preparing the spectra of region {b}",
                                need + self.memory.staging_bytes):
             spectra = stage_spectra(self.cp, self.memory, self._bf_counts, self.count_dtype,
-                                    self.geo.step, b, shape, h, w, n_bf, M)
+                                    self.geo.step, b, shape, h, w, n_bf, M,
+                                    self.scan_frequencies)
         self._life.spectra.append(spectra)
         return spectra
 
@@ -382,7 +383,7 @@ class CUDAEngine:
         Hf = Fc // 2 + 1
         part = sp.part
         if f not in part.fine:
-            part.fine[f] = fine_grid(cp, sp.shape, self.geo.step, f)
+            part.fine[f] = fine_grid(cp, part, sp.shape, self.geo.step, f)
         fine = part.fine[f]
         if part.fine_masks is None or part.fine_masks.upsample != f:  # per rotation
             part.fine_masks = FineMasks(f, *support_masks(

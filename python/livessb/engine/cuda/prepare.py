@@ -7,11 +7,12 @@ from typing import Any
 
 import numpy as np
 
+from ...physics.frequencies import effective_frequencies
 from ...results import Bounds
 from ...xp import to_host
 from .. import cuda_kernels as ck
 from ..records import PreparedSpectra, ReferenceGeometry
-from ..reference import Reference
+from ..reference import Reference, half_plane_grid
 from .launch import (
     MAX_GRID_Z,
     KernelGeo,
@@ -28,11 +29,14 @@ from .records import CUDAPart, FineGrid, RotationGeometry
 def stage_spectra(
     cp: Any, memory: DeviceMemory, bf: Any, count_dtype: Any, step: tuple[float, float],
     b: Bounds, shape: tuple[int, int], h: int, w: int, n_bf: int, M: int,
+    scan_frequencies: str = "grid",
 ) -> PreparedSpectra[CUDAPart]:
     """Spectra of the window ``b`` (h × w measured positions) of the (B, Rr, Rc) BF
     counts ``bf``, padded to ``shape`` with the window's mean pattern: the window mean
     per pixel, then staging chunks of pixels (within the staging budget) and their
-    batched R2C FFT straight into G's rows (G is a reusable buffer of ``memory``)."""
+    batched R2C FFT straight into G's rows (G is a reusable buffer of ``memory``); and
+    each bin's frequency (the grid's, or with "effective" the one its signal has,
+    measured from the same window as the CPU engine does)."""
     from cupy.cuda import cufft
 
     Nr, Nc = shape
@@ -71,8 +75,12 @@ def stage_spectra(
     except BaseException:
         del G
         raise
-    nu_r = np.fft.fftfreq(Nr, step[0])
-    nu_c = np.fft.rfftfreq(Nc, step[1])
+    nu_r, nu_c = half_plane_grid(shape, step)
+    if scan_frequencies == "effective":  # physics.frequencies, on the window's BF counts
+        window = bf[:, b[0]:b[0] + h, b[2]:b[2] + w].transpose(1, 2, 0)
+        nu_r, nu_c = effective_frequencies(
+            window, shape, step, nu_r, nu_c,
+            max(1, memory.staging_bytes // (shape[0] * shape[1] * 64)), xp=cp)
     dc = float(to_host(mean, "prepare").mean() * (Nr * Nc))
     return PreparedSpectra(shape=shape, bounds=b, n_bf=n_bf, G=G, dc=dc,
                            part=CUDAPart(cp.asarray(nu_r), cp.asarray(nu_c), M))
@@ -83,18 +91,27 @@ def reference_geometry(reference: Reference, sp: PreparedSpectra[CUDAPart],
     """float32 geometry (like the spectra) for the reference path, which stores (B, M)
     amplitudes; its k is the float64 rows (the fine reconstruction grid reads them)."""
     ref = reference.half_plane(sp.shape)
+    # The window's own bin frequencies (the grid's, or effective ones), as the kernels
+    # read them, in the reference's precision.
+    ref.nu_r, ref.nu_c = (sp.part.nu_r.astype(reference.real_dtype),
+                          sp.part.nu_c.astype(reference.real_dtype))
     ref.k = rows.k64
     ref.grids = [reference.grid(rows.k64[sl].astype(np.float32), ref.nu_r, ref.nu_c)[1]
                  for sl in reference.chunks(sp.n_bf, sp.G.shape[1])]
     return ref
 
 
-def fine_grid(cp: Any, shape: tuple[int, int], step: tuple[float, float], f: int) -> FineGrid:
-    """Frequencies and row alias of the f-times finer grid of a window of ``shape``."""
+def fine_grid(cp: Any, part: CUDAPart, shape: tuple[int, int], step: tuple[float, float],
+              f: int) -> FineGrid:
+    """Per-bin frequencies and row alias of the f-times finer grid of a window of
+    ``shape``; at f = 1 the window's own bins (their effective frequencies where
+    measured), as the CPU engine reconstructs."""
     Nr, Nc = shape
     Fr, Fc = f * Nr, f * Nc
-    nu_r, nu_c = np.fft.fftfreq(Fr, step[0] / f), np.fft.rfftfreq(Fc, step[1] / f)
     alias = (np.round(np.fft.fftfreq(Fr) * Fr).astype(np.int64) % Nr).astype(np.int32)
+    if f == 1:
+        return FineGrid(part.nu_r, part.nu_c, cp.asarray(alias))
+    nu_r, nu_c = half_plane_grid((Fr, Fc), (step[0] / f, step[1] / f))
     return FineGrid(cp.asarray(nu_r), cp.asarray(nu_c), cp.asarray(alias))
 
 

@@ -24,8 +24,8 @@ class FineGrid:
     """Frequencies of the f-times finer reconstruction grid and its row alias (per
     upsampling factor; independent of the rotation)."""
 
-    nu_r: Any  # (f·Nr,) float64
-    nu_c: Any  # (f·Nc//2+1,) float64
+    nu_r: Any  # (f·Nr·(f·Nc//2+1),) float64 per bin, row-major
+    nu_c: Any  # likewise
     alias: Any  # (f·Nr,) int32 coarse row of each fine row
 
 
@@ -42,8 +42,8 @@ class FineMasks:
 class CUDAPart:
     """What the CUDA engine keeps per window besides the common record."""
 
-    nu_r: Any  # (Nr,) float64 on the device
-    nu_c: Any  # (Nc//2+1,) float64 on the device
+    nu_r: Any  # (M,) float64 per bin on the device (grid or effective frequencies)
+    nu_c: Any  # likewise
     M: int  # half-plane frequencies, Nr·(Nc//2+1)
     geometry: RotationGeometry | None = None  # at the current rotation
     # The fit returns to rotations it has visited (branch θ, its mirror θ+π): their

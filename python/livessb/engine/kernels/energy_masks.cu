@@ -16,7 +16,7 @@ __global__ void __launch_bounds__(NT) energy_kernel(
     const int m = blockIdx.x * NT + threadIdx.x;
     double nr = 0.0, nc = 0.0;
     bool active = m < M;
-    if (active) { nr = nu_r[m / Hc]; nc = nu_c[m % Hc]; }
+    if (active) { nr = nu_r[m]; nc = nu_c[m]; }  // per-bin tables, as grid_nu reads them
     double e = 0.0, cnt = 0.0;
     float fe = 0.f;
     walk_pairs<false, false>(G, M, m, active, BL, BH, k64, px, nullptr, nr, nc, geo, NoPixel(),
@@ -34,7 +34,7 @@ __global__ void __launch_bounds__(NT) energy_kernel(
 
 // ---------------------------------------------------------------------------------
 // Support masks for a masked walk over a frequency grid (nu_r rows, nu_c of H columns,
-// M = rows·H; thread m ↔ ν = (nu_r[m / H], nu_c[m % H]), as in the consumer): bit t of
+// M = rows·H; thread m ↔ ν = (nu_r[m], nu_c[m]), per-bin tables as in the consumer): bit t of
 // masks[(m/32)·ntiles + tile] is set unless pixel tile·BT + t is provably outside the
 // trotter of every active frequency of warp m/32 (active: |ν| ≤ 2kα, the consumer's
 // rule): either outside both disks |k ∓ ν| ≤ kα for all of them, or inside both. Tested
