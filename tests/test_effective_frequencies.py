@@ -75,3 +75,18 @@ def test_the_option_is_checked_by_both_engines() -> None:
         livessb.Session(ds, device="cpu", scan_frequencies="fine")
     with pytest.raises(ValueError, match="scan_frequencies must be one of"):  # before CuPy
         CUDAEngine(ds, scan_frequencies="effective ")
+
+
+@pytest.mark.parametrize("shape", [(24, 24), (21, 27), (1536, 1536)])
+def test_the_cuda_engines_per_bin_grid_is_the_references(shape: tuple[int, int]) -> None:
+    """The per-bin frequency tables the CUDA kernels read (built on the device from the
+    two axes; NumPy stands in for CuPy here) equal the reference's half plane bit for bit,
+    so grid-frequency results did not change when the kernels moved to per-bin tables."""
+    from livessb.engine.cuda.prepare import device_half_plane_grid
+    from livessb.engine.reference import half_plane_grid
+
+    step = (0.37, 0.5)
+    for a, b in zip(device_half_plane_grid(np, shape, step), half_plane_grid(shape, step),
+                    strict=True):
+        assert a.shape == b.shape == (shape[0] * (shape[1] // 2 + 1),)
+        assert np.array_equal(a, b)

@@ -75,15 +75,15 @@ def stage_spectra(
     except BaseException:
         del G
         raise
-    nu_r, nu_c = half_plane_grid(shape, step)
+    nu_r, nu_c = device_half_plane_grid(cp, shape, step)
     if scan_frequencies == "effective":  # physics.frequencies, on the window's BF counts
         window = bf[:, b[0]:b[0] + h, b[2]:b[2] + w].transpose(1, 2, 0)
-        nu_r, nu_c = effective_frequencies(
-            window, shape, step, nu_r, nu_c,
-            max(1, memory.staging_bytes // (shape[0] * shape[1] * 64)), xp=cp)
+        nu_r, nu_c = (cp.asarray(a) for a in effective_frequencies(
+            window, shape, step, *half_plane_grid(shape, step),
+            max(1, memory.staging_bytes // (shape[0] * shape[1] * 64)), xp=cp))
     dc = float(to_host(mean, "prepare").mean() * (Nr * Nc))
     return PreparedSpectra(shape=shape, bounds=b, n_bf=n_bf, G=G, dc=dc,
-                           part=CUDAPart(cp.asarray(nu_r), cp.asarray(nu_c), M))
+                           part=CUDAPart(nu_r, nu_c, M))
 
 
 def reference_geometry(reference: Reference, sp: PreparedSpectra[CUDAPart],
@@ -111,8 +111,20 @@ def fine_grid(cp: Any, part: CUDAPart, shape: tuple[int, int], step: tuple[float
     alias = (np.round(np.fft.fftfreq(Fr) * Fr).astype(np.int64) % Nr).astype(np.int32)
     if f == 1:
         return FineGrid(part.nu_r, part.nu_c, cp.asarray(alias))
-    nu_r, nu_c = half_plane_grid((Fr, Fc), (step[0] / f, step[1] / f))
-    return FineGrid(cp.asarray(nu_r), cp.asarray(nu_c), cp.asarray(alias))
+    nu_r, nu_c = device_half_plane_grid(cp, (Fr, Fc), (step[0] / f, step[1] / f))
+    return FineGrid(nu_r, nu_c, cp.asarray(alias))
+
+
+def device_half_plane_grid(cp: Any, shape: tuple[int, int],
+                           step: tuple[float, float]) -> tuple[Any, Any]:
+    """``reference.half_plane_grid`` on the device: the two axes uploaded, the per-bin
+    tables broadcast there (the same values; a 1536² grid's tables are 19 MB, which a
+    host meshgrid and upload took ~20 ms to make)."""
+    nr = cp.asarray(np.fft.fftfreq(shape[0], step[0]))
+    nc = cp.asarray(np.fft.rfftfreq(shape[1], step[1]))
+    H = int(nc.size)
+    return (cp.ascontiguousarray(cp.broadcast_to(nr[:, None], (shape[0], H))).ravel(),
+            cp.ascontiguousarray(cp.broadcast_to(nc[None, :], (shape[0], H))).ravel())
 
 
 def support_masks(
