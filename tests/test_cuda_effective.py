@@ -52,7 +52,7 @@ def test_both_engines_measure_the_same_bin_frequencies() -> None:
     dev_err = float(np.max(np.hypot(nu_r - g.nu_r, nu_c - g.nu_c)))
     record("effective_frequencies", max_shift=float(moved.max()), max_cpu_cuda=dev_err)
     assert moved.max() > 1e-3  # the case has bins off the grid (else this tests nothing)
-    assert dev_err <= 1e-9 * float(np.abs(grid_r).max())
+    assert dev_err <= 1e-14 * float(np.abs(grid_r).max())
 
 
 def test_an_effective_frequency_fit_on_cuda_equals_the_cpu_one() -> None:
@@ -69,12 +69,15 @@ def test_an_effective_frequency_fit_on_cuda_equals_the_cpu_one() -> None:
     a, b = fits["cpu"], fits["cuda"]
     d_c10 = abs(b.params["C10"] - a.params["C10"])
     record("effective_fit", cpu_C10=a.params["C10"], cuda_C10=b.params["C10"],
+           d_C12=abs(b.params["C12"] - a.params["C12"]),
            truth_C10=t["C10"], loss_rel=abs(b.loss - a.loss) / a.loss,
            rotation_deg=abs(b.rotation_deg - a.rotation_deg),
            phase_max=_phase_diff(image, image_cpu))
+    # Measured on the H200 (2026-12-02, 4d01992): ΔC10 4.7e-7 Å, loss 3.3e-7 relative,
+    # rotation 2.6e-8°, phase 1.9e-7 rad, frequencies 1.1e-16 /Å; bounds ~20-50x that.
     assert b.provenance["scan_frequencies"] == "effective"
-    assert d_c10 < 0.05 and abs(b.params["C12"] - a.params["C12"]) < 0.05
+    assert d_c10 < 2e-5 and abs(b.params["C12"] - a.params["C12"]) < 1e-4
     assert abs(b.loss - a.loss) <= 1e-5 * a.loss
-    assert abs(b.rotation_deg - a.rotation_deg) < 0.01
+    assert abs(b.rotation_deg - a.rotation_deg) < 1e-6
     assert abs(b.params["C10"] - t["C10"]) <= max(0.5, 0.01 * abs(t["C10"]))  # the fix holds
-    assert _phase_diff(image, image_cpu) < 1e-3  # f = 1: the reconstruction's bins too
+    assert _phase_diff(image, image_cpu) < 1e-5  # f = 1: the reconstruction's bins too
