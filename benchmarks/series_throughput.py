@@ -224,7 +224,7 @@ def main() -> None:
         "device": device_name(args.device), "workload": {
             "kind": args.workload, "scans": args.scans, "trials": args.trials,
             "held": list(HELD), "warm_start": "reference", **data},
-        "cluster_start_s": cluster_s, "series_workers": 1, **results,
+        "cluster": what, "cluster_start_s": cluster_s, "series_workers": 1, **results,
         "series_over_serial_wall": ratio, "within_10_percent": ratio <= 1.10,
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
