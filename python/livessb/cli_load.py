@@ -81,7 +81,7 @@ def add_data_arguments(f: argparse.ArgumentParser) -> None:
     f.add_argument("--scan-frequencies", default="grid", choices=["grid", "effective"],
                    help="evaluate the overlaps at each spectrum bin's grid frequency, or at "
                         "the frequency its signal has (a crystal whose lattice does not fit "
-                        "the scan window; CPU only so far; default: grid)")
+                        "the scan window; both engines; default: grid)")
     f.add_argument("--force", action="store_true",
                    help="accept implausible calibration values (unusual set-ups) and a "
                         "calibration file saved for other data")
