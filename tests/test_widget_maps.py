@@ -7,6 +7,7 @@ the matplotlib titles."""
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -160,28 +161,33 @@ def test_plots_say_not_determined(mapped: Mapped) -> None:
 
 def test_the_same_map_asked_twice_is_fitted_once(mapped: Mapped,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    """A double click (or Enter and a click) on "fit map" while that map is queued or
-    running starts no second one; another tile size does."""
+    """A double click (or Enter and a click) on "fit map" while that map runs starts no
+    second one (the old code queued it behind the running one); another tile size does."""
     w, _stages, _path = mapped
     session = w.session
     asked: list[object] = []
+    started, release = threading.Event(), threading.Event()
     real = session.fit_map
 
-    def counted(*args: Any, **kwargs: Any) -> Any:
+    def held(*args: Any, **kwargs: Any) -> Any:
         asked.append(kwargs.get("tile"))
+        started.set()
+        assert release.wait(TIMEOUT)  # the map "runs" until the test lets it go
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(session, "fit_map", counted)
+    monkeypatch.setattr(session, "fit_map", held)
     before = w.map_overlays
-    for _ in range(3):
-        w._messages.handle({"type": "fit_map", "tile": 12})
+    w._messages.handle({"type": "fit_map", "tile": 12})
+    assert started.wait(TIMEOUT)  # running now, no longer queued
+    w._messages.handle({"type": "fit_map", "tile": 12})  # the second click
+    w._messages.handle({"type": "fit_map", "tile": 12})
+    release.set()
     w.wait(TIMEOUT)
     assert asked == [(12, 12)] and w.status == "done", (asked, w.message)
     assert w.map_overlays == before  # the same seed: the same map
     w._messages.handle({"type": "fit_map", "tile": 12})  # none in flight: fitted again
     w.wait(TIMEOUT)
-    w._messages.handle({"type": "fit_map", "tile": 8})
-    w._messages.handle({"type": "fit_map", "tile": 8})
+    w._messages.handle({"type": "fit_map", "tile": 8})  # another map
     w.wait(TIMEOUT)
     assert asked == [(12, 12), (12, 12), (8, 8)], asked
     assert w.map_overlays["tile"] == [8, 8]
