@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import json
+import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +23,15 @@ if TYPE_CHECKING:
     from livessb.physics.geometry import RotationEstimate
     from livessb.results import Bounds
     from livessb.simulate import SimulationTruth
+
+
+def record(name: str, **values: Any) -> None:
+    """What a parity test measured, appended to ``$LIVESSB_PARITY_LOG`` (JSON lines) when
+    set: a device run keeps the deviations its tolerances were set from."""
+    path = os.environ.get("LIVESSB_PARITY_LOG")
+    if path:
+        with open(path, "a") as f:
+            f.write(json.dumps({"test": name, **values}, default=float) + "\n")
 
 
 @contextlib.contextmanager

@@ -9,25 +9,18 @@ Writes what it measured to ``$LIVESSB_PARITY_LOG`` when set.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import livessb
+from cuda_helpers import record
 from cuda_skip import cp, pytestmark  # noqa: F401  (skips without a GPU)
 from livessb.engine.reference import half_plane_grid
 
 FIXTURE = Path(__file__).parent / "fixtures" / "abtem" / "sto1_C10m150.npz"
 
-
-def record(name: str, **values: Any) -> None:
-    path = os.environ.get("LIVESSB_PARITY_LOG")
-    if path:
-        with open(path, "a") as f:
-            f.write(json.dumps({"test": name, **values}, default=float) + "\n")
 
 
 def _phase_diff(a: np.ndarray, b: np.ndarray) -> float:

@@ -9,15 +9,14 @@ device run records the deviations the tolerances below were set from.
 
 from __future__ import annotations
 
-import json
 import math
-import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pytest
 
 import cuda_helpers as ch
+from cuda_helpers import record
 from cuda_skip import cp, pytestmark  # noqa: F401  (skips without a GPU)
 from livessb import Session
 from livessb.detector_sampling import PROVENANCE_KEY
@@ -36,12 +35,6 @@ PARAM_RTOL = 1e-5
 SAMPLING_RTOL = 2e-4
 PHASE_ATOL = 1e-6
 
-
-def record(name: str, **values: Any) -> None:
-    path = os.environ.get("LIVESSB_PARITY_LOG")
-    if path:
-        with open(path, "a") as f:
-            f.write(json.dumps({"test": name, **values}, default=float) + "\n")
 
 
 @pytest.fixture(scope="module")
