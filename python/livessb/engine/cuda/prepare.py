@@ -75,13 +75,12 @@ def stage_spectra(
     except BaseException:
         del G
         raise
+    nu_r, nu_c = device_half_plane_grid(cp, shape, step)
     if scan_frequencies == "effective":  # physics.frequencies, on the window's BF counts
         window = bf[:, b[0]:b[0] + h, b[2]:b[2] + w].transpose(1, 2, 0)
         nu_r, nu_c = (cp.asarray(a) for a in effective_frequencies(
             window, shape, step, *half_plane_grid(shape, step),
             max(1, memory.staging_bytes // (shape[0] * shape[1] * 64)), xp=cp))
-    else:
-        nu_r, nu_c = device_half_plane_grid(cp, shape, step)
     dc = float(to_host(mean, "prepare").mean() * (Nr * Nc))
     return PreparedSpectra(shape=shape, bounds=b, n_bf=n_bf, G=G, dc=dc,
                            part=CUDAPart(nu_r, nu_c, M))
