@@ -53,7 +53,7 @@ def _hints(record: type) -> dict[str, Any]:
 def test_source_parses_to_every_compiled_kernel() -> None:
     compiled = {n.split("<")[0] for n in ck._names()}
     assert compiled == set(SIGNATURES)
-    assert len(SIGNATURES["vp_eval"]) == 20  # a parse that stopped early would not be
+    assert len(SIGNATURES["vp_eval"]) == 21  # a parse that stopped early would not be
     # Every kernel the engine launches has a record (fma_peak is the benchmark's probe).
     assert {r.KERNEL for r in la.ARG_RECORDS} == compiled - {"fma_peak"}
 
@@ -89,7 +89,10 @@ def test_builders_give_values_of_the_signature_dtypes() -> None:
     G, nu_r, nu_c = _arrays(3)
     w = la.Window.of(G, 100, 60, (10, 10), nu_r, nu_c)
     k64, px, cand, part, raw, energy, dk, pairs = _arrays(8)
-    _check_values(la.vp_eval_args(w, k64, px, cand, geo, part, 128, raw, energy, dk))
+    _check_values(la.vp_eval_args(w, k64, px, cand, geo, part, 128, raw, energy, dk, pairs))
+    # A scoring launch has no turns: an 8-byte NULL, as for vp_derivs' per_nu.
+    assert la.vp_eval_args(w, k64, px, cand, geo, part, 128, raw, energy, dk).turn is (
+        la.NULL_POINTER)
     _check_values(la.vp_derivs_args(w, k64, px, cand, geo, part, 128, raw, pairs, 7, dk))
     # No per-frequency output wanted: an 8-byte NULL (CuPy turns None into 0xffffffff).
     unwanted = la.vp_derivs_args(w, k64, px, cand, geo, part, 128, raw, pairs, 7).per_nu

@@ -28,11 +28,16 @@ torch.set_default_dtype(torch.float64)
 
 def torch_vp_loss(theta: torch.Tensor, G: torch.Tensor, k: torch.Tensor, nu: torch.Tensor,
                   mask: torch.Tensor, weights: torch.Tensor, energy: float, lam: float,
-                  k_alpha: float, edge: float, names: Sequence[str] = JOINT) -> torch.Tensor:
+                  k_alpha: float, edge: float, names: Sequence[str] = JOINT,
+                  pair_k: torch.Tensor | None = None) -> torch.Tensor:
+    """``pair_k``: the BF frequencies that set the apertures and the trotter lobes (a held
+    rotation's), the phases taking ``k``'s; by default ``k`` for both."""
     p = dict(zip(names, theta, strict=True))
     t_r, t_c, depth = p["tilt_row_mrad"], p["tilt_col_mrad"], p["depth"]
+    held = k if pair_k is None else pair_k
 
-    def probe(qr: torch.Tensor, qc: torch.Tensor) -> torch.Tensor:
+    def probe(qr: torch.Tensor, qc: torch.Tensor, ar: torch.Tensor,
+              ac: torch.Tensor) -> torch.Tensor:
         q2 = qr**2 + qc**2
         phi = torch.atan2(qc, qr)
         chi = math.pi * lam * q2 * (p["C10"] + p["C12"] * torch.cos(2 * (phi - p["phi12"])))
@@ -44,20 +49,22 @@ def torch_vp_loss(theta: torch.Tensor, G: torch.Tensor, k: torch.Tensor, nu: tor
                 3 * (phi - p["phi23"]))
         if "C30" in p:
             chi = chi + 2 * math.pi / lam * p["C30"] / 4 * lq**4
-        amp = torch.clamp((k_alpha - torch.sqrt(q2)) / edge + 0.5, 0.0, 1.0)
+        amp = torch.clamp((k_alpha - torch.sqrt(ar**2 + ac**2)) / edge + 0.5, 0.0, 1.0)
         return amp * torch.exp(-1j * chi)
 
     kr, kc = k[:, :1], k[:, 1:]
+    hr, hc = held[:, :1], held[:, 1:]
     nr, nc = nu[None, :, 0], nu[None, :, 1]
     tilt = 2 * math.pi * 1e-3 * (nr * t_r + nc * t_c)
     b1 = math.pi * lam * ((kr - nr) ** 2 + (kc - nc) ** 2 - kr**2 - kc**2) + tilt
     b2 = -math.pi * lam * ((kr + nr) ** 2 + (kc + nc) ** 2 - kr**2 - kc**2) + tilt
     S1 = _sinc(b1 * depth / 2)
     S2 = _sinc(b2 * depth / 2)
-    P = probe(kr, kc)
-    gam = mask * (S1 * probe(kr - nr, kc - nc) * P.conj() - S2 * probe(kr + nr, kc + nc).conj() * P)
+    P = probe(kr, kc, hr, hc)
+    gam = mask * (S1 * probe(kr - nr, kc - nc, hr - nr, hc - nc) * P.conj()
+                  - S2 * probe(kr + nr, kc + nc, hr + nr, hc + nc).conj() * P)
     # One object per trotter lobe: the pairs whose k-ν lies in the disc, and the rest.
-    lobes = [((kr - nr) ** 2 + (kc - nc) ** 2 <= k_alpha**2).to(gam.real.dtype)]
+    lobes = [((hr - nr) ** 2 + (hc - nc) ** 2 <= k_alpha**2).to(gam.real.dtype)]
     lobes.append(1 - lobes[0])
     N = torch.cat([(lobe * gam.conj() * G).sum(0) for lobe in lobes])
     D = torch.cat([(lobe * gam.abs() ** 2).sum(0) for lobe in lobes])

@@ -20,7 +20,12 @@ from ..dataset import Dataset4D
 from ..params import JOINT, N_JOINT, to_vector
 from ..physics import objective as obj
 from ..physics.frequencies import check_scan_frequencies, effective_frequencies
-from ..physics.geometry import fft_friendly_size, nearest_bf_pixels, scan_frame_frequencies
+from ..physics.geometry import (
+    fft_friendly_size,
+    nearest_bf_pixels,
+    scan_frame_frequencies,
+    to_detector_frame,
+)
 from ..physics.optics import aperture, has_higher_order
 from ..physics.overlap import PAIRS
 from ..results import Bounds
@@ -159,7 +164,7 @@ class CPUEngine:
             k_r, k_c = np.ascontiguousarray(k[:, 0]), np.ascontiguousarray(k[:, 1])
             part.kernel = KernelGeometry(
                 k_r, k_c, aperture(k_r, k_c, self.geo.k_alpha, self.geo.edge_width),
-                np.linalg.inv(scan_frame_frequencies(np.eye(2), theta, transpose).T))
+                to_detector_frame(theta, transpose))
 
     # -- scoring -----------------------------------------------------------------------
     def evaluate(
@@ -181,7 +186,8 @@ class CPUEngine:
         out = np.empty(len(cand))
         for s in range(0, len(cand), step):
             N, D = vp_sums(*self._kernel_args(sp, kg, 1), cand[s:s + step], self._det_r,
-                           self._det_c, self._row_off, self._col_off, kg.to_det)
+                           self._det_c, self._row_off, self._col_off, kg.to_det, kg.k_r,
+                           kg.k_c)
             for k in range(N.shape[0]):
                 out[s + k] = obj.vp_loss(N[k], D[k], weights, sp.energy)
         self.evaluations += len(cand)
@@ -191,10 +197,32 @@ class CPUEngine:
         self, spectra: Spectra, thetas: np.ndarray, transpose: bool,
         candidate: np.ndarray, names: tuple[str, ...] = JOINT,
     ) -> np.ndarray:
-        """VP loss of one parameter vector named ``names`` at each rotation θ: (R,). Here
-        set_rotation + evaluate per θ, so the spectra end at the last θ; callers set the
-        rotation they want afterwards."""
-        return evaluate_rotations_per_theta(self, spectra, thetas, transpose, candidate, names)
+        """VP loss of one six-parameter vector at each rotation θ: (R,), every lobe's pixel
+        set and the sideband energy held at the grid's middle rotation θ₀ = thetas[R // 2]
+        while the phases follow θ (``engine.protocol``); the spectra are left at θ₀.
+        Opted-in coefficients (``names`` other than the six) and ``kernels=False`` take
+        set_rotation + evaluate per θ (the spectra end at the last θ)."""
+        thetas = np.asarray(thetas, dtype=np.float64).ravel()
+        if not self.kernels or names != JOINT or len(thetas) == 0:
+            return evaluate_rotations_per_theta(self, spectra, thetas, transpose, candidate,
+                                                names)
+        sp = self._life.own(spectra)
+        self.set_rotation(spectra, float(thetas[len(thetas) // 2]), transpose)
+        kg = sp.part.kernel
+        assert kg is not None
+        args = self._kernel_args(sp, kg, 1)  # the held pairs: θ₀'s
+        cand = np.ascontiguousarray(candidate, dtype=np.float64).reshape(1, N_JOINT)
+        weights = obj.lobe_weights(sp.part.geometry.weights)
+        out = np.empty(len(thetas))
+        for i, theta in enumerate(thetas):
+            k = scan_frame_frequencies(self.geo.bf.k_det, float(theta), transpose)
+            N, D = _kernels().vp_sums(
+                *args, cand, self._det_r, self._det_c, self._row_off, self._col_off,
+                to_detector_frame(float(theta), transpose), np.ascontiguousarray(k[:, 0]),
+                np.ascontiguousarray(k[:, 1]))
+            out[i] = obj.vp_loss(N[0], D[0], weights, sp.energy)
+        self.evaluations += len(thetas)
+        return to_host(out, "evaluate_rotations")
 
     def derivatives(
         self, spectra: Spectra, candidates: np.ndarray, names: tuple[str, ...] = JOINT,

@@ -115,8 +115,12 @@ def fill_pack(k_r, k_c, a_k, nu_r, nu_c, geo, ptr, idx, amp_m, amp_p, minus):  #
 
 @njit(cache=True, parallel=True)
 def vp_sums(G, k_r, k_c, a_k, nu_r, nu_c, pack, geo, pl, cand,  # type: ignore[no-untyped-def]
-            det_r, det_c, row_off, col_off, to_det):
+            det_r, det_c, row_off, col_off, to_det, phase_k_r, phase_k_c):
     """N (K, 2M) complex and D (K, 2M) per (lobe, ν) for K candidates (rows of ``cand``).
+
+    The trotter pairs come from ``k_r``/``k_c`` (or the pack), the phases from the
+    rotation of ``to_det`` and ``phase_k_r``/``phase_k_c``: the same k for a scoring, the
+    held rotation's pairs with each θ's phases for a rotation scan (``CPUEngine``).
 
     The aberration phase is a plane wave in k: exp(iπλ·k·w) factors into a table
     over detector rows times one over detector columns (``row_off``/``col_off``
@@ -139,8 +143,8 @@ def vp_sums(G, k_r, k_c, a_k, nu_r, nu_c, pack, geo, pl, cand,  # type: ignore[n
                                                           geo, buf)
             if n_pairs > 0:
                 _vp_frequency(m, M, nu_r[m], nu_c[m], idx, amp_m, amp_p, minus, n_pairs, G,
-                              k_r, k_c, pl, cand, det_r, det_c, row_off, col_off, to_det,
-                              tabs, N, D)
+                              phase_k_r, phase_k_c, pl, cand, det_r, det_c, row_off, col_off,
+                              to_det, tabs, N, D)
     return N, D
 
 

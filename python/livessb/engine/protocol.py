@@ -76,9 +76,15 @@ class Engine(Protocol):
         self, spectra: Spectra, thetas: np.ndarray, transpose: bool, candidate: np.ndarray,
         names: tuple[str, ...] = JOINT,
     ) -> np.ndarray:
-        """VP loss of one parameter vector named ``names`` at each rotation θ (energies
-        per θ): (R,). The spectra's rotation afterwards is unspecified: set the one you
-        want."""
+        """VP loss of one parameter vector named ``names`` at each rotation θ: (R,).
+
+        For the six joint parameters the kernels hold every trotter lobe's pixel set, and
+        the sideband energy, at the grid's middle rotation θ₀ = thetas[R // 2] while the
+        phases follow θ: pixels that would switch lobes as θ moves carry their own noise,
+        which made L(θ) step the same way for every seed and biased the refined θ on
+        small detectors. At θ₀ the loss is ``evaluate``'s. Opted-in coefficients run
+        set_rotation + evaluate per θ. The spectra's rotation afterwards is unspecified:
+        set the one you want."""
 
     def derivatives(
         self, spectra: Spectra, candidates: np.ndarray, names: tuple[str, ...] = JOINT,

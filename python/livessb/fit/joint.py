@@ -150,8 +150,8 @@ def refine_rotation(
     store it), and the model is left there.
     """
     vec = np.array([[params[p] for p in box.names]])
-    # The trotter masks switch pixels in and out as θ moves, so L(θ) is only piecewise
-    # smooth: fit a parabola to a grid instead of trusting a line search.
+    # A parabola through a grid, not a line search: the scan holds the lobes' pixel sets
+    # at the middle θ (smooth in θ), the Newton at the refined θ uses that θ's own.
     grid = theta + np.radians(np.linspace(-span_deg, span_deg, ROTATION_GRID))
     losses = view.evaluate_rotations(grid, transpose, vec)
     a, b_, _ = np.polyfit(grid - theta, losses, 2)

@@ -77,6 +77,12 @@ def scan_frame_frequencies(k_det: np.ndarray, theta: float, transpose: bool) -> 
     return np.ascontiguousarray(k @ rotation_matrix(theta).T)
 
 
+def to_detector_frame(theta: float, transpose: bool) -> np.ndarray:
+    """The (2, 2) matrix that takes a scan-frame vector to the detector frame at θ (the
+    inverse of ``scan_frame_frequencies``' map)."""
+    return np.linalg.inv(scan_frame_frequencies(np.eye(2), theta, transpose).T)
+
+
 def center_of_mass(
     counts: Any, center: tuple[float, float], rows_per_chunk: int = 16
 ) -> np.ndarray:

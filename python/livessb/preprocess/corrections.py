@@ -184,15 +184,14 @@ def _chunk_rows(xp: Any, counts: Any, window: np.ndarray | None, repairing: bool
 @dataclass(frozen=True)
 class _Ramp:
     """What the descan measurement needs of every chunk: the disk window (detector box
-    ``rows`` × ``cols`` and ``window`` in the counts' array module, ``mask`` on the
-    host), the block edge and the ramp's disk level per count."""
+    ``rows`` × ``cols`` and ``window`` in the counts' array module), the block edge and
+    the ramp's disk level per count."""
 
     rows: slice
     cols: slice
     window: Any
     block: int
     level_per_total: float
-    mask: np.ndarray  # the window on the host (bool)
 
 
 def _measure_chunk(xp: Any, chunk: Any, plan: RepairPlan, cached: dict[str, Any],
@@ -226,7 +225,7 @@ def _fused_pass(xp: Any, data: Any, plan: RepairPlan, descan: bool,
     if not fused_measure_supported(data):
         return None
     rows, cols = (ramp.rows, ramp.cols) if descan else (None, None)
-    return device_descan_moments(xp, data, ramp.block, rows, cols, ramp.mask,
+    return device_descan_moments(xp, data, ramp.block, rows, cols, ramp.window,
                                  ramp.level_per_total, DISK_RAMP)
 
 
@@ -265,7 +264,7 @@ def _measure(counts: Any, mean_pattern: np.ndarray, plan: RepairPlan,
     b = block_size(level)
     mean_total = float(repaired.sum())  # the mean frame total (the repair is linear)
     per_total = level / mean_total if mean_total > 0 else 0.0
-    ramp = _Ramp(rs, cs, xp.asarray(window), b, per_total, window)
+    ramp = _Ramp(rs, cs, xp.asarray(window), b, per_total)
     descan = opts is not None
     passed = _fused_pass(xp, data, plan, descan, ramp)
     dev_totals, dev_centres = (passed if passed is not None

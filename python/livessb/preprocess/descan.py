@@ -73,14 +73,8 @@ class DescanFit:
 
     def centre_map(self, variation_only: bool = False) -> np.ndarray:
         """Fitted centre (or its variation) at every scan position: (Rr, Rc, 2)."""
-        nr, nc = self.scan_shape
-        i, j = np.meshgrid(np.arange(nr, dtype=np.float64), np.arange(nc, dtype=np.float64),
-                           indexing="ij")
-        A = design(*normalised_coords(self.scan_shape, i, j), self.degree)
-        c = self.coefficients.copy()
-        if variation_only:
-            c[:, 0] = 0.0
-        out: np.ndarray = A @ c.T
+        out: np.ndarray = centre_map(np, self.coefficients, self.scan_shape, self.degree,
+                                     variation_only)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -237,7 +231,8 @@ def fit_descan(model: str, degree: int, scan_shape: tuple[int, int], positions: 
     resid = xp.sqrt(((y - A @ sol) ** 2).sum(axis=1))
     kw = w * keep
     rms = xp.sqrt((resid**2 * kw).sum() / kw.sum())
-    span = _variation_span(xp, sol.T, scan_shape, degree)
+    var = centre_map(xp, sol.T, scan_shape, degree, variation_only=True)
+    span = xp.maximum(xp.ptp(var[..., 0]), xp.ptp(var[..., 1]))
     # Standard error of the span: per-component noise rms/√2, spread over the kept points.
     n_eff = kw.sum() ** 2 / (kw**2).sum()
     coeffs, scalars, grid = download_many(
@@ -251,15 +246,15 @@ def fit_descan(model: str, degree: int, scan_shape: tuple[int, int], positions: 
                      measured=grid, positions=positions)
 
 
-def _variation_span(xp: Any, coefficients: Any, scan_shape: tuple[int, int],
-                    degree: int) -> Any:
-    """The largest peak-to-peak over the scan of the fitted variation, either component
-    (0-d in ``xp``): ``DescanFit.centre_map(variation_only=True)`` evaluated in ``xp``."""
+def centre_map(xp: Any, coefficients: Any, scan_shape: tuple[int, int], degree: int,
+               variation_only: bool = False) -> Any:
+    """The fit's centre (or its variation) at every scan position, (Rr, Rc, 2), in
+    ``xp`` (``coefficients`` (2, n_terms) in the same module)."""
     nr, nc = scan_shape
     i, j = xp.meshgrid(xp.arange(nr, dtype=xp.float64), xp.arange(nc, dtype=xp.float64),
                        indexing="ij")
     A = design(*normalised_coords(scan_shape, i, j), degree)
     c = coefficients.copy()
-    c[:, 0] = 0.0
-    var = A @ c.T
-    return xp.maximum(xp.ptp(var[..., 0]), xp.ptp(var[..., 1]))
+    if variation_only:
+        c[:, 0] = 0.0
+    return A @ c.T

@@ -26,11 +26,12 @@ def fused_measure_supported(data: Any) -> bool:
 
 
 def device_descan_moments(cp: Any, data: Any, block: int, rows: slice | None,
-                          cols: slice | None, window: np.ndarray | None,
+                          cols: slice | None, window: Any,
                           level_per_total: float, ramp: tuple[float, float]) -> tuple[Any, Any]:
     """Frame totals (Rr, Rc) float64 and block centres (⌈Rr/b⌉·⌈Rc/b⌉, 2) float64 (row,
-    col detector px; NaN where nothing reaches the ramp), both on the device; without a
-    window (``rows`` None) the totals alone and None."""
+    col detector px; NaN where nothing reaches the ramp), both on the device; ``window``
+    (bool, detector box ``rows`` × ``cols``) on the host or the device; without it
+    (``rows`` None) the totals alone and None."""
     Rr, Rc, kr, kc = (int(s) for s in data.shape)
     nbr, nbc = -(-Rr // block), -(-Rc // block)
     totals = cp.empty(Rr * Rc, dtype=cp.float64)
@@ -42,7 +43,7 @@ def device_descan_moments(cp: Any, data: Any, block: int, rows: slice | None,
     else:
         h, w = (int(s) for s in window.shape)
         r0, c0 = int(rows.start), int(cols.start)
-        mask = cp.asarray(np.ascontiguousarray(window, dtype=np.uint8).ravel())
+        mask = cp.ascontiguousarray(cp.asarray(window), dtype=cp.uint8).ravel()
         centres = cp.empty(nbr * nbc * 2, dtype=cp.float64)
     lo, hi = ramp
     launch(ck.kernel("descan_moments", data.dtype), (nbr * nbc,), (DESCAN_THREADS,),

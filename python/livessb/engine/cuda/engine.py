@@ -204,15 +204,12 @@ class CUDAEngine:
         if key not in self._geometry:
             if len(self._geometry) >= GEOMETRY_CACHE:
                 self._geometry.pop(next(iter(self._geometry)))
-            k, px, dk = self._pixel_rows([theta], transpose)
+            k, px, dk = pixel_rows(self.geo.bf, self.geo.k_alpha, self.geo.edge_width,
+                                   self._anchors, self._column_step, [theta], transpose)
             cp = self.cp
             self._geometry[key] = RotationGeometry(cp.asarray(k[0]), cp.asarray(px[0]),
                                                    cp.asarray(dk[0]))
         return self._geometry[key]
-
-    def _pixel_rows(self, thetas: Any, transpose: bool) -> tuple[np.ndarray, ...]:
-        return pixel_rows(self.geo.bf, self.geo.k_alpha, self.geo.edge_width, self._anchors,
-                          self._column_step, thetas, transpose)
 
     def _energy(self, sp: DeviceSpectra, g: RotationGeometry) -> tuple[float, int]:
         """Sideband energy and in-trotter pair count at the spectra's new geometry (the
@@ -275,11 +272,11 @@ class CUDAEngine:
         self, spectra: Spectra, thetas: np.ndarray, transpose: bool,
         candidate: np.ndarray, names: tuple[str, ...] = JOINT,
     ) -> np.ndarray:
-        """VP loss of one six-parameter vector at each rotation, energies included, in one
-        launch: the same sums as set_rotation + evaluate per θ (bit for bit where those do
-        not split the pixel loop, i.e. windows of ≥ 512 frequency blocks; here the rotations
-        fill the device instead). The spectra's own rotation is left as it was. Opted-in
-        coefficients (``names`` other than the six) take the per-θ reference path."""
+        """VP loss of one six-parameter vector at each rotation in one launch, the lobes'
+        pixel sets and energy held at θ₀ = thetas[R // 2] (``engine.protocol``): at θ₀
+        set_rotation + evaluate's sums (bit for bit on windows of ≥ 512 frequency blocks,
+        which do not split the pixel loop). The spectra's rotation is left as it was.
+        Opted-in coefficients take the per-θ reference path."""
         if names != JOINT:
             return evaluate_rotations_per_theta(self, spectra, thetas, transpose, candidate,
                                                 names)
@@ -296,15 +293,17 @@ class CUDAEngine:
                          cand: np.ndarray) -> np.ndarray:
         cp = self.cp
         R, M = len(thetas), sp.part.M
-        k, px, dk = self._pixel_rows(thetas, transpose)
+        held = float(thetas[R // 2])
+        g = self._geometry_at(held, transpose)
+        turn = np.stack([np.cos(thetas - held), np.sin(thetas - held)], axis=1)
         nblk = freq_blocks(M)
         part = cp.empty((R, nblk), dtype=cp.float64)
         energy = cp.empty((R, nblk), dtype=cp.float64)
         w = self._window(sp)
         launch(ck.module().get_function(ck.eval_kernel_name(1, rotations=True)),
                (R, nblk, 1), (ck.NT,),
-               vp_eval_args(w, cp.asarray(k), cp.asarray(px), cp.asarray(candidate_table(cand)),
-                            self._kgeo, part, sp.n_bf, part, energy, cp.asarray(dk)))
+               vp_eval_args(w, g.k64, g.px, cp.asarray(candidate_table(cand)), self._kgeo,
+                            part, sp.n_bf, part, energy, g.dk, cp.asarray(turn)))
         sums = to_host(part, "evaluate_rotations").sum(axis=1)
         energies = np.array([float(np.sum(row))
                              for row in to_host(energy, "evaluate_rotations")])
@@ -387,7 +386,7 @@ class CUDAEngine:
         fine = part.fine[f]
         if part.fine_masks is None or part.fine_masks.upsample != f:  # per rotation
             part.fine_masks = FineMasks(f, *support_masks(
-                cp, self.memory, sp.n_bf, g, fine.nu_r, fine.nu_c, Fr * Hf, Hf, self._kgeo))
+                cp, self.memory, sp.n_bf, g, fine.nu_r, fine.nu_c, Fr * Hf, self._kgeo))
         masks = part.fine_masks
         words, n_sum = masks.masks, sp.n_bf
         if keep is not None:  # a BF-pixel subset: the walk skips the others' pairs

@@ -218,10 +218,11 @@ class VpDerivsArgs(_ScoringArgs):  # the shared parameters, the lobe masks, per-
 
 
 @dataclass(frozen=True)
-class VpEvalArgs(_ScoringArgs):  # the shared parameters, then the energy output and dk
+class VpEvalArgs(_ScoringArgs):  # the shared parameters, the energy output, dk, the turns
     KERNEL: ClassVar[str] = "vp_eval"
     energy: Any
     dk: Any
+    turn: Any  # (R, 2) cos, sin of θ_r - θ₀ for a rotation scan, else NULL_POINTER
 
 
 @dataclass(frozen=True)
@@ -267,7 +268,6 @@ class SupportMaskArgs(KernelArgs):
     KERNEL: ClassVar[str] = "support_mask"
     B: np.int32
     M: np.int32
-    H: np.int32
     nu_r: Any
     nu_c: Any
     px: Any
@@ -314,10 +314,12 @@ ARG_RECORDS: tuple[type[KernelArgs], ...] = (
 
 # -- builders of the records the scoring kernels share ---------------------------------
 def vp_eval_args(w: Window, k64: Any, px: Any, cand: Any, geo: KernelGeo, partial: Any,
-                 bsplit: int, raw: Any, energy: Any, dk: Any) -> VpEvalArgs:
+                 bsplit: int, raw: Any, energy: Any, dk: Any,
+                 turn: Any = None) -> VpEvalArgs:
     return VpEvalArgs(w.G, w.B, w.M, w.Nr, w.Nc, w.nu_r, w.nu_c, k64, px, cand, geo.g_ka2,
                       geo.g_ka, geo.g_inv_w, geo.g_twopilam, geo.pilam, partial,
-                      np.int32(bsplit), raw, energy, dk)
+                      np.int32(bsplit), raw, energy, dk,
+                      NULL_POINTER if turn is None else turn)
 
 
 def vp_derivs_args(w: Window, k64: Any, px: Any, cand: Any, geo: KernelGeo, partial: Any,

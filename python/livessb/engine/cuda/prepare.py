@@ -75,12 +75,13 @@ def stage_spectra(
     except BaseException:
         del G
         raise
-    nu_r, nu_c = device_half_plane_grid(cp, shape, step)
     if scan_frequencies == "effective":  # physics.frequencies, on the window's BF counts
         window = bf[:, b[0]:b[0] + h, b[2]:b[2] + w].transpose(1, 2, 0)
         nu_r, nu_c = (cp.asarray(a) for a in effective_frequencies(
             window, shape, step, *half_plane_grid(shape, step),
             max(1, memory.staging_bytes // (shape[0] * shape[1] * 64)), xp=cp))
+    else:
+        nu_r, nu_c = device_half_plane_grid(cp, shape, step)
     dc = float(to_host(mean, "prepare").mean() * (Nr * Nc))
     return PreparedSpectra(shape=shape, bounds=b, n_bf=n_bf, G=G, dc=dc,
                            part=CUDAPart(nu_r, nu_c, M))
@@ -129,11 +130,11 @@ def device_half_plane_grid(cp: Any, shape: tuple[int, int],
 
 def support_masks(
     cp: Any, memory: DeviceMemory, n_bf: int, rows: RotationGeometry, nu_r: Any, nu_c: Any,
-    M: int, H: int, geo: KernelGeo, lobes: tuple[int, ...] = (-1,),
+    M: int, geo: KernelGeo, lobes: tuple[int, ...] = (-1,),
 ) -> tuple[Any, int]:
     """Per-warp masks of the pixels that may be in the trotter (lobe -1) or one trotter
-    lobe (0: k-ν, 1: k+ν) of some frequency of the warp, for the (rows, H) grid at the
-    current rotation, one block of rows per entry of ``lobes``: (uint32
+    lobe (0: k-ν, 1: k+ν) of some frequency of the warp, for the M frequencies (ν_r,
+    ν_c) at the current rotation, one block of rows per entry of ``lobes``: (uint32
     (len(lobes)·rows·tiles·4), tiles per row)."""
     nblk = freq_blocks(M)
     tiles = -(-n_bf // ck.BT)
@@ -142,7 +143,7 @@ def support_masks(
         masks = cp.empty(len(lobes) * words, dtype=cp.uint32)
     for i, lobe in enumerate(lobes):
         launch(ck.module().get_function("support_mask"), (nblk,), (ck.NT,),
-               SupportMaskArgs(np.int32(n_bf), np.int32(M), np.int32(H), nu_r, nu_c, rows.px,
+               SupportMaskArgs(np.int32(n_bf), np.int32(M), nu_r, nu_c, rows.px,
                                geo.g_ka2, geo.g_ka, np.int32(lobe), masks[i * words:]))
     return masks, tiles
 

@@ -57,13 +57,13 @@ __device__ __forceinline__ float box_far2(float x, float y, float4 bx) {
 }
 
 __global__ void __launch_bounds__(NT) support_mask(
-    int B, int M, int H, const double* __restrict__ nu_r, const double* __restrict__ nu_c,
+    int B, int M, const double* __restrict__ nu_r, const double* __restrict__ nu_c,
     const float4* __restrict__ px, double ka2, float ka, int lobe, uint4* __restrict__ masks) {
     const unsigned FULL = 0xffffffffu;
     const int lane = threadIdx.x & 31;
     const size_t m = (size_t)blockIdx.x * NT + threadIdx.x, row = m >> 5;
     double nr, nc;
-    const bool active = grid_nu((int)m, M, H, nu_r, nu_c, ka2, nr, nc);
+    const bool active = grid_nu((int)m, M, nu_r, nu_c, ka2, nr, nc);
     const float BIG = 3.0e38f;  // empty box (NVRTC has no INFINITY)
     float4 bx = make_float4(BIG, -BIG, BIG, -BIG);
     if (active) bx = make_float4((float)nr, (float)nr, (float)nc, (float)nc);

@@ -23,7 +23,7 @@ __global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
     const int MF = Fr * Hf;
     const int m = blockIdx.x * NT + threadIdx.x;
     double nr, nc;
-    const bool active = grid_nu(m, MF, Hf, nu_r, nu_c, geo.ka2, nr, nc);
+    const bool active = grid_nu(m, MF, nu_r, nu_c, geo.ka2, nr, nc);
     int src = 0;
     bool cj = false;
     if (m < MF) {  // the coarse spectrum this fine frequency reads (aliased, folded)

@@ -135,7 +135,7 @@ struct DerivThread {
                                            const double* __restrict__ cand, double ka2)
         : M(M), Hc(Nc / 2 + 1), m(blockIdx.y * NT + threadIdx.x), ci(blockIdx.x), nblk(gridDim.y),
           cd(cand + 8 * (blockIdx.x >> 1)), minus((blockIdx.x & 1) == 0) {
-        active = grid_nu(m, M, Hc, nu_r, nu_c, ka2, nr, nc);
+        active = grid_nu(m, M, nu_r, nu_c, ka2, nr, nc);
     }
 };
 

@@ -2,9 +2,12 @@
 // ---------------------------------------------------------------------------------
 // VP loss terms for KC candidates per thread; grid (ceil(Kpad/KC), ceil(M/NT), nsplit).
 // partial: (Kpad, nblk) doubles, Σ_ν∈block w |N|^2 / D.
-// ROT (KC = 1, no split): one candidate at R rotations, blockIdx.x = rotation r with its
-// own geometry rows (k64 + 2Br, px + Br, dk + 2r); also writes the sideband energy of
-// rotation r (energy_kernel's sums, same order) to energy (R, nblk).
+// ROT (KC = 1, no split): one candidate at R rotations, blockIdx.x = rotation r. The
+// trotter pairs (pixel sets, apertures) and the sideband energy are the held rotation's,
+// from its geometry rows (k64, px); the phases take each pair's k turned by θ_r - θ₀
+// (turn[2r], turn[2r + 1] = its cos, sin): pixels that switch lobes as θ moves carry their
+// own noise, and L(θ) would step with it. Writes the energy (energy_kernel's sums, same
+// order: equal for every r) to energy (R, nblk).
 //
 // Recurrent form (SPEC "why the fast path can be fast"): for fixed ν and candidate, c'
 // and x_m are linear in k, so along a detector row (k += dk per pixel) the phasors
@@ -77,18 +80,17 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     const double* __restrict__ k64, const float4* __restrict__ px,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
     double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw,
-    double* __restrict__ energy, const double* __restrict__ dk) {
+    double* __restrict__ energy, const double* __restrict__ dk,
+    const double* __restrict__ turn) {
     const Geo geo = make_geo(g_ka2, g_ka, g_inv_w, g_twopilam);
     // float64 sums (N₋, D₋, N₊', D₊ per candidate, re and im; then the energy for ROT)
     // live in shared memory, not registers (more resident warps); later reused for the
     // block reduction.
     __shared__ double acc[(NS * KC + ROT) * NT];
     __shared__ float rare_all[KC * RARE * NT];
-    if (ROT) {
-        k64 += (size_t)2 * B * blockIdx.x;
-        px += (size_t)B * blockIdx.x;
-        dk += 2 * blockIdx.x;
-    }
+    // (exact for θ_r = θ₀: cos 1, sin 0 turn nothing)
+    const float tc = ROT ? (float)turn[2 * blockIdx.x] : 1.f;
+    const float ts = ROT ? (float)turn[2 * blockIdx.x + 1] : 0.f;
     float fE = 0.0f;
 #define ACC_(j, q) acc[(NS * (j) + (q)) * NT + threadIdx.x]
 #define RARE_(j, q) rare_all[((j) * RARE + (q)) * NT + threadIdx.x]
@@ -98,7 +100,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     const int c0 = blockIdx.x * KC;
     const int nblk = gridDim.y;
     double nr, nc;
-    const bool active = grid_nu(m, M, Hc, nu_r, nu_c, geo.ka2, nr, nc);
+    const bool active = grid_nu(m, M, nu_r, nu_c, geo.ka2, nr, nc);
     const double* ctab = ROT ? cand : cand + 8 * c0;
     Rec rc[KC];
     float zr[KC], zi[KC], er[KC], ei[KC];  // E e^{-ic'}, e^{ix_m} at the current pixel
@@ -144,7 +146,9 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
                 anchor(p.x, p.y, __fmaf_rn(p.x, qr, __fmul_rn(p.y, qc)));
             }
         },
-        [&](float kr, float kc, float2 g, float am, float ap, bool minus) {
+        [&](float pkr, float pkc, float2 g, float am, float ap, bool minus) {
+            const float kr = ROT ? __fmaf_rn(tc, pkr, -__fmul_rn(ts, pkc)) : pkr;
+            const float kc = ROT ? __fmaf_rn(ts, pkr, __fmul_rn(tc, pkc)) : pkc;
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
             if (!RECUR) anchor(kr, kc, q);
             float hr[KC], hi[KC], al[KC];

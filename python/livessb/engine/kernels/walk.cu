@@ -12,11 +12,10 @@ __device__ __forceinline__ double half_weight(int ic, int Nc) {
 // Frequency of thread m on a (rows, H) grid, read from per-bin tables (M each, row-major:
 // the grid's own frequencies or each bin's effective one, physics/frequencies.py); false
 // for m ≥ M and beyond |ν| = 2kα, where no pixel is in the trotter (the ν-parallel
-// kernels skip those threads). H stays the grid's column count for the callers.
-__device__ __forceinline__ bool grid_nu(int m, int M, int H, const double* __restrict__ nu_r,
+// kernels skip those threads).
+__device__ __forceinline__ bool grid_nu(int m, int M, const double* __restrict__ nu_r,
                                         const double* __restrict__ nu_c, double ka2,
                                         double& nr, double& nc) {
-    (void)H;
     nr = 0.0;
     nc = 0.0;
     if (m >= M) return false;
