@@ -32,7 +32,13 @@ if TYPE_CHECKING:
 # rad, per-frequency gradients 7.3e-6 of each parameter's largest.
 ERROR_RTOL = 1e-4  # errors: Hessians and gradients from float32 spectra
 PARAM_RTOL = 1e-5
-SAMPLING_RTOL = 2e-4
+# The detector-sampling fit (at 8e55214, the rotation scan holding the lobes' pixel sets):
+# its L(θ) on this 32² fixture is smooth but flat (9e-4 over ±3°), so the engines' 2.5e-8
+# loss difference moves the refined θ by ~5e-5° and the profile fits carry it: parameters
+# 1.4e-4 apart, the sampling's error 1.0e-3 (the larger of a curvature and the move
+# between the last two grids' vertices: a difference of near-equal numbers). ~4x those.
+SAMPLING_RTOL = 5e-4
+SAMPLING_ERROR_RTOL = 4e-3
 PHASE_ATOL = 1e-6
 
 
@@ -154,6 +160,7 @@ def test_detector_sampling_fit_matches_cpu(thick: Dataset4D) -> None:
     worst.update({k: _rel(out["cuda"].params[k], out["cpu"].params[k], _param_scale(k))
                   for k in JOINT})
     record("detector_sampling", **worst)
+    assert worst.pop("error_mrad", 0.0) < SAMPLING_ERROR_RTOL, worst
     assert max(worst.values()) < SAMPLING_RTOL, worst
 
 
