@@ -29,7 +29,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
-from livessb.physics.frequencies import offset_table, window_weights
+from livessb.physics.frequencies import offset_table
 from livessb.physics.optics import aperture, chi, wavelength_A
 
 Case = dict[str, Any]
@@ -107,18 +107,19 @@ def alias_loss(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any) -> float:
 
 
 def effective_frequencies(case: Case) -> tuple[Any, Any]:
-    """Each bin's signal frequency per scan axis, on this model's full plane, through
-    the package's window and offset table (livessb.physics.frequencies)."""
+    """Each bin's signal frequency per scan axis, on this model's full plane, with the
+    package's weights and offset table (livessb.physics.frequencies: the periodic Hann
+    w = 1 − cos(2πR/N) and t = sin(2πR/N), here as FFTs of the weighted counts)."""
     I = case["I"] - case["I"].mean(axis=(0, 1))
     out = []
     for axis, nu in ((0, case["nu_r"]), (1, case["nu_c"])):
         n, step = I.shape[axis], float(case["step"][axis])
-        r = np.arange(n) - (n - 1) / 2
         shape = [1, 1, 1]
         shape[axis] = n
-        Iw = I * window_weights(n).reshape(shape)
-        Gw = np.fft.fft2(Iw, axes=(0, 1)).reshape(-1, I.shape[-1]).T
-        Gt = np.fft.fft2(Iw * r.reshape(shape), axes=(0, 1)).reshape(-1, I.shape[-1]).T
+        phase = 2 * np.pi * np.arange(n) / n
+        Gw = np.fft.fft2(I * (1 - np.cos(phase)).reshape(shape), axes=(0, 1))
+        Gt = np.fft.fft2(I * np.sin(phase).reshape(shape), axes=(0, 1))
+        Gw, Gt = (a.reshape(-1, I.shape[-1]).T for a in (Gw, Gt))
         q = (2 * np.pi * np.sum(np.conj(Gw) * Gt, 0)
              / (np.sum(np.abs(Gw) ** 2, 0) + 1e-30)).imag
         table_q, table_x = offset_table(n, n)

@@ -28,6 +28,14 @@ def _tone_window(g: tuple[float, float], n: tuple[int, int], step: float) -> np.
     return (pattern[:, :, None] * np.array([1.0, 0.6, 0.3])).astype(np.float32)
 
 
+def _spectra(window: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
+    """(B, M) half-plane spectra of an (h, w, B) window padded to ``shape`` with its mean
+    pattern, as the engines make them."""
+    padded = np.broadcast_to(window.mean(axis=(0, 1)), (*shape, window.shape[2])).copy()
+    padded[:window.shape[0], :window.shape[1]] = window
+    return np.fft.rfft2(padded, axes=(0, 1)).reshape(-1, window.shape[2]).T
+
+
 @pytest.mark.parametrize("n", [(24, 24), (21, 27)])  # the second padded to 24 × 27
 def test_a_frequency_between_bins_is_found_to_a_hundredth_of_a_bin(n: tuple[int, int]) -> None:
     step, g = 0.5, (0.2561, -0.1437)  # a rotated lattice: both axes off the bins
@@ -35,8 +43,8 @@ def test_a_frequency_between_bins_is_found_to_a_hundredth_of_a_bin(n: tuple[int,
     nu_r, nu_c = np.meshgrid(np.fft.fftfreq(shape[0], step), np.fft.rfftfreq(shape[1], step),
                              indexing="ij")
     nu_r, nu_c = nu_r.ravel(), nu_c.ravel()
-    er, ec = effective_frequencies(_tone_window(g, n, step), shape, (step, step), nu_r, nu_c,
-                                   chunk_pixels=2)
+    er, ec = effective_frequencies(_spectra(_tone_window(g, n, step), shape), shape, n,
+                                   (step, step), nu_r, nu_c, chunk_pixels=2)
     peak = int(np.argmin((nu_r + g[0]) ** 2 + (nu_c + g[1]) ** 2))  # the -g bin (c ≥ 0)
     bin_r, bin_c = 1 / (shape[0] * step), 1 / (shape[1] * step)
     assert abs(er[peak] + g[0]) < 0.01 * bin_r and abs(ec[peak] + g[1]) < 0.01 * bin_c
@@ -44,6 +52,35 @@ def test_a_frequency_between_bins_is_found_to_a_hundredth_of_a_bin(n: tuple[int,
     assert er[0] == 0.0 and ec[0] == 0.0  # DC stays at zero
     assert np.all(np.abs(er - nu_r) <= 0.5 * bin_r + 1e-12)  # never beyond half a bin
     assert np.all(np.abs(ec - nu_c) <= 0.5 * bin_c + 1e-12)
+
+
+@pytest.mark.parametrize(("n", "shape"), [((24, 24), (24, 24)), ((21, 27), (24, 27)),
+                                          ((20, 30), (20, 30)), ((9, 2), (9, 2))])
+def test_the_stencils_are_the_weighted_windows_spectra(
+        n: tuple[int, int], shape: tuple[int, int]) -> None:
+    """effective_sums' stencils on the half plane (rows periodic, columns past the edges
+    from Hermitian symmetry) equal the FFTs of the mean-removed padded window weighted by
+    w = 1 − cos(2πR/N) and t = sin(2πR/N) along each axis, written out directly."""
+    from livessb.physics.frequencies import effective_sums
+
+    rng = np.random.default_rng(3)
+    window = rng.poisson(50.0, (*n, 5)).astype(np.float64)
+    padded = np.broadcast_to(window.mean(axis=(0, 1)), (*shape, 5)).copy()
+    padded[:n[0], :n[1]] = window
+    zero_mean = padded - padded.mean(axis=(0, 1))
+    want_e, want_x = [], []
+    for axis in (0, 1):
+        phase = 2 * np.pi * np.arange(shape[axis]) / shape[axis]
+        along = [1, 1, 1]
+        along[axis] = shape[axis]
+        gw = np.fft.rfft2(zero_mean * (1 - np.cos(phase)).reshape(along), axes=(0, 1))
+        gt = np.fft.rfft2(zero_mean * np.sin(phase).reshape(along), axes=(0, 1))
+        want_e.append((np.abs(gw) ** 2).sum(axis=2).ravel())
+        want_x.append((gw.conj() * gt).sum(axis=2).ravel())
+    energy, cross = effective_sums(_spectra(window, shape), shape, chunk_pixels=2)
+    scale = float(np.max(want_e))
+    np.testing.assert_allclose(energy, np.array(want_e), atol=1e-10 * scale)
+    np.testing.assert_allclose(cross, np.array(want_x), atol=1e-10 * scale)
 
 
 def _fit(name: str, frequencies: str) -> tuple[FitResult, dict[str, float]]:

@@ -98,23 +98,41 @@ def test_full_field_fit_recovers_aberrations_rotation_and_branch(
 
 
 def test_wrong_branch_is_the_exact_mirror_of_the_right_one(
+        rotated_data: tuple[Dataset4D, SimulationTruth],
         rotated_fit: tuple[FitResult, SimulationTruth],
         rotated_fit_both_searched: FitResult) -> None:
-    # The VP loss is invariant under θ→θ+π with aberrations and tilt negated: two
-    # independent searches land on mirrored parameters with equal loss, and the
-    # mirrored shortcut picks the same branch with the same parameters.
+    # The VP loss is invariant under θ→θ+π with aberrations and tilt negated (checked
+    # on the engine itself), so the mirrored shortcut's branch θ+π is branch θ's fit
+    # mirrored with its loss; two independent searches land on mirrored C10 and C12 (the
+    # tilts and depth of this thin specimen are undetermined: the searches may end in
+    # minima apart along them, 8e-5 apart in loss with effective frequencies).
+    from livessb.engine.cpu import CPUEngine
+    from livessb.fit.search import Box, mirror_params
+
     both = rotated_fit_both_searched
     assert len(both.trials) == 400 and both.provenance["branches_searched"] == 2
     a, b = (br["params"] for br in both.branches)
-    assert both.branches[0]["loss"] == pytest.approx(both.branches[1]["loss"], rel=1e-6)
+    assert both.branches[0]["loss"] == pytest.approx(both.branches[1]["loss"], rel=2e-4)
     assert a["C10"] == pytest.approx(-b["C10"], abs=0.5)
     assert a["C12"] == pytest.approx(b["C12"], abs=0.5)
     chosen = next(br for br in both.branches if br["chosen"])
     assert chosen["chosen_by"] == "phase_skewness" and chosen["phase_skewness"] > 0
     fit, _ = rotated_fit
+    names = tuple(fit.branches[0]["params"])
+    box = Box.from_mapping(None, names)
     mirrored = fit.branches[1]
-    assert mirrored["loss"] == pytest.approx(both.branches[1]["loss"], rel=1e-6)
-    assert mirrored["params"]["C10"] == pytest.approx(b["C10"], abs=0.5)
+    want = mirror_params(fit.branches[0]["params"], box)
+    assert all(mirrored["params"][k] == pytest.approx(want[k], abs=1e-9) for k in names)
+    eng = CPUEngine(rotated_data[0])
+    sp = eng.prepare()
+    theta = math.radians(fit.branches[0]["rotation_deg"])
+    losses = []
+    for t, p in ((theta, fit.branches[0]["params"]), (theta + math.pi, want)):
+        eng.set_rotation(sp, t, fit.transpose)
+        losses.append(eng.evaluate(sp, np.array([[p[k] for k in names]]))[0])
+    eng.close()
+    assert losses[1] == pytest.approx(losses[0], rel=1e-9)
+    assert mirrored["loss"] == pytest.approx(fit.branches[0]["loss"], rel=1e-9)
     assert [br["chosen"] for br in fit.branches] == [br["chosen"] for br in both.branches]
     assert fit.rotation_deg == pytest.approx(both.rotation_deg, abs=0.05)
     assert fit.params["C10"] == pytest.approx(both.params["C10"], abs=0.2)
@@ -184,9 +202,12 @@ def test_opted_in_spherical_and_threefold_are_recovered() -> None:
             s.fit(box={"C30": (0.0, 1e5)}, progress=False)
     p = more.params
     assert set(p) == {*six.params, "C23", "phi23", "C30"}
-    # Measured at ffc7b94: C23 398.4 Å, φ23 0.2020 rad, C30 7.06e4 Å (12 % low: a 24² scan
-    # barely sees it), C10 31.19 Å.
-    assert p["C23"] == pytest.approx(400.0, abs=4.0)
+    # Measured with effective scan frequencies (the default since 2026-12-02): C23 394.6 Å
+    # (398.4 at the grid's), φ23 0.2021 rad, C30 7.07e4 Å (12 % low: a 24² scan barely
+    # sees it), C10 31.02 Å (31.19). The lattice of this window sits 0.38-0.5 bins off the
+    # grid at its strongest bins; with the bins at their measured frequencies C10 moves
+    # toward the truth and C23 away from it by 1 %.
+    assert p["C23"] == pytest.approx(400.0, abs=8.0)
     assert abs((p["phi23"] - 0.2 + math.pi / 3) % (2 * math.pi / 3) - math.pi / 3) < 0.01
     assert p["C30"] == pytest.approx(8e4, rel=0.18)
     assert p["C10"] == pytest.approx(30.0, abs=2.0)

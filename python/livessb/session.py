@@ -36,7 +36,7 @@ from .map_blend import auto_density, blend_tiles, refine_tiles
 from .maps import MapResult
 from .memory import CorrectedCountsCheck, check_reconstruct_memory, check_session_memory
 from .params import JOINT, OPTIONAL, fit_names
-from .physics.frequencies import check_scan_frequencies
+from .physics.frequencies import check_scan_frequencies, scan_frequencies_for
 from .physics.geometry import auto_upsample
 from .physics.optics import unknown_aberration_keys
 from .preprocess import Corrections, DescanFit, Preprocessing, preprocess_for
@@ -61,7 +61,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         force: bool = False,
         staging_budget_MiB: float = 256,
         preprocessing: Preprocessing | None = None,
-        scan_frequencies: str = "grid",
+        scan_frequencies: str | None = None,
     ) -> None:
         if not isinstance(dataset, Dataset4D):
             raise TypeError(
@@ -69,9 +69,11 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
                 "counts with livessb.Dataset4D(counts, voltage_kV=..., semiangle_mrad=..., "
                 "scan_step_A=...) or use livessb.load(path)")
         self.dataset = dataset
-        self.scan_frequencies = check_scan_frequencies(scan_frequencies)  # before any pass
+        if scan_frequencies is not None:
+            check_scan_frequencies(scan_frequencies)  # a typo: refused before any pass
         check_session_memory(dataset, device, staging_budget_MiB)  # refuse before allocating
         doc = None if calibration is None else load_calibration(calibration, dataset, force)
+        self.scan_frequencies = scan_frequencies_for(scan_frequencies, doc)
         self.dataset = dataset = restored_sampling(dataset, doc)  # a fitted sampling
         check_corrected = CorrectedCountsCheck(dataset, device, staging_budget_MiB)
         self.preprocessing: Corrections = preprocess_for(dataset, preprocessing, doc,
@@ -79,7 +81,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         check_corrected(self.preprocessing.active)  # a descan found in the pass, too
         self._engine: Engine | None = make_engine(
             self.preprocessing.dataset_for_engine(dataset), device,
-            staging_budget_MiB=staging_budget_MiB, scan_frequencies=scan_frequencies)
+            staging_budget_MiB=staging_budget_MiB, scan_frequencies=self.scan_frequencies)
         self.device: str = self._engine.name
         self.upsample_factor = auto_upsample(dataset.scan_step_A, dataset.k_alpha)
         self._full: ThickSampleModel | None = None

@@ -19,7 +19,11 @@ import numpy as np
 from ..dataset import Dataset4D
 from ..params import JOINT, N_JOINT, to_vector
 from ..physics import objective as obj
-from ..physics.frequencies import check_scan_frequencies, effective_frequencies
+from ..physics.frequencies import (
+    check_scan_frequencies,
+    effective_chunk,
+    effective_frequencies,
+)
 from ..physics.geometry import (
     fft_friendly_size,
     nearest_bf_pixels,
@@ -76,7 +80,7 @@ class CPUEngine:
 
     def __init__(
         self, dataset: Dataset4D, staging_budget_MiB: float = 256,
-        chunk_elements: int = 1 << 18, kernels: bool = True, scan_frequencies: str = "grid",
+        chunk_elements: int = 1 << 18, kernels: bool = True, scan_frequencies: str = "effective",
     ) -> None:
         self.scan_frequencies = check_scan_frequencies(scan_frequencies)
         self.geo = DatasetGeometry.of(dataset)
@@ -131,10 +135,10 @@ class CPUEngine:
         window = counts[b[0]:b[1], b[2]:b[3]]
         G = self.reference.spectra(window, shape, self.staging_bytes, by_frequency=True)
         geometry = self.reference.half_plane(shape)
-        if self.scan_frequencies == "effective":  # physics.frequencies
+        if self.scan_frequencies == "effective":  # physics.frequencies, from G itself
             geometry.nu_r, geometry.nu_c = effective_frequencies(
-                window, shape, self.geo.step, geometry.nu_r, geometry.nu_c,
-                max(1, self.staging_bytes // (shape[0] * shape[1] * 64)))
+                G, shape, window.shape[:2], self.geo.step, geometry.nu_r, geometry.nu_c,
+                effective_chunk(self.staging_bytes, shape))
         spectra = PreparedSpectra(
             shape=shape, bounds=b, n_bf=self.geo.bf.count, G=G,
             dc=float(G[:, 0].real.mean()), part=HostPart(geometry))

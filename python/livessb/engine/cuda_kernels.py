@@ -15,7 +15,7 @@ import numpy as np
 KERNELS = Path(__file__).with_name("kernels")
 # One translation unit, in this order: each file uses the definitions of those before it.
 KERNEL_FILES = ("common.cu", "walk.cu", "vp_eval.cu", "vp_derivs.cu", "energy_masks.cu",
-                "reconstruct.cu", "prepare.cu", "virtual.cu", "descan.cu")
+                "reconstruct.cu", "prepare.cu", "virtual.cu", "descan.cu", "frequencies.cu")
 # Candidates per thread in vp_eval<KC>. Eight (sums in dynamic shared memory, 2 blocks
 # per SM) ran slower on the H200: 2.27 ms per candidate against 1.94 for four.
 EVAL_GROUPS = (1, 2, 4)
@@ -70,7 +70,7 @@ def eval_kernel_name(group: int, rotations: bool = False) -> str:
 def _names() -> list[str]:
     names = [eval_kernel_name(k) for k in EVAL_GROUPS] + [eval_kernel_name(1, rotations=True)]
     names += ["vp_derivs", "vp_eval_finish", "vp_derivs_finish", "energy_kernel", "support_mask",
-              "reconstruct_kernel", "fma_peak"]
+              "reconstruct_kernel", "fma_peak", "effective_sums"]
     for t in COUNT_TYPES.values():
         names += [f"stage_window<{t}>", f"window_mean<{t}>", f"bf_com<{t}>", f"gather_bf<{t}>",
                   f"detector_sums<{t}>", f"descan_moments<{t}>"]

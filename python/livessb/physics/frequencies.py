@@ -7,12 +7,16 @@ over the bins next to it. Each bin then carries the k-dependence of Γ_b(g), not
 across the lobe (∝ C10·ν), so the fitted C10 comes out scaled by ≈ g/ν (2 % on SrTiO3
 at C10 ±150 Å with 24 positions of 0.5 Å; docs/bias-matrix.md §2).
 
-The offset x = g − ν of a bin is measured from the data: for a single frequency in the
-window, the DFTs of w(R)·I(R) and w(R)·(R − R̄)·I(R) (w a Hann window) have the ratio
-i·F'(x)/F(x)/(2π) of the window's own kernel F, the same for every BF pixel (Γ_b is a
-common factor), so the energy-weighted ratio summed over the BF pixels gives x per bin
-and per scan axis, inverted through a table of F. A bin without a single dominant
-frequency (an amorphous object's continuous spectrum) gets x ≈ 0, its grid frequency.
+The offset x = g − ν of a bin is measured from the spectra themselves: for a single
+frequency in the window, the DFTs of w(R)·I(R) and t(R)·I(R), with w = 1 − cos(2πR/N)
+(a Hann window periodic over the N padded positions) and t = sin(2πR/N), have a ratio
+that depends on x alone (the same for every BF pixel: Γ_b is a common factor), and
+both are stencils of the N-point spectrum G: w·I ↦ G[ν] − (G[ν−1] + G[ν+1])/2 and
+t·I ↦ (G[ν−1] − G[ν+1])/2i. So the energy-weighted ratio summed over the BF pixels gives
+x per bin and per scan axis from one pass over the spectra the fit uses anyway (no
+further FFT), inverted through a table of the ratio computed from the same weights over
+the measured positions. A bin without a single dominant frequency (an amorphous
+object's continuous spectrum) gets x ≈ 0, its grid frequency.
 Pure; ``xp`` is numpy or cupy.
 """
 
@@ -27,6 +31,19 @@ ENERGY_FLOOR = 1e-12  # of the largest bin's: below it a bin is round-off, kept 
 SCAN_FREQUENCIES = ("grid", "effective")
 
 
+def scan_frequencies_for(value: str | None, calibration: dict[str, Any] | None) -> str:
+    """The setting a session uses: the one asked for; else a restored calibration's (its
+    full fit's provenance; "grid" for a file saved before the key existed, the default
+    then), so that its parameters mean what they meant; else "effective"."""
+    if value is not None:
+        return check_scan_frequencies(value)
+    fit = (calibration or {}).get("full_fit") or {}
+    if calibration is not None and fit:
+        return check_scan_frequencies(str(fit.get("provenance", {}).get("scan_frequencies",
+                                                                         "grid")))
+    return "effective"
+
+
 def check_scan_frequencies(value: str) -> str:
     if value not in SCAN_FREQUENCIES:
         raise ValueError(f"scan_frequencies must be one of {SCAN_FREQUENCIES}, got {value!r}: "
@@ -36,53 +53,90 @@ def check_scan_frequencies(value: str) -> str:
     return value
 
 
-def window_weights(n: int) -> np.ndarray:
-    """Hann weights over ``n`` scan positions (no zero end points)."""
-    return np.hanning(n + 2)[1:-1]
-
-
 def offset_table(n: int, n_grid: int) -> tuple[np.ndarray, np.ndarray]:
     """(q(x), x): what a single frequency x = (g − ν)·step (cycles per position, within
-    ± half a bin of the ``n_grid``-point FFT) gives for the measured q = Im(2π·Gt/G) on
-    a window of ``n`` positions, sorted by q (monotonic within the main lobe)."""
-    r = np.arange(n) - (n - 1) / 2
+    ± half a bin of the ``n_grid``-point FFT) gives for the measured q = Im(2π·Gt/Gw) of
+    ``effective_frequencies``, the data on the first ``n`` of the ``n_grid`` positions,
+    sorted by q (monotonic within the main lobe)."""
+    r = np.arange(n)
+    w = 1.0 - np.cos(2 * np.pi * r / n_grid)
+    t = np.sin(2 * np.pi * r / n_grid)
     x = np.linspace(-0.5 / n_grid, 0.5 / n_grid, TABLE_POINTS)
-    kernel = np.exp(2j * np.pi * x[:, None] * r[None, :]) * window_weights(n)[None, :]
-    q = (2 * np.pi * (kernel * r[None, :]).sum(axis=1) / kernel.sum(axis=1)).imag
+    tone = np.exp(2j * np.pi * x[:, None] * r[None, :])
+    q = (2 * np.pi * (tone * t).sum(axis=1) / (tone * w).sum(axis=1)).imag
     order = np.argsort(q)
     return q[order], x[order]
 
 
+def _axis_stencils(xp: Any, X: Any, axis: int, Nc: int) -> tuple[Any, Any]:
+    """(Gw, Gt) of a (c, Nr, H) block of half-plane spectra along scan axis 0 (rows,
+    periodic) or 1 (columns, the missing half from Hermitian symmetry)."""
+    if axis == 0:
+        lo, hi = xp.roll(X, 1, axis=1), xp.roll(X, -1, axis=1)  # G[ν−1], G[ν+1]
+    else:
+        H, Nr = X.shape[2], X.shape[1]
+        mirror = (-np.arange(Nr)) % Nr  # G[r, −c] = conj(G[−r, c])
+        left = X[:, mirror, 1:2].conj()  # column −1
+        right = X[:, mirror, Nc - H:Nc - H + 1].conj()  # column H ≡ −(Nc − H)
+        lo = xp.concatenate([left, X[:, :, :-1]], axis=2)
+        hi = xp.concatenate([X[:, :, 1:], right], axis=2)
+    return X - 0.5 * (lo + hi), (lo - hi) * (-0.5j)
+
+
+def effective_chunk(staging_bytes: int, shape: tuple[int, int]) -> int:
+    """BF pixels per block of ``effective_frequencies``: its complex128 copy and the
+    stencils' temporaries (~8 of them) within the staging budget."""
+    return max(1, staging_bytes // (shape[0] * (shape[1] // 2 + 1) * 16 * 8))
+
+
 def effective_frequencies(
-    window: Any, shape: tuple[int, int], step_A: tuple[float, float],
-    nu_r: np.ndarray, nu_c: np.ndarray, chunk_pixels: int, xp: Any = np,
+    G: Any, shape: tuple[int, int], data_shape: tuple[int, int],
+    step_A: tuple[float, float], nu_r: np.ndarray, nu_c: np.ndarray, chunk_pixels: int,
+    xp: Any = np,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(ν_r, ν_c) of every half-plane bin (flattened, row-major, as ``nu_r``/``nu_c``,
-    the grid frequencies) for a (h, w, B) window of BF counts padded to ``shape``,
-    summed over BF pixels ``chunk_pixels`` at a time. Bins with no energy keep ν."""
-    h, w, n_bf = window.shape
-    M = shape[0] * (shape[1] // 2 + 1)
-    wr = xp.asarray(window_weights(h))[:, None, None]
-    wc = xp.asarray(window_weights(w))[None, :, None]
-    rr = xp.asarray(np.arange(h) - (h - 1) / 2)[:, None, None]
-    rc = xp.asarray(np.arange(w) - (w - 1) / 2)[None, :, None]
-    energy = xp.zeros((2, M))
-    cross = xp.zeros((2, M), dtype=complex)
+    the grid frequencies) from the (B, M) half-plane spectra ``G`` of a window of
+    ``data_shape`` positions padded to ``shape`` with its mean pattern (the engines'
+    spectra), ``chunk_pixels`` BF pixels at a time. Bins with no energy keep ν."""
+    energy, cross = effective_sums(G, shape, chunk_pixels, xp)
+    return frequencies_from_sums(energy, cross, shape, data_shape, step_A, nu_r, nu_c, xp)
+
+
+def effective_sums(G: Any, shape: tuple[int, int], chunk_pixels: int,
+                   xp: Any = np) -> tuple[Any, Any]:
+    """Σ_b |Gw|² (2, M) and Σ_b conj(Gw)·Gt (2, M) complex per scan axis (rows, columns)
+    of the (B, M) spectra ``G``, the DC bin (the mean pattern) as zero; the CUDA engine's
+    kernel ``effective_sums`` computes the same in one pass."""
+    Nr, Nc = shape
+    H = Nc // 2 + 1
+    n_bf = int(G.shape[0])
+    energy = xp.zeros((2, Nr, H))
+    cross = xp.zeros((2, Nr, H), dtype=complex)
     for s in range(0, n_bf, chunk_pixels):
-        block = window[:, :, s:s + chunk_pixels].astype(np.float64)
-        block = block - block.mean(axis=(0, 1), keepdims=True)
-        for axis, (weights, r) in enumerate(((wr, rr), (wc, rc))):
-            g = xp.fft.rfft2(block * weights, s=shape, axes=(0, 1)).reshape(M, -1)
-            gt = xp.fft.rfft2(block * weights * r, s=shape, axes=(0, 1)).reshape(M, -1)
-            energy[axis] += xp.sum(g.real**2 + g.imag**2, axis=1)
-            cross[axis] += xp.sum(g.conj() * gt, axis=1)
-        del block
+        X = xp.asarray(G[s:s + chunk_pixels]).astype(np.complex128).reshape(-1, Nr, H)
+        X[:, 0, 0] = 0  # the mean: what the padding and the DC carry
+        for axis in (0, 1):
+            gw, gt = _axis_stencils(xp, X, axis, Nc)
+            energy[axis] += xp.sum(gw.real**2 + gw.imag**2, axis=0)
+            cross[axis] += xp.sum(gw.conj() * gt, axis=0)
+            del gw, gt
+        del X
+    return energy.reshape(2, -1), cross.reshape(2, -1)
+
+
+def frequencies_from_sums(
+    energy: Any, cross: Any, shape: tuple[int, int], data_shape: tuple[int, int],
+    step_A: tuple[float, float], nu_r: np.ndarray, nu_c: np.ndarray, xp: Any = np,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each bin's frequency from ``effective_sums``' per-axis sums (host arrays out)."""
     out = []
-    for axis, (n, n_grid, nu) in enumerate(((h, shape[0], nu_r), (w, shape[1], nu_c))):
+    for axis, (n, n_grid, nu) in enumerate(((data_shape[0], shape[0], nu_r),
+                                            (data_shape[1], shape[1], nu_c))):
+        e, c = energy[axis], cross[axis]
         # DC (mean removed: round-off only) and empty bins keep their grid frequency
-        ok = energy[axis] > ENERGY_FLOOR * xp.max(energy[axis])
+        ok = e > ENERGY_FLOOR * xp.max(e)
         ok[0] = False
-        q = xp.where(ok, (2 * np.pi * cross[axis] / xp.where(ok, energy[axis], 1.0)).imag, 0.0)
+        q = xp.where(ok, (2 * np.pi * c / xp.where(ok, e, 1.0)).imag, 0.0)
         table_q, table_x = offset_table(n, n_grid)
         x = np.interp(_host(q, xp), table_q, table_x)
         out.append(np.asarray(nu, dtype=np.float64) + x / step_A[axis])

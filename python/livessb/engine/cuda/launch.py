@@ -129,6 +129,16 @@ class DetectorSumsArgs(KernelArgs):  # the virtual images' pass (engine/cuda/vir
 
 
 @dataclass(frozen=True)
+class EffectiveSumsArgs(KernelArgs):  # effective scan frequencies (engine/cuda/prepare.py)
+    KERNEL: ClassVar[str] = "effective_sums"
+    G: Any
+    B: np.int32
+    Nr: np.int32
+    Nc: np.int32
+    out: Any
+
+
+@dataclass(frozen=True)
 class DescanMomentsArgs(KernelArgs):  # preprocessing's pass (engine/cuda/descan_sums.py)
     KERNEL: ClassVar[str] = "descan_moments"
     counts: Any
@@ -309,7 +319,7 @@ class ReconstructArgs(KernelArgs):
 ARG_RECORDS: tuple[type[KernelArgs], ...] = (
     GatherBFArgs, BFComArgs, WindowMeanArgs, StageWindowArgs, VpEvalArgs, VpEvalFinishArgs,
     VpDerivsArgs, VpDerivsFinishArgs, EnergyArgs, SupportMaskArgs, ReconstructArgs,
-    DetectorSumsArgs, DescanMomentsArgs)
+    DetectorSumsArgs, DescanMomentsArgs, EffectiveSumsArgs)
 
 
 # -- builders of the records the scoring kernels share ---------------------------------

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ...physics.frequencies import effective_frequencies
+from ...physics.frequencies import frequencies_from_sums
 from ...results import Bounds
 from ...xp import to_host
 from .. import cuda_kernels as ck
@@ -15,6 +15,7 @@ from ..records import PreparedSpectra, ReferenceGeometry
 from ..reference import Reference, half_plane_grid
 from .launch import (
     MAX_GRID_Z,
+    EffectiveSumsArgs,
     KernelGeo,
     StageWindowArgs,
     SupportMaskArgs,
@@ -29,14 +30,14 @@ from .records import CUDAPart, FineGrid, RotationGeometry
 def stage_spectra(
     cp: Any, memory: DeviceMemory, bf: Any, count_dtype: Any, step: tuple[float, float],
     b: Bounds, shape: tuple[int, int], h: int, w: int, n_bf: int, M: int,
-    scan_frequencies: str = "grid",
+    scan_frequencies: str = "effective",
 ) -> PreparedSpectra[CUDAPart]:
     """Spectra of the window ``b`` (h × w measured positions) of the (B, Rr, Rc) BF
     counts ``bf``, padded to ``shape`` with the window's mean pattern: the window mean
     per pixel, then staging chunks of pixels (within the staging budget) and their
     batched R2C FFT straight into G's rows (G is a reusable buffer of ``memory``); and
     each bin's frequency (the grid's, or with "effective" the one its signal has,
-    measured from the same window as the CPU engine does)."""
+    measured from G as the CPU engine does)."""
     from cupy.cuda import cufft
 
     Nr, Nc = shape
@@ -75,11 +76,9 @@ def stage_spectra(
     except BaseException:
         del G
         raise
-    if scan_frequencies == "effective":  # physics.frequencies, on the window's BF counts
-        window = bf[:, b[0]:b[0] + h, b[2]:b[2] + w].transpose(1, 2, 0)
-        nu_r, nu_c = (cp.asarray(a) for a in effective_frequencies(
-            window, shape, step, *half_plane_grid(shape, step),
-            max(1, memory.staging_bytes // (shape[0] * shape[1] * 64)), xp=cp))
+    if scan_frequencies == "effective":  # physics.frequencies, from the spectra G
+        nu_r, nu_c = (cp.asarray(a) for a in device_effective_frequencies(
+            cp, memory, G, shape, (h, w), step, n_bf))
     else:
         nu_r, nu_c = device_half_plane_grid(cp, shape, step)
     dc = float(to_host(mean, "prepare").mean() * (Nr * Nc))
@@ -126,6 +125,23 @@ def device_half_plane_grid(cp: Any, shape: tuple[int, int],
     H = int(nc.size)
     return (cp.ascontiguousarray(cp.broadcast_to(nr[:, None], (shape[0], H))).ravel(),
             cp.ascontiguousarray(cp.broadcast_to(nc[None, :], (shape[0], H))).ravel())
+
+
+def device_effective_frequencies(
+    cp: Any, memory: DeviceMemory, G: Any, shape: tuple[int, int],
+    data_shape: tuple[int, int], step: tuple[float, float], n_bf: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``physics.frequencies.effective_frequencies`` of the device spectra G: the sums in
+    one kernel pass (``effective_sums``), the offsets from them (one small download)."""
+    M = shape[0] * (shape[1] // 2 + 1)
+    with memory.guard("measuring the effective scan frequencies", 6 * M * 8):
+        sums = cp.empty((6, M), dtype=cp.float64)
+    launch(ck.module().get_function("effective_sums"), (freq_blocks(M),), (ck.NT,),
+           EffectiveSumsArgs(G, np.int32(n_bf), np.int32(shape[0]), np.int32(shape[1]),
+                             sums))
+    energy, cross = sums[0::3], sums[1::3] + 1j * sums[2::3]
+    return frequencies_from_sums(energy, cross, shape, data_shape, step,
+                                 *half_plane_grid(shape, step), xp=cp)
 
 
 def support_masks(
