@@ -135,6 +135,7 @@ class EffectiveSumsArgs(KernelArgs):  # effective scan frequencies (engine/cuda/
     B: np.int32
     Nr: np.int32
     Nc: np.int32
+    per: np.int32
     out: Any
 
 

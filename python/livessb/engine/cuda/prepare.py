@@ -127,6 +127,10 @@ def device_half_plane_grid(cp: Any, shape: tuple[int, int],
             cp.ascontiguousarray(cp.broadcast_to(nc[None, :], (shape[0], H))).ravel())
 
 
+EFFECTIVE_FILL_BLOCKS = 1056  # ~8 blocks of NT threads per H200 SM
+EFFECTIVE_MIN_PIXELS = 64  # BF pixels per split at least
+
+
 def device_effective_frequencies(
     cp: Any, memory: DeviceMemory, G: Any, shape: tuple[int, int],
     data_shape: tuple[int, int], step: tuple[float, float], n_bf: int,
@@ -134,11 +138,17 @@ def device_effective_frequencies(
     """``physics.frequencies.effective_frequencies`` of the device spectra G: the sums in
     one kernel pass (``effective_sums``), the offsets from them (one small download)."""
     M = shape[0] * (shape[1] // 2 + 1)
-    with memory.guard("measuring the effective scan frequencies", 6 * M * 8):
-        sums = cp.empty((6, M), dtype=cp.float64)
-    launch(ck.module().get_function("effective_sums"), (freq_blocks(M),), (ck.NT,),
+    nblk = freq_blocks(M)
+    # Splits of the pixel loop so that a small window still fills the device.
+    nsplit = max(1, min(-(-EFFECTIVE_FILL_BLOCKS // nblk), -(-n_bf // EFFECTIVE_MIN_PIXELS)))
+    per = -(-n_bf // nsplit)
+    nsplit = -(-n_bf // per)
+    with memory.guard("measuring the effective scan frequencies", nsplit * 6 * M * 8):
+        parts = cp.empty((nsplit, 6, M), dtype=cp.float64)
+    launch(ck.module().get_function("effective_sums"), (nblk, nsplit), (ck.NT,),
            EffectiveSumsArgs(G, np.int32(n_bf), np.int32(shape[0]), np.int32(shape[1]),
-                             sums))
+                             np.int32(per), parts))
+    sums = parts.sum(axis=0)  # a fixed-order reduction: the same sums on every run
     energy, cross = sums[0::3], sums[1::3] + 1j * sums[2::3]
     return frequencies_from_sums(energy, cross, shape, data_shape, step,
                                  *half_plane_grid(shape, step), xp=cp)

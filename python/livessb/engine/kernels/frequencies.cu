@@ -4,7 +4,9 @@
 // the columns past the half plane's edges from Hermitian symmetry (G[r, −c] =
 // conj G[−r, c]); the DC bin (the mean pattern) counts as zero. One pass over the float32
 // spectra (neighbours come from the cache), float64 sums in pixel order: deterministic.
-// out: (6, M) = |Gw|², Re, Im of the cross for rows, then for columns.
+// Grid (ceil(M/NT), nsplit): split z sums the BF pixels [z·per, (z+1)·per) (small windows
+// have few frequency blocks: the splits fill the device). out: (nsplit, 6, M) = |Gw|², Re,
+// Im of the cross for rows, then for columns; the caller adds the splits in order.
 __device__ __forceinline__ double2 eff_at(const float2* __restrict__ Gb, int idx, bool flip) {
     if (idx == 0) return make_double2(0.0, 0.0);
     const float2 v = Gb[idx];
@@ -20,10 +22,12 @@ __device__ __forceinline__ void eff_add(double* acc, double2 c, double2 lo, doub
 }
 
 __global__ void __launch_bounds__(NT) effective_sums(
-    const float2* __restrict__ G, int B, int Nr, int Nc, double* __restrict__ out) {
+    const float2* __restrict__ G, int B, int Nr, int Nc, int per, double* __restrict__ out) {
     const int H = Nc / 2 + 1, M = Nr * H;
     const int m = blockIdx.x * NT + threadIdx.x;
     if (m >= M) return;
+    const int b0 = blockIdx.y * per, b1 = min(B, b0 + per);
+    out += (size_t)blockIdx.y * 6 * M;
     const int ir = m / H, ic = m % H;
     const int mirror = (Nr - ir) % Nr;  // the row of −ν_r
     const int up = ((ir + Nr - 1) % Nr) * H + ic, down = ((ir + 1) % Nr) * H + ic;
@@ -31,7 +35,7 @@ __global__ void __launch_bounds__(NT) effective_sums(
     const int left = lconj ? mirror * H + 1 : m - 1;  // column −1 ≡ conj(column 1 at −r)
     const int right = rconj ? mirror * H + (Nc - H) : m + 1;  // column H ≡ −(Nc − H)
     double row[3] = {0.0, 0.0, 0.0}, col[3] = {0.0, 0.0, 0.0};
-    for (int b = 0; b < B; ++b) {
+    for (int b = b0; b < b1; ++b) {
         const float2* Gb = G + (size_t)b * M;
         const double2 c = eff_at(Gb, m, false);
         eff_add(row, c, eff_at(Gb, up, false), eff_at(Gb, down, false));
