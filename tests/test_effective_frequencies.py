@@ -83,6 +83,24 @@ def test_the_stencils_are_the_weighted_windows_spectra(
     np.testing.assert_allclose(cross, np.array(want_x), atol=1e-10 * scale)
 
 
+@pytest.mark.parametrize("shape", [(24, 24), (24, 27), (9, 2), (5, 3)])
+def test_the_cpu_kernel_sums_equal_the_numpy_reference(shape: tuple[int, int]) -> None:
+    """The CPU engine's Numba pass (engine/frequency_kernels.py, the CUDA kernel's twin)
+    against physics.frequencies.effective_sums, on the frequency-major layout the engine
+    stores, edge columns and the DC bin included."""
+    from livessb.engine.frequency_kernels import effective_sums as numba_sums
+    from livessb.physics.frequencies import effective_sums
+
+    rng = np.random.default_rng(5)
+    window = rng.poisson(30.0, (*shape, 7)).astype(np.float64)
+    G = np.ascontiguousarray(_spectra(window, shape).T).T  # (B, M) view of (M, B) memory
+    energy, cross = effective_sums(G, shape, chunk_pixels=3)
+    sums = numba_sums(G.T, *shape)
+    scale = float(np.max(energy))
+    np.testing.assert_allclose(sums[0::3], energy, atol=1e-12 * scale)
+    np.testing.assert_allclose(sums[1::3] + 1j * sums[2::3], cross, atol=1e-12 * scale)
+
+
 def _fit(name: str, frequencies: str) -> tuple[FitResult, dict[str, float]]:
     d = np.load(FIXTURES / f"{name}.npz")
     ds = livessb.load(FIXTURES / f"{name}.npz")  # counts and calibration from its keys

@@ -23,6 +23,7 @@ from ..physics.frequencies import (
     check_scan_frequencies,
     effective_chunk,
     effective_frequencies,
+    frequencies_from_sums,
 )
 from ..physics.geometry import (
     fft_friendly_size,
@@ -136,14 +137,27 @@ class CPUEngine:
         G = self.reference.spectra(window, shape, self.staging_bytes, by_frequency=True)
         geometry = self.reference.half_plane(shape)
         if self.scan_frequencies == "effective":  # physics.frequencies, from G itself
-            geometry.nu_r, geometry.nu_c = effective_frequencies(
-                G, shape, window.shape[:2], self.geo.step, geometry.nu_r, geometry.nu_c,
-                effective_chunk(self.staging_bytes, shape))
+            geometry.nu_r, geometry.nu_c = self._effective_frequencies(
+                G, shape, window.shape[:2], geometry.nu_r, geometry.nu_c)
         spectra = PreparedSpectra(
             shape=shape, bounds=b, n_bf=self.geo.bf.count, G=G,
             dc=float(G[:, 0].real.mean()), part=HostPart(geometry))
         self._life.spectra.append(spectra)
         return spectra
+
+    def _effective_frequencies(self, G: np.ndarray, shape: tuple[int, int],
+                               data_shape: tuple[int, int], nu_r: np.ndarray,
+                               nu_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Each bin's measured frequency: the sums by the Numba kernel over the
+        frequency-major G (by ``physics.frequencies``' NumPy path with ``kernels=False``)."""
+        if not self.kernels:
+            return effective_frequencies(G, shape, data_shape, self.geo.step, nu_r, nu_c,
+                                         effective_chunk(self.staging_bytes, shape))
+        from .frequency_kernels import effective_sums
+
+        sums = effective_sums(G.T, shape[0], shape[1])
+        return frequencies_from_sums(sums[0::3], sums[1::3] + 1j * sums[2::3], shape,
+                                     data_shape, self.geo.step, nu_r, nu_c)
 
     def set_rotation(self, spectra: Spectra, theta: float, transpose: bool) -> None:
         sp = self._life.own(spectra)
