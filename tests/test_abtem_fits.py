@@ -111,19 +111,9 @@ def test_dynamical_39A_srtio3_keeps_astigmatism_and_defocus_inside_the_slab() ->
     assert fit.params["phi12"] == pytest.approx(t["phi12"], abs=0.02)
 
 
-# The thick slab with a rotated detector: the thick model's search misses the thick
-# basin on some seeds and the thin model is kept (measured, default fit, seeds 0-7: as
-# stored or transposed 7 of 8 thick in both frequency modes; rot90 4 of 8 with the grid
-# frequencies, 5 of 8 with the effective ones, seed 42 thin with the effective ones). A
-# known defect of the search (the closing note of 2026-12-02), not of the detector
-# geometry, which the thin fit gets right too (270.15°, transposed).
-SEARCH_MISSES_THICK_BASIN = pytest.mark.xfail(strict=False, reason=(
-    "thick search keeps the thin basin on some seeds with a rot90 detector (4-5 of 8)"))
-
-
-@pytest.mark.parametrize(("name", "detector"), [
-    ("srtio3_thin", "transposed"), ("srtio3_thin", "rot90"),
-    pytest.param("weak_slab_148A_tilt", "rot90 transposed", marks=SEARCH_MISSES_THICK_BASIN)])
+@pytest.mark.parametrize(("name", "detector"), [("srtio3_thin", "transposed"),
+                                                ("srtio3_thin", "rot90"),
+                                                ("weak_slab_148A_tilt", "rot90 transposed")])
 def test_transformed_detector_gives_the_derived_geometry_and_the_same_aberrations(
         name: str, detector: str) -> None:
     fit, t = _fit(name, detector)

@@ -69,7 +69,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
                 "counts with livessb.Dataset4D(counts, voltage_kV=..., semiangle_mrad=..., "
                 "scan_step_A=...) or use livessb.load(path)")
         self.dataset = dataset
-        check_scan_frequencies(scan_frequencies or "effective")  # a typo: before any pass
+        check_scan_frequencies(scan_frequencies or "grid")  # a typo: before any pass
         check_session_memory(dataset, device, staging_budget_MiB)  # refuse before allocating
         doc = None if calibration is None else load_calibration(calibration, dataset, force)
         self.scan_frequencies = scan_frequencies_for(scan_frequencies, doc)
