@@ -24,6 +24,7 @@ from ..physics.frequencies import (
     effective_chunk,
     effective_frequencies,
     frequencies_from_sums,
+    sums_by_axis,
 )
 from ..physics.geometry import (
     fft_friendly_size,
@@ -155,9 +156,9 @@ class CPUEngine:
                                          effective_chunk(self.staging_bytes, shape))
         from .frequency_kernels import effective_sums
 
-        sums = effective_sums(G.T, shape[0], shape[1])
-        return frequencies_from_sums(sums[0::3], sums[1::3] + 1j * sums[2::3], shape,
-                                     data_shape, self.geo.step, nu_r, nu_c)
+        energy, cross = sums_by_axis(effective_sums(G.T, shape[0], shape[1]))
+        return frequencies_from_sums(energy, cross, shape, data_shape, self.geo.step, nu_r,
+                                     nu_c)
 
     def set_rotation(self, spectra: Spectra, theta: float, transpose: bool) -> None:
         sp = self._life.own(spectra)

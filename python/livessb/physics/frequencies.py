@@ -22,6 +22,7 @@ Pure; ``xp`` is numpy or cupy.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import numpy as np
@@ -40,7 +41,7 @@ def scan_frequencies_for(value: str | None, calibration: dict[str, Any] | None) 
     if value is not None:
         return check_scan_frequencies(value)
     fit = (calibration or {}).get("full_fit") or {}
-    if calibration is not None and fit:
+    if fit:
         return check_scan_frequencies(str(fit.get("provenance", {}).get("scan_frequencies",
                                                                          "grid")))
     return "grid"
@@ -55,11 +56,12 @@ def check_scan_frequencies(value: str) -> str:
     return value
 
 
+@functools.lru_cache(maxsize=32)  # every window of a map shares its shape: made once
 def offset_table(n: int, n_grid: int) -> tuple[np.ndarray, np.ndarray]:
     """(q(x), x): what a single frequency x = (g − ν)·step (cycles per position, within
     ± half a bin of the ``n_grid``-point FFT) gives for the measured q = Im(2π·Gt/Gw) of
     ``effective_frequencies``, the data on the first ``n`` of the ``n_grid`` positions,
-    sorted by q (monotonic within the main lobe)."""
+    sorted by q (monotonic within the main lobe); read-only (shared between calls)."""
     r = np.arange(n)
     w = 1.0 - np.cos(2 * np.pi * r / n_grid)
     t = np.sin(2 * np.pi * r / n_grid)
@@ -67,7 +69,10 @@ def offset_table(n: int, n_grid: int) -> tuple[np.ndarray, np.ndarray]:
     tone = np.exp(2j * np.pi * x[:, None] * r[None, :])
     q = (2 * np.pi * (tone * t).sum(axis=1) / (tone * w).sum(axis=1)).imag
     order = np.argsort(q)
-    return q[order], x[order]
+    table_q, table_x = q[order], x[order]
+    table_q.setflags(write=False)
+    table_x.setflags(write=False)
+    return table_q, table_x
 
 
 def _axis_stencils(xp: Any, X: Any, axis: int, Nc: int) -> tuple[Any, Any]:
@@ -124,6 +129,12 @@ def effective_sums(G: Any, shape: tuple[int, int], chunk_pixels: int,
             del gw, gt
         del X
     return energy.reshape(2, -1), cross.reshape(2, -1)
+
+
+def sums_by_axis(sums: Any) -> tuple[Any, Any]:
+    """The engines' kernel layout, (6, M) = |Gw|², Re, Im of the cross for rows, then for
+    columns, as ``effective_sums`` returns them: energy (2, M), cross (2, M) complex."""
+    return sums[0::3], sums[1::3] + 1j * sums[2::3]
 
 
 def frequencies_from_sums(

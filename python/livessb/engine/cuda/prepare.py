@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ...physics.frequencies import frequencies_from_sums
+from ...physics.frequencies import frequencies_from_sums, sums_by_axis
 from ...results import Bounds
 from ...xp import to_host
 from .. import cuda_kernels as ck
@@ -148,8 +148,8 @@ def device_effective_frequencies(
     launch(ck.module().get_function("effective_sums"), (nblk, nsplit), (ck.NT,),
            EffectiveSumsArgs(G, np.int32(n_bf), np.int32(shape[0]), np.int32(shape[1]),
                              np.int32(per), parts))
-    sums = parts.sum(axis=0)  # a fixed-order reduction: the same sums on every run
-    energy, cross = sums[0::3], sums[1::3] + 1j * sums[2::3]
+    # parts.sum: a fixed-order reduction, the same sums on every run
+    energy, cross = sums_by_axis(parts.sum(axis=0))
     return frequencies_from_sums(energy, cross, shape, data_shape, step,
                                  *half_plane_grid(shape, step), xp=cp)
 
