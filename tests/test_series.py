@@ -107,6 +107,14 @@ def test_series_identical_to_serial_loop(series: Any, serial: Any) -> None:
         assert record["params"] == params
         assert record["phase_sha256"] == phase_hash
     assert len({r["pid"] for r in series.records}) == 2  # both workers took scans
+    # One resident session per worker, moved from scan to scan (Session.load_scan): the
+    # bits above are those of a new Session per scan.
+    for pid in {r["pid"] for r in series.records}:
+        mine = [r for r in series.records if r["pid"] == pid]
+        assert [r["session"] for r in mine] == ["resident"] * len(mine)
+        assert sorted(r["session_scan"] for r in mine) == list(range(1, len(mine) + 1))
+        assert {r["sessions_opened"] for r in mine} == {1}
+    assert max(r["session_scan"] for r in series.records) > 1
 
 
 def test_series_files_written(series: Any) -> None:

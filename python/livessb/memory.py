@@ -221,12 +221,15 @@ def _options(dataset: Dataset4D, where: str, what: str, corrected: bool) -> str:
 
 
 def check_fits(estimate: Estimate, dataset: Dataset4D, what: str,
-               corrected: bool = False) -> None:
-    """Raise InsufficientMemoryError when ``estimate`` exceeds what is free there."""
+               corrected: bool = False, reusable_bytes: int = 0) -> None:
+    """Raise InsufficientMemoryError when ``estimate`` exceeds what is free there, counting
+    ``reusable_bytes`` (held by the session the dataset replaces) as free."""
     if estimate.where == "cuda":
         free, source = cuda_free_bytes(), "free GPU memory"
     else:
         free, source = host_free_bytes()
+    if free is not None:
+        free += reusable_bytes
     need = estimate.total
     if free is None or need <= free:
         return
@@ -239,10 +242,12 @@ def check_fits(estimate: Estimate, dataset: Dataset4D, what: str,
 
 
 def check_session_memory(dataset: Dataset4D, device: str = "auto",
-                         staging_budget_MiB: float = 256, corrected: bool = False) -> None:
-    """Preflight for Session.__init__ (and the full-field fit it prepares for)."""
+                         staging_budget_MiB: float = 256, corrected: bool = False,
+                         reusable_bytes: int = 0) -> None:
+    """Preflight for Session.__init__ (and the full-field fit it prepares for), or for
+    Session.load_scan with the replaced scan's ``reusable_bytes``."""
     for estimate in session_estimates(dataset, device, staging_budget_MiB, corrected):
-        check_fits(estimate, dataset, "session", corrected)
+        check_fits(estimate, dataset, "session", corrected, reusable_bytes)
 
 
 class CorrectedCountsCheck:
@@ -250,13 +255,16 @@ class CorrectedCountsCheck:
     on: before the corrections' pass when bad pixels or dose normalisation say so, after
     it when only the descan measurement does (Session.__init__ calls it both times)."""
 
-    def __init__(self, dataset: Dataset4D, device: str, staging_budget_MiB: float) -> None:
+    def __init__(self, dataset: Dataset4D, device: str, staging_budget_MiB: float,
+                 reusable_bytes: int = 0) -> None:
         self.dataset, self.device, self.budget_MiB = dataset, device, staging_budget_MiB
+        self.reusable_bytes = reusable_bytes
         self.done = False
 
     def __call__(self, corrected: bool) -> None:
         if corrected and not self.done:
-            check_session_memory(self.dataset, self.device, self.budget_MiB, corrected=True)
+            check_session_memory(self.dataset, self.device, self.budget_MiB, corrected=True,
+                                 reusable_bytes=self.reusable_bytes)
             self.done = True
 
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
     from .dataset import Dataset4D
+    from .fit.model import ThickSampleModel
     from .results import FitResult, Reconstruction
 
 # Half-widths of the loss slices when neither ``span`` nor the fit's box says otherwise.
@@ -306,3 +307,17 @@ def plot_bright_field(ds: Dataset4D, rotation_deg: float, transpose: bool,
     ax1.set_xlabel("scan col")
     ax1.set_ylabel("scan row")
     return fig
+
+
+def session_figures(ds: Dataset4D, fit: FitResult, model: ThickSampleModel,
+                    full: ThickSampleModel | None, rotation_deg: float, transpose: bool,
+                    center_of_mass: Callable[[], np.ndarray]) -> list[Figure]:
+    """``Session.plot_diagnostics``: BF disk + rotated COM field, trial history, loss
+    slices of ``model`` (the full field's, or a region's released after)."""
+    try:
+        slices = plot_loss_slices(fit, model.evaluate)
+    finally:
+        if model is not full:
+            model.release()  # a region's spectra are not kept for a plot
+    return [plot_bright_field(ds, rotation_deg, transpose, center_of_mass()),
+            plot_trials(fit), slices]

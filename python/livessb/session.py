@@ -11,14 +11,8 @@ from typing import Any
 import numpy as np
 
 from ._version import __version__
-from .calibration import (
-    CalibrationError,
-    calibration_document,
-    load_calibration,
-    save_calibration,
-)
+from .calibration import calibration_document, save_calibration
 from .dataset import Dataset4D
-from .detector_sampling import restored as restored_sampling
 from .diagnostics import SessionDiagnostics
 from .engine import make_engine
 from .engine.protocol import Engine
@@ -34,12 +28,11 @@ from .fit.search import Box
 from .fit.uncertainty import assess, with_assessment
 from .map_blend import auto_density, blend_tiles, refine_tiles
 from .maps import MapResult
-from .memory import CorrectedCountsCheck, check_reconstruct_memory, check_session_memory
+from .memory import check_reconstruct_memory
 from .params import JOINT, OPTIONAL, fit_names
-from .physics.frequencies import check_scan_frequencies, scan_frequencies_for
 from .physics.geometry import auto_upsample
 from .physics.optics import unknown_aberration_keys
-from .preprocess import Corrections, DescanFit, Preprocessing, preprocess_for
+from .preprocess import Corrections, DescanFit, Preprocessing
 from .progress import staged, with_progress
 from .regions import RegionError as RegionError  # re-exported: livessb.session.RegionError
 from .regions import check_bounds, check_scan_fits
@@ -48,6 +41,7 @@ from .results import Bounds, FitResult, Reconstruction, RegionResult
 from .session_guard import FitRequiredError as FitRequiredError  # re-exported
 from .session_guard import SessionClosedError as SessionClosedError
 from .session_guard import keeps_fitted_geometry
+from .session_open import OpenedScan, open_scan, restore_results
 
 
 class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
@@ -63,36 +57,62 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         preprocessing: Preprocessing | None = None,
         scan_frequencies: str | None = None,
     ) -> None:
-        if not isinstance(dataset, Dataset4D):
-            raise TypeError(
-                f"Session needs a livessb.Dataset4D, got {type(dataset).__name__}: wrap the "
-                "counts with livessb.Dataset4D(counts, voltage_kV=..., semiangle_mrad=..., "
-                "scan_step_A=...) or use livessb.load(path)")
-        self.dataset = dataset
-        check_scan_frequencies(scan_frequencies or "grid")  # a typo: before any pass
-        check_session_memory(dataset, device, staging_budget_MiB)  # refuse before allocating
-        doc = None if calibration is None else load_calibration(calibration, dataset, force)
-        self.scan_frequencies = scan_frequencies_for(scan_frequencies, doc)
-        self.dataset = dataset = restored_sampling(dataset, doc)  # a fitted sampling
-        check_corrected = CorrectedCountsCheck(dataset, device, staging_budget_MiB)
-        self.preprocessing: Corrections = preprocess_for(dataset, preprocessing, doc,
-                                                         before_pass=check_corrected)
-        check_corrected(self.preprocessing.active)  # a descan found in the pass, too
+        scan = open_scan(dataset, device, calibration, force, staging_budget_MiB,
+                         preprocessing, scan_frequencies)
+        self._staging_budget_MiB = staging_budget_MiB
         self._engine: Engine | None = make_engine(
-            self.preprocessing.dataset_for_engine(dataset), device,
-            staging_budget_MiB=staging_budget_MiB, scan_frequencies=self.scan_frequencies)
+            scan.engine_dataset, device, staging_budget_MiB=staging_budget_MiB,
+            scan_frequencies=scan.scan_frequencies)
         self.device: str = self._engine.name
-        self.upsample_factor = auto_upsample(dataset.scan_step_A, dataset.k_alpha)
+        self._evaluations_at_close = 0
+        self.last_close_s: float | None = None
+        self.scans_loaded = 1
+        self._adopt(scan, calibration)
+
+    def _adopt(self, scan: OpenedScan, calibration: str | Path | None) -> None:
+        """The scan's state, nothing fitted yet (or the calibration's results restored)."""
+        self.dataset = scan.dataset
+        self.scan_frequencies = scan.scan_frequencies
+        self.preprocessing: Corrections = scan.preprocessing
+        self.upsample_factor = auto_upsample(scan.dataset.scan_step_A, scan.dataset.k_alpha)
         self._full: ThickSampleModel | None = None
         self.full_fit: FitResult | None = None
         self.regions: dict[str, RegionResult] = {}
         self.maps: list[MapResult] = []
         self.rotation_deg: float | None = None
         self.transpose: bool | None = None
-        self._evaluations_at_close = 0
-        self.last_close_s: float | None = None
-        if calibration is not None and doc is not None:
-            self._restore(calibration, doc)
+        if calibration is not None and scan.doc is not None:
+            restore_results(self, calibration, scan.doc)
+
+    def load_scan(
+        self, dataset: Dataset4D, calibration: str | Path | None = None, force: bool = False,
+        preprocessing: Preprocessing | None = None, scan_frequencies: str | None = None,
+    ) -> Session:
+        """The next scan on this open session (a series' scans of one geometry): what
+        opening paid for stays (compiled kernels, the device memory pool, FFT plans, the
+        counts buffer where the BF pixel count is the same), the results are those a new
+        ``Session(dataset, ...)`` gives. Fits, regions and maps of the last scan leave
+        the session (returned results stay valid); ``calibration`` restores its own. Bad
+        input is refused before the last scan's state is touched."""
+        engine = self._check_open()
+        scan = open_scan(dataset, self.device, calibration, force, self._staging_budget_MiB,
+                         preprocessing, scan_frequencies,
+                         int(engine.memory_info()["live_bytes"]))
+        self._full = None
+        try:
+            kept = (scan.scan_frequencies == self.scan_frequencies
+                    and engine.load_counts(scan.engine_dataset))
+            if not kept:  # another shape or frequency estimator: a new engine
+                self.close()
+                self._engine = make_engine(scan.engine_dataset, self.device,
+                                           staging_budget_MiB=self._staging_budget_MiB,
+                                           scan_frequencies=scan.scan_frequencies)
+        except BaseException:
+            self.close()  # a part-loaded engine is not left behind
+            raise
+        self.scans_loaded += 1
+        self._adopt(scan, calibration)
+        return self
 
     # -- lifetime -----------------------------------------------------------------
     @property
@@ -434,20 +454,14 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
 
     def plot_diagnostics(self, fit: FitResult | None = None) -> list[Any]:
         """Figures: BF disk + rotated COM field, trial history, loss slices around ``fit``."""
-        from .plots import plot_bright_field, plot_loss_slices, plot_trials
+        from .plots import session_figures
 
         fit = fit or self.full_fit
         if fit is None or self.rotation_deg is None:
             raise FitRequiredError("nothing to plot yet: run fit() first")
-        model = self._model_for(fit.bounds)
-        try:
-            slices = plot_loss_slices(fit, model.evaluate)
-        finally:
-            if model is not self._full:
-                model.release()  # a region's spectra are not kept for a plot
-        return [plot_bright_field(self.dataset, self.rotation_deg, bool(self.transpose),
-                                  self._check_open().bf_center_of_mass()),
-                plot_trials(fit), slices]
+        return session_figures(self.dataset, fit, self._model_for(fit.bounds), self._full,
+                               self.rotation_deg, bool(self.transpose),
+                               self._check_open().bf_center_of_mass)
 
     # -- calibration --------------------------------------------------------------
     def save_calibration(self, path: str | Path) -> Path:
@@ -459,25 +473,6 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
             {"device": self.device}, maps=[m.to_dict() for m in self.maps],
             preprocessing=self.preprocessing.to_dict())
         return save_calibration(path, doc)
-
-    def _restore(self, path: str | Path, doc: dict[str, Any]) -> None:
-        try:
-            self.rotation_deg = float(doc["rotation_deg"])
-            self.transpose = bool(doc["transpose"])
-            self.full_fit = FitResult.from_dict(doc["full_fit"]) if doc["full_fit"] else None
-            fits = [(r["id"], FitResult.from_dict(r["fit"])) for r in doc["regions"]]
-            maps = [MapResult.from_dict(m) for m in doc.get("maps", [])]  # older files: none
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CalibrationError(f"calibration file {path} is corrupt: {exc!r}") from None
-        for rid, fit in fits:
-            b = self.check_bounds(fit.bounds)
-            crop = self.reconstruct(fit.params).crop(b)
-            self.regions[rid] = RegionResult(id=rid, bounds=b, fit=fit, crop=crop)
-        for m in maps:
-            for b in m.tile_bounds():
-                self.check_bounds(b)
-            m.attach(self)
-            self.maps.append(m)
 
     @property
     def descan(self) -> DescanFit | None:

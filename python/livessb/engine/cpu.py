@@ -85,13 +85,18 @@ class CPUEngine:
         chunk_elements: int = 1 << 18, kernels: bool = True, scan_frequencies: str = "grid",
     ) -> None:
         self.scan_frequencies = check_scan_frequencies(scan_frequencies)
-        self.geo = DatasetGeometry.of(dataset)
-        self.reference = Reference(self.geo, np, np.float64, chunk_elements)
         self.kernels = bool(kernels)
         self.staging_bytes = int(staging_budget_MiB * 2**20)
         self.evaluations = 0
         self._life = Lifetime(HostPart)
         self.models: list[Detachable] = self._life.models
+        self._chunk_elements = chunk_elements
+        self._bf_counts: np.ndarray | None = None
+        self._bind(dataset)
+
+    def _bind(self, dataset: Dataset4D) -> None:
+        self.geo = DatasetGeometry.of(dataset)
+        self.reference = Reference(self.geo, np, np.float64, self._chunk_elements)
         bf = dataset.bright_field
         # Detector frequency of every detector row/column (1/Å), for the phase tables.
         w = self.geo.edge_width
@@ -101,7 +106,18 @@ class CPUEngine:
         self._det_c = self.geo.bf.cols.astype(np.int64)
         self._aperture = aperture_constants(self.geo.k_alpha, w)
         self._all_pixels = np.ones(self.geo.bf.count, dtype=bool)  # the kernel's keep: all
-        self._bf_counts: np.ndarray | None = self.upload_bf_counts(dataset.counts)
+        self._bf_counts = None  # the last scan's, freed before the next is read
+        self._bf_counts = self.upload_bf_counts(dataset.counts)
+
+    def load_counts(self, dataset: Dataset4D) -> bool:
+        """``engine.protocol``: the next scan's counts in place of these (on the host
+        only the compiled kernels are kept: the arrays are the scan's own)."""
+        self._life.check_open()
+        if tuple(dataset.counts.shape) != self.geo.shape:
+            return False
+        self._life.unbind(self.release)
+        self._bind(dataset)
+        return True
 
     @property
     def closed(self) -> bool:

@@ -39,12 +39,17 @@ class Lifetime(Generic[PartT]):
         if spectra in self.spectra:
             self.spectra.remove(spectra)
 
-    def close(self, release: Callable[[PreparedSpectra[PartT]], None]) -> None:
+    def unbind(self, release: Callable[[PreparedSpectra[PartT]], None]) -> None:
+        """Detach every model and release every spectra record: what was computed on
+        the counts the engine held (before new counts, or closing)."""
         for model in self.models:
             model.detach()
         self.models.clear()
         for s in list(self.spectra):
             release(s)
+
+    def close(self, release: Callable[[PreparedSpectra[PartT]], None]) -> None:
+        self.unbind(release)
         self.closed = True
 
 

@@ -1,19 +1,23 @@
 """The Engine protocol: what a session, its models and the benchmark need from a backend.
 
-An engine is bound to one dataset: counts stay resident (native dtype) from
-construction until ``close``. Spectra are prepared per scan window (the full
-field or a padded region) into ``Spectra`` handles; a rotation is applied to
-a handle; then candidate batches are scored, differentiated and reconstructed.
+An engine is bound to one dataset at a time: counts stay resident (native dtype) from
+construction (or ``load_counts``, the next scan of a series) until ``close``. Spectra
+are prepared per scan window (the full field or a padded region) into ``Spectra``
+handles; a rotation is applied to a handle; then candidate batches are scored,
+differentiated and reconstructed.
 """
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from ..params import JOINT
 from ..results import Bounds
+
+if TYPE_CHECKING:
+    from ..dataset import Dataset4D
 
 
 class EngineClosedError(RuntimeError):
@@ -137,6 +141,13 @@ class Engine(Protocol):
     def resident_bf_counts(self) -> Any:
         """The resident BF counts in the engine's array module and layout (CPU: scan rows,
         scan cols, BF pixels; CUDA: BF pixels, scan rows, scan cols)."""
+
+    def load_counts(self, dataset: Dataset4D) -> bool:
+        """Hold the next scan's counts instead of these, keeping what set-up paid for
+        (compiled kernels, the device pool, FFT plans, buffers of the same shape): models
+        are detached and spectra released as on ``close``, results as a new engine on
+        ``dataset`` gives. False (nothing changed) where the counts' shape differs: open
+        a new engine then."""
 
     def close(self) -> None:
         """Release every array and return pooled device memory; idempotent."""

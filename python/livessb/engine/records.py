@@ -141,3 +141,13 @@ class DatasetGeometry:
             bf_center=center,
             bf=bright_field_pixels(dataset.detector_shape, (bf.center_row, bf.center_col),
                                    dataset.detector_pixel_inv_A, dataset.k_alpha))
+
+
+def same_pixels(a: DatasetGeometry, b: DatasetGeometry) -> bool:
+    """Whether two geometries share every constant a rotation's geometry rows are built
+    from (the BF pixel set, its frequencies, the aperture and the detector pixel)."""
+    return (a.k_alpha == b.k_alpha and a.edge_width == b.edge_width
+            and a.wavelength == b.wavelength and a.bf.count == b.bf.count
+            and bool(np.array_equal(a.bf.rows, b.bf.rows))
+            and bool(np.array_equal(a.bf.cols, b.bf.cols))
+            and bool(np.array_equal(a.bf.k_det, b.bf.k_det)))

@@ -6,11 +6,11 @@ makes per scan, with no Dask in sight (the serial loop and the workers run the s
   file is what every other scan reuses.
 * A **warm** scan opens its session on that calibration (rotation and transpose
   restored, no COM estimate, no branch search: ``Session(ds, calibration=...,
-  force=True)``), then runs ``Session.refine``, the bounded trust-region Newton with
-  exact derivatives, from the start parameters (the reference's or the previous scan's
-  fit) with the held parameters fixed: only the drift (defocus, tilt, …) is fitted. A
-  start that ends on the box edge falls back to the full search at the held values, and
-  the record says so.
+  force=True)``, or a worker's resident session moved to the scan), then runs
+  ``Session.refine``, the bounded trust-region Newton with exact derivatives, from the
+  start parameters (the reference's or the previous scan's fit) with the held
+  parameters fixed: only the drift (defocus, tilt, …) is fitted. A start that ends on
+  the box edge falls back to the full search at the held values, and the record says so.
 * A **cold** scan (``warm_start=False``) gets its own full-field fit, held values fixed.
 """
 
@@ -25,7 +25,7 @@ from typing import Any
 
 from ..dataset import Dataset4D
 from ..results import FitResult, Reconstruction
-from ..session import Session
+from .resident import SessionOpener, new_session
 
 SAMPLING_RTOL = 0.02  # a derived detector sampling (from each scan's BF disk) may differ this much
 
@@ -53,10 +53,11 @@ class ScanFit:
 
 
 def fit_reference(ds: Dataset4D, plan: FitPlan, fixed: Mapping[str, float],
-                  calibration_path: Path) -> ScanFit:
-    """The full-field fit of the reference scan; its calibration saved for the others."""
+                  calibration_path: Path, sessions: SessionOpener = new_session) -> ScanFit:
+    """The full-field fit of the reference scan; its calibration saved for the others.
+    ``sessions`` opens the scan's session (``series.resident``: a worker's own)."""
     t0 = time.perf_counter()
-    with Session(ds, device=plan.device) as s:
+    with sessions(ds, plan.device, None) as s:
         t_open = time.perf_counter()
         fit = s.fit(trials=plan.trials, seed=plan.seed, fixed=dict(fixed) or None,
                     progress=False)
@@ -70,11 +71,12 @@ def fit_reference(ds: Dataset4D, plan: FitPlan, fixed: Mapping[str, float],
 
 
 def fit_from(ds: Dataset4D, plan: FitPlan, calibration_path: Path, start: Mapping[str, float],
-             held: Mapping[str, float], start_from: str, warm: bool = True) -> ScanFit:
+             held: Mapping[str, float], start_from: str, warm: bool = True,
+             sessions: SessionOpener = new_session) -> ScanFit:
     """A scan's fit at the reference calibration's rotation: Newton from ``start``
     (``warm``) or a full search (cold), ``held`` fixed."""
     t0 = time.perf_counter()
-    with Session(ds, device=plan.device, calibration=calibration_path, force=True) as s:
+    with sessions(ds, plan.device, calibration_path) as s:
         t_open = time.perf_counter()
         reused: dict[str, Any] = {"fixed": dict(held), "start_from": start_from}
         if warm:

@@ -2,11 +2,11 @@
 one task per scan, which loads the scan itself (only a path travels), fits it, writes its
 reconstruction and record atomically and returns the small record.
 
-The worker process is what stays resident across scans: the engine's compiled kernels
-(Numba's JIT on the CPU, the CUDA module and cuFFT plans on a GPU), the device memory
-pool and the reference calibration, read once. Each scan still opens its own
-``Session`` on it (its counts and BF disk are its own), so a scan's result is the
-same bits as a serial loop over ``Session`` gives.
+What stays resident across a worker's scans: one open ``Session``
+(``series.resident.ResidentSession``: engine, device memory pool, cuFFT plans and the
+counts buffer, each next scan loaded into it with ``Session.load_scan``), the compiled
+kernels and the reference calibration, read once. A scan's result is the same bits as a
+serial loop over new ``Session`` objects gives (``tests/test_series.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 from distributed import WorkerPlugin, get_worker
 
 from ..dataset import Dataset4D
+from .resident import ResidentSession, SessionOpener, new_session
 from .sources import ScanSource
 from .store import SeriesStore
 from .warm import FitPlan, ScanFit, fit_from, fit_reference, geometry_mismatch
@@ -29,7 +30,8 @@ PLUGIN_NAME = "livessb-series"
 
 
 class SeriesWorker(WorkerPlugin):
-    """Per-worker state kept between scans: calibrations read, scans done, and the
+    """Per-worker state kept between scans: the resident session (on a worker only;
+    elsewhere each scan's session is its own), calibrations read, scans done, and the
     first scan's time (which pays the process's set-up: kernel compilation, device
     context) against the later ones'."""
 
@@ -40,9 +42,25 @@ class SeriesWorker(WorkerPlugin):
         self.calibrations: dict[str, dict[str, Any]] = {}
         self.scans_done = 0
         self.first_scan_s: float | None = None
+        self.resident: ResidentSession | None = None
 
     def setup(self, worker: Any) -> None:
         self.address = str(worker.address)
+        self.resident = ResidentSession()
+
+    def teardown(self, worker: Any) -> None:
+        if self.resident is not None:
+            self.resident.close()
+
+    def sessions(self) -> SessionOpener:
+        return new_session if self.resident is None else self.resident
+
+    def session_note(self) -> dict[str, Any]:
+        """The record's word on the session a scan ran on."""
+        r = self.resident
+        if r is None or r.scans == 0:
+            return {"session": "own"}
+        return {"session": "resident", "session_scan": r.scans, "sessions_opened": r.opened}
 
     def calibration(self, path: str) -> dict[str, Any]:
         if path not in self.calibrations:
@@ -104,7 +122,7 @@ def run_scan(job: ScanJob, previous: dict[str, Any] | None = None) -> dict[str, 
         t_load = time.perf_counter()
         if job.role == "reference":
             result: ScanFit = fit_reference(ds, job.plan, job.held,
-                                            store.calibration_path(job.scan))
+                                            store.calibration_path(job.scan), state.sessions())
         else:
             assert job.calibration is not None
             why = geometry_mismatch(ds, state.calibration(job.calibration)["dataset"])
@@ -115,7 +133,7 @@ def run_scan(job: ScanJob, previous: dict[str, Any] | None = None) -> dict[str, 
                 return store.write_failed(job.scan, job.key, "failed", "no start: every "
                                           "earlier scan of the chain failed", job.role, where)
             result = fit_from(ds, job.plan, Path(job.calibration), start, job.held,
-                              start_from, warm=job.warm)
+                              start_from, warm=job.warm, sessions=state.sessions())
     except Exception as exc:  # corrupt, unreadable or unfittable: reported, skipped
         return store.write_failed(job.scan, job.key, "failed",
                                   f"{type(exc).__name__}: {exc}", job.role, {**where, **chain})
@@ -123,7 +141,7 @@ def run_scan(job: ScanJob, previous: dict[str, Any] | None = None) -> dict[str, 
         chain["chain"] = {"start": result.fit.params, "from": f"scan {job.scan.index}"}
     record = store.write_done(job.scan, job.key, result, job.role,
                               {"load_s": t_load - t0}, {**where, "device": ds_device(result),
-                                                        **chain})
+                                                        **state.session_note(), **chain})
     state.done(record["timings"]["total_s"])
     return record
 

@@ -37,7 +37,7 @@ from ...xp import to_host
 from .. import cuda_kernels as ck
 from ..lifetime import Lifetime
 from ..protocol import Detachable, DeviceMemoryError, Spectra
-from ..records import DatasetGeometry, PreparedSpectra, ReferenceGeometry
+from ..records import DatasetGeometry, PreparedSpectra, ReferenceGeometry, same_pixels
 from ..reference import (
     RECON_EPS,
     Reference,
@@ -100,27 +100,54 @@ class CUDAEngine:
         self.close_breakdown: dict[str, float] = {}
         self.memory = DeviceMemory(cp, int(staging_budget_MiB * 2**20))
         ck.module()  # compile (or load from CuPy's cache) before any timing-sensitive call
-        self.count_dtype = np.dtype(dataset.counts.dtype)
-        self.geo = DatasetGeometry.of(dataset)
-        self.reference = Reference(self.geo, cp, np.float32, chunk_elements,
-                                   irfft2=functools.partial(planned_irfft2, cp))
+        self._chunk_elements = chunk_elements
         self.evaluations = 0
         self._life = Lifetime(CUDAPart)
         self.models: list[Detachable] = self._life.models
+        self._bf_counts: Any = None
+        self.geo: DatasetGeometry = DatasetGeometry.of(dataset)
+        self._bind(dataset)
+
+    def _bind(self, dataset: Dataset4D) -> None:
+        """Hold ``dataset``'s BF counts and constants. A rebind (``load_counts``) writes
+        into the resident counts buffer where its shape and dtype still fit, and keeps the
+        rotations' geometry rows where the BF pixel set is the same."""
+        cp = self.cp
+        geo = DatasetGeometry.of(dataset)  # (computed twice on opening: cheap)
+        if self._geometry and not same_pixels(geo, self.geo):
+            self._geometry.clear()
+        self.count_dtype = np.dtype(dataset.counts.dtype)
+        self.geo = geo
+        self.reference = Reference(geo, cp, np.float32, self._chunk_elements,
+                                   irfft2=functools.partial(planned_irfft2, cp))
+        old, self._bf_counts = self._bf_counts, None
+        fits = (old is not None and old.dtype == self.count_dtype
+                and old.shape == (geo.bf.count, *geo.shape[:2]))
+        out = old if fits else None
+        del old  # one that does not fit goes back to the pool before the new one is taken
         try:
-            self._bf_counts: Any = self.upload_bf_counts(dataset.counts)
+            self._bf_counts = gather_bf_counts(cp, dataset.counts, geo.bf, out=out)
         except cp.cuda.memory.OutOfMemoryError as exc:
-            self._bf_counts = None
+            del out
             self._free_pool()
-            need = (self.geo.bf.count * int(np.prod(dataset.counts.shape[:2]))
-                    * self.count_dtype.itemsize)
+            need = geo.bf.count * int(np.prod(geo.shape[:2])) * self.count_dtype.itemsize
             raise DeviceMemoryError(
                 self.memory.oom_message("uploading the BF counts", need, exc)) from None
-        bf = self.geo.bf
-        self._k_px: Any = cp.asarray(bf.k_det / self.geo.edge_width)
+        bf = geo.bf
+        self._k_px: Any = cp.asarray(bf.k_det / geo.edge_width)
         self._anchors = ck.recurrence_anchors(bf.rows, bf.cols)
         self._column_step = ck.column_step(bf.k_det, bf.rows, bf.cols)
-        self._kgeo = KernelGeo.of(self.geo.k_alpha, self.geo.edge_width, self.geo.wavelength)
+        self._kgeo = KernelGeo.of(geo.k_alpha, geo.edge_width, geo.wavelength)
+
+    def load_counts(self, dataset: Dataset4D) -> bool:
+        """``engine.protocol``: the next scan's counts in place of these, the device pool,
+        compiled kernels, FFT plans and spectra buffers kept."""
+        self._life.check_open()
+        if tuple(dataset.counts.shape) != self.geo.shape:
+            return False
+        self._life.unbind(self.release)
+        self._bind(dataset)
+        return True
 
     @property
     def closed(self) -> bool:

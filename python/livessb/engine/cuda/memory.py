@@ -17,6 +17,7 @@ from ..protocol import DeviceMemoryError
 from .launch import GatherBFArgs, launch
 
 MAX_PLANS = 16
+HOST_SLAB_BYTES = 64 << 20  # whole patterns per upload of host counts
 
 # cuFFT plans live for the process, keyed by shape, and take their work areas from a
 # dedicated pool: closing a session then returns the default pool to its baseline
@@ -73,35 +74,50 @@ def device_array_of(counts: Any) -> Any:
     return counts if isinstance(counts, cp.ndarray) else None
 
 
-def upload_bf_counts(cp: Any, counts: Any, bf: BFPixels) -> Any:
-    """BF pixels of every pattern as (B, Rr, Rc) in the counts' native dtype."""
+def upload_bf_counts(cp: Any, counts: Any, bf: BFPixels, out: Any = None) -> Any:
+    """BF pixels of every pattern as (B, Rr, Rc) in the counts' native dtype, written
+    into ``out`` where given (a resident buffer of that shape and dtype: the next scan's
+    counts replace the last one's without a new allocation)."""
     Rr, Rc = counts.shape[:2]
     B = bf.count
     P = Rr * Rc
-    out = cp.empty((B, Rr, Rc), dtype=counts.dtype)
+    if out is None:
+        out = cp.empty((B, Rr, Rc), dtype=counts.dtype)
     corrected = getattr(counts, "bf_row", None)
     if corrected is not None:  # livessb.preprocess.CorrectedCounts: CuPy ops per scan row
         for r in range(Rr):
             out[:, r, :] = corrected(cp, r, bf.rows, bf.cols).T
         return out
+    kr, kc = counts.shape[2:]
+    idx = cp.asarray((bf.rows * kc + bf.cols).astype(np.int32))
+    kern = ck.kernel("gather_bf", counts.dtype)
+    flat_out = out.reshape(B, P)
     dev = device_array_of(counts)
     if dev is not None:  # gather on the device, a slab of scan rows at a time
-        kr, kc = counts.shape[2:]
-        idx = cp.asarray((bf.rows * kc + bf.cols).astype(np.int32))
         flat = cp.ascontiguousarray(dev).reshape(P, kr * kc)
-        kern = ck.kernel("gather_bf", counts.dtype)
         rows_per = max(1, (1 << 22) // max(1, Rc))
         for r0 in range(0, Rr, rows_per):
-            npos = min(rows_per, Rr - r0) * Rc
-            launch(kern, (-(-npos // ck.GATHER_TILE), -(-B // ck.GATHER_TILE)), (256,),
-                   GatherBFArgs(flat, np.int64(npos), np.int64(r0 * Rc), np.int32(kr * kc),
-                                idx, np.int32(B), np.int64(P), out))
+            _gather_slab(kern, flat[r0 * Rc:], min(rows_per, Rr - r0) * Rc, r0 * Rc, idx,
+                         flat_out)
         return out
-    rows, cols = bf.rows, bf.cols
-    for r in range(Rr):  # host counts (memmaps too): one scan row at a time
-        row = np.ascontiguousarray(np.asarray(counts[r])[:, rows, cols].T)  # (B, Rc)
-        out[:, r, :] = cp.asarray(row)
+    # Host counts (memmaps too): slabs of whole patterns copied up, gathered there (a
+    # gather on the host, fancy indexing every pattern, took longer: benchmarks/README).
+    rows_per = max(1, HOST_SLAB_BYTES // max(1, Rc * kr * kc * counts.dtype.itemsize))
+    slab = cp.empty((min(rows_per, Rr) * Rc, kr * kc), dtype=counts.dtype)
+    for r0 in range(0, Rr, rows_per):
+        n = min(rows_per, Rr - r0)
+        slab[:n * Rc].set(np.ascontiguousarray(counts[r0:r0 + n]).reshape(n * Rc, kr * kc))
+        _gather_slab(kern, slab, n * Rc, r0 * Rc, idx, flat_out)
     return out
+
+
+def _gather_slab(kern: Any, flat: Any, npos: int, pos0: int, idx: Any, flat_out: Any) -> None:
+    """gather_bf of the ``npos`` patterns that start ``flat`` (rows of whole patterns)
+    into positions pos0… of ``flat_out`` (B, P)."""
+    B, P = flat_out.shape
+    launch(kern, (-(-npos // ck.GATHER_TILE), -(-B // ck.GATHER_TILE)), (256,),
+           GatherBFArgs(flat, np.int64(npos), np.int64(pos0), np.int32(flat.shape[1]), idx,
+                        np.int32(B), np.int64(P), flat_out))
 
 
 class SpectraBuffers:

@@ -77,7 +77,9 @@ __global__ void bf_com(const T* __restrict__ bf, int B, long long P,
     out[2 * p + 1] = sc / tot;
 }
 
-// Gather BF pixels of device-resident counts: counts (rows*Rc, K) → bf (B, Rr*Rc) slab.
+// Gather BF pixels of whole patterns: counts (npos, K), the patterns at positions pos0…
+// (the caller's pointer starts there: the resident counts, or a slab uploaded from the host)
+// → bf (B, Rr*Rc) at those positions.
 // A transpose through shared memory, GT positions × GT pixels per block: reads run along
 // the BF pixels of a pattern (contiguous within a detector row), writes along positions
 // (one element per pattern per thread left every read its own memory sector).
@@ -93,7 +95,7 @@ __global__ void __launch_bounds__(256) gather_bf(
     const int col = b0 + tx < B ? idx[b0 + tx] : 0;
     for (int j = ty; j < GT; j += 256 / GT) {
         const long long p = p0 + j;
-        if (p < npos && b0 + tx < B) tile[j][tx] = counts[(size_t)(pos0 + p) * K + col];
+        if (p < npos && b0 + tx < B) tile[j][tx] = counts[(size_t)p * K + col];
     }
     __syncthreads();
     for (int j = ty; j < GT; j += 256 / GT) {
