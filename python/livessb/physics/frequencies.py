@@ -139,9 +139,10 @@ def sums_by_axis(sums: Any) -> tuple[Any, Any]:
 
 def frequencies_from_sums(
     energy: Any, cross: Any, shape: tuple[int, int], data_shape: tuple[int, int],
-    step_A: tuple[float, float], nu_r: np.ndarray, nu_c: np.ndarray, xp: Any = np,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Each bin's frequency from ``effective_sums``' per-axis sums (host arrays out)."""
+    step_A: tuple[float, float], nu_r: Any, nu_c: Any, xp: Any = np,
+) -> tuple[Any, Any]:
+    """Each bin's frequency from ``effective_sums``' per-axis sums, in ``xp`` (on the
+    device where the sums are: no round trip per window)."""
     out = []
     for axis, (n, n_grid, nu) in enumerate(((data_shape[0], shape[0], nu_r),
                                             (data_shape[1], shape[1], nu_c))):
@@ -151,14 +152,6 @@ def frequencies_from_sums(
         ok[0] = False
         q = xp.where(ok, (2 * np.pi * c / xp.where(ok, e, 1.0)).imag, 0.0)
         table_q, table_x = offset_table(n, n_grid)
-        x = np.interp(_host(q, xp), table_q, table_x)
-        out.append(np.asarray(nu, dtype=np.float64) + x / step_A[axis])
+        x = xp.interp(q, xp.asarray(table_q), xp.asarray(table_x))
+        out.append(xp.asarray(nu, dtype=np.float64) + x / step_A[axis])
     return out[0], out[1]
-
-
-def _host(a: Any, xp: Any) -> np.ndarray:
-    if xp is np:
-        return np.asarray(a)
-    from ..xp import to_host
-
-    return to_host(a, "effective_frequencies", np.float64)

@@ -12,7 +12,7 @@ from ...results import Bounds
 from ...xp import to_host
 from .. import cuda_kernels as ck
 from ..records import PreparedSpectra, ReferenceGeometry
-from ..reference import Reference, half_plane_grid
+from ..reference import Reference
 from .launch import (
     MAX_GRID_Z,
     EffectiveSumsArgs,
@@ -77,8 +77,7 @@ def stage_spectra(
         del G
         raise
     if scan_frequencies == "effective":  # physics.frequencies, from the spectra G
-        nu_r, nu_c = (cp.asarray(a) for a in device_effective_frequencies(
-            cp, memory, G, shape, (h, w), step, n_bf))
+        nu_r, nu_c = device_effective_frequencies(cp, memory, G, shape, (h, w), step, n_bf)
     else:
         nu_r, nu_c = device_half_plane_grid(cp, shape, step)
     dc = float(to_host(mean, "prepare").mean() * (Nr * Nc))
@@ -134,9 +133,10 @@ EFFECTIVE_MIN_PIXELS = 64  # BF pixels per split at least
 def device_effective_frequencies(
     cp: Any, memory: DeviceMemory, G: Any, shape: tuple[int, int],
     data_shape: tuple[int, int], step: tuple[float, float], n_bf: int,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[Any, Any]:
     """``physics.frequencies.effective_frequencies`` of the device spectra G: the sums in
-    one kernel pass (``effective_sums``), the offsets from them (one small download)."""
+    one kernel pass (``effective_sums``), the offsets from them on the device too (the
+    bins' (ν_r, ν_c) as device arrays: nothing crosses to the host)."""
     M = shape[0] * (shape[1] // 2 + 1)
     nblk = freq_blocks(M)
     # Splits of the pixel loop so that a small window still fills the device.
@@ -151,7 +151,7 @@ def device_effective_frequencies(
     # parts.sum: a fixed-order reduction, the same sums on every run
     energy, cross = sums_by_axis(parts.sum(axis=0))
     return frequencies_from_sums(energy, cross, shape, data_shape, step,
-                                 *half_plane_grid(shape, step), xp=cp)
+                                 *device_half_plane_grid(cp, shape, step), xp=cp)
 
 
 def support_masks(
