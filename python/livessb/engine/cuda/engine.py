@@ -36,7 +36,7 @@ from ...results import Bounds
 from ...xp import to_host
 from .. import cuda_kernels as ck
 from ..lifetime import Lifetime
-from ..protocol import Detachable, DeviceMemoryError, Spectra
+from ..protocol import Detachable, Spectra
 from ..records import DatasetGeometry, PreparedSpectra, ReferenceGeometry, same_pixels
 from ..reference import (
     RECON_EPS,
@@ -46,7 +46,6 @@ from ..reference import (
 )
 from .derivs import derivative_launch
 from .launch import (
-    BFComArgs,
     KernelGeo,
     ReconstructArgs,
     VpEvalFinishArgs,
@@ -60,10 +59,11 @@ from .launch import (
     pixel_split,
     vp_eval_args,
 )
-from .memory import DeviceMemory, device_bytes, plan_pool_bytes, planned_irfft2
+from .memory import DeviceMemory, memory_report, planned_irfft2, resident_bf_counts
 from .memory import upload_bf_counts as gather_bf_counts
 from .prepare import (
     fine_grid,
+    pattern_centres_of_mass,
     reference_geometry,
     stage_spectra,
     subset_mask_words,
@@ -109,11 +109,10 @@ class CUDAEngine:
         self._bind(dataset)
 
     def _bind(self, dataset: Dataset4D) -> None:
-        """Hold ``dataset``'s BF counts and constants. A rebind (``load_counts``) writes
-        into the resident counts buffer where its shape and dtype still fit, and keeps the
-        rotations' geometry rows where the BF pixel set is the same."""
+        """Hold ``dataset``'s BF counts and constants; a rebind writes into the counts buffer
+        where it fits, and keeps the rotations' rows for the same BF pixel set."""
         cp = self.cp
-        geo = DatasetGeometry.of(dataset)  # (computed twice on opening: cheap)
+        geo = DatasetGeometry.of(dataset)
         if self._geometry and not same_pixels(geo, self.geo):
             self._geometry.clear()
         self.count_dtype = np.dtype(dataset.counts.dtype)
@@ -125,14 +124,8 @@ class CUDAEngine:
                 and old.shape == (geo.bf.count, *geo.shape[:2]))
         out = old if fits else None
         del old  # one that does not fit goes back to the pool before the new one is taken
-        try:
-            self._bf_counts = gather_bf_counts(cp, dataset.counts, geo.bf, out=out)
-        except cp.cuda.memory.OutOfMemoryError as exc:
-            del out
-            self._free_pool()
-            need = geo.bf.count * int(np.prod(geo.shape[:2])) * self.count_dtype.itemsize
-            raise DeviceMemoryError(
-                self.memory.oom_message("uploading the BF counts", need, exc)) from None
+        self._bf_counts = resident_bf_counts(cp, self.memory, dataset.counts, geo.bf, out,
+                                             self.close_breakdown)
         bf = geo.bf
         self._k_px: Any = cp.asarray(bf.k_det / geo.edge_width)
         self._anchors = ck.recurrence_anchors(bf.rows, bf.cols)
@@ -140,8 +133,7 @@ class CUDAEngine:
         self._kgeo = KernelGeo.of(geo.k_alpha, geo.edge_width, geo.wavelength)
 
     def load_counts(self, dataset: Dataset4D) -> bool:
-        """``engine.protocol``: the next scan's counts in place of these, the device pool,
-        compiled kernels, FFT plans and spectra buffers kept."""
+        """``engine.protocol``: the next scan's counts; pool, plans and buffers kept."""
         self._life.check_open()
         if tuple(dataset.counts.shape) != self.geo.shape:
             return False
@@ -175,14 +167,7 @@ class CUDAEngine:
 
     def bf_center_of_mass(self) -> np.ndarray:
         self._life.check_open()
-        cp = self.cp
-        B, Rr, Rc = self._bf_counts.shape
-        P = Rr * Rc
-        out = cp.empty((P, 2), dtype=cp.float64)
-        launch(ck.kernel("bf_com", self.count_dtype), (-(-P // 256),), (256,),
-               BFComArgs(self._bf_counts, np.int32(B), np.int64(P), self._k_px, out))
-        com: np.ndarray = to_host(out, "bf_center_of_mass").reshape(Rr, Rc, 2)
-        return com
+        return pattern_centres_of_mass(self.cp, self._bf_counts, self._k_px)
 
     # -- preparation ---------------------------------------------------------------------
     @timed("prepare")
@@ -479,20 +464,9 @@ class CUDAEngine:
         sp.part = CUDAPart(None, None, sp.part.M)
 
     def memory_info(self) -> dict[str, Any]:
-        cp = self.cp
-        live = self._life.spectra
-        counts = 0 if self.closed or self._bf_counts is None else int(self._bf_counts.nbytes)
-        spectra = sum(int(s.G.nbytes) for s in live if s.G is not None)
-        cached = self.memory.buffers.nbytes()
-        geometry = device_bytes([*(a for g in self._geometry.values() for a in g.arrays()),
-                                 *(a for s in live for a in s.part.arrays())], cp.ndarray)
-        pool = self.memory.pool_bytes()
-        return {"live_bytes": counts + spectra + cached + geometry, "bf_counts_bytes": counts,
-                "geometry_and_mask_bytes": geometry,
-                "fft_plan_pool_bytes": plan_pool_bytes(),
-                "spectra_bytes": spectra, "reusable_buffer_bytes": cached,
-                "pool_used_bytes": pool["used_bytes"], "pool_total_bytes": pool["total_bytes"],
-                "pool_baseline": self.memory.baseline}
+        counts = None if self.closed else self._bf_counts
+        return memory_report(self.memory, counts, self._life.spectra,
+                             [a for g in self._geometry.values() for a in g.arrays()])
 
     def live_spectra(self) -> tuple[Spectra, ...]:
         return tuple(self._life.spectra)

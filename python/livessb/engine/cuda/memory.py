@@ -111,6 +111,38 @@ def upload_bf_counts(cp: Any, counts: Any, bf: BFPixels, out: Any = None) -> Any
     return out
 
 
+def resident_bf_counts(cp: Any, memory: DeviceMemory, counts: Any, bf: BFPixels, out: Any,
+                       close_breakdown: dict[str, float]) -> Any:
+    """``upload_bf_counts`` for an engine to hold: out of device memory, the pools are
+    returned (their times into ``close_breakdown``) and a DeviceMemoryError says what."""
+    try:
+        return upload_bf_counts(cp, counts, bf, out=out)
+    except cp.cuda.memory.OutOfMemoryError as exc:
+        del out
+        close_breakdown.update(memory.free_pools())
+        need = bf.count * int(np.prod(counts.shape[:2])) * np.dtype(counts.dtype).itemsize
+        raise DeviceMemoryError(
+            memory.oom_message("uploading the BF counts", need, exc)) from None
+
+
+def memory_report(memory: DeviceMemory, counts: Any, live: list[Any],
+                  geometry_arrays: list[Any]) -> dict[str, Any]:
+    """``Engine.memory_info`` of the CUDA engine: what it holds, by kind, and the pool."""
+    import cupy as cp
+
+    counts_b = 0 if counts is None else int(counts.nbytes)
+    spectra = sum(int(s.G.nbytes) for s in live if s.G is not None)
+    cached = memory.buffers.nbytes()
+    geometry = device_bytes([*geometry_arrays, *(a for s in live for a in s.part.arrays())],
+                            cp.ndarray)
+    pool = memory.pool_bytes()
+    return {"live_bytes": counts_b + spectra + cached + geometry, "bf_counts_bytes": counts_b,
+            "geometry_and_mask_bytes": geometry, "fft_plan_pool_bytes": plan_pool_bytes(),
+            "spectra_bytes": spectra, "reusable_buffer_bytes": cached,
+            "pool_used_bytes": pool["used_bytes"], "pool_total_bytes": pool["total_bytes"],
+            "pool_baseline": memory.baseline}
+
+
 def _gather_slab(kern: Any, flat: Any, npos: int, pos0: int, idx: Any, flat_out: Any) -> None:
     """gather_bf of the ``npos`` patterns that start ``flat`` (rows of whole patterns)
     into positions pos0… of ``flat_out`` (B, P)."""

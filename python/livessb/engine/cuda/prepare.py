@@ -15,6 +15,7 @@ from ..records import PreparedSpectra, ReferenceGeometry
 from ..reference import Reference
 from .launch import (
     MAX_GRID_Z,
+    BFComArgs,
     EffectiveSumsArgs,
     KernelGeo,
     StageWindowArgs,
@@ -184,3 +185,14 @@ def subset_mask_words(keep: np.ndarray, tiles: int) -> np.ndarray:
     words = (bits.reshape(tiles * 4, 32) << np.arange(32, dtype=np.uint64)).sum(axis=1)
     out: np.ndarray = words.astype(np.uint32)
     return out
+
+
+def pattern_centres_of_mass(cp: Any, bf_counts: Any, k_px: Any) -> np.ndarray:
+    """COM of each pattern over the (B, Rr, Rc) BF counts, detector px: (Rr, Rc, 2)."""
+    B, Rr, Rc = bf_counts.shape
+    P = Rr * Rc
+    out = cp.empty((P, 2), dtype=cp.float64)
+    launch(ck.kernel("bf_com", bf_counts.dtype), (-(-P // 256),), (256,),
+           BFComArgs(bf_counts, np.int32(B), np.int64(P), k_px, out))
+    com: np.ndarray = to_host(out, "bf_center_of_mass").reshape(Rr, Rc, 2)
+    return com
