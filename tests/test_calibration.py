@@ -50,30 +50,30 @@ def test_restore_needs_no_fit_and_is_identical(saved: Saved) -> None:
 
 def test_a_restore_keeps_the_scan_frequencies_the_file_was_fitted_with(
         saved: Saved, tmp_path: Path) -> None:
-    """A calibration keeps the setting its fit was made with (a file from before the key
-    existed: "grid", the default then and now), so its parameters reconstruct as they
-    did; asked for explicitly, the ask wins."""
+    """The default became "effective" on 2026-12-02: a calibration keeps the setting its
+    fit was made with (a file from before the key existed: "grid", the default then), so
+    its parameters reconstruct as they did; asked for explicitly, the ask wins."""
     ds, path, _, rec_hash = saved
     with livessb.Session(ds, device="cpu") as s:
-        assert s.scan_frequencies == "grid"
+        assert s.scan_frequencies == "effective"
     doc = json.loads(path.read_text())
-    assert doc["full_fit"]["provenance"]["scan_frequencies"] == "grid"
+    assert doc["full_fit"]["provenance"]["scan_frequencies"] == "effective"
     old = tmp_path / "before-the-key.json"
     del doc["full_fit"]["provenance"]["scan_frequencies"]
     old.write_text(json.dumps(doc))
-    effective = tmp_path / "effective.json"
-    doc["full_fit"]["provenance"]["scan_frequencies"] = "effective"
-    effective.write_text(json.dumps(doc))
+    grid = tmp_path / "grid.json"
+    doc["full_fit"]["provenance"]["scan_frequencies"] = "grid"
+    grid.write_text(json.dumps(doc))
     hashes = {}
-    for file, want in ((path, "grid"), (old, "grid"), (effective, "effective")):
+    for file, want in ((path, "effective"), (old, "grid"), (grid, "grid")):
         with livessb.Session(ds, device="cpu", calibration=file) as s:
             assert s.scan_frequencies == want
             assert s.reconstruct().phase_hash() == rec_hash  # upsampled: the fine grid's ν
             hashes[file] = s.reconstruct(upsample=1).phase_hash()  # the window's own bins
-    assert hashes[old] == hashes[path] != hashes[effective]
+    assert hashes[old] == hashes[grid] != hashes[path]
     with livessb.Session(ds, device="cpu", calibration=old, scan_frequencies="effective") as s:
         assert s.scan_frequencies == "effective"
-        assert s.reconstruct(upsample=1).phase_hash() == hashes[effective]
+        assert s.reconstruct(upsample=1).phase_hash() == hashes[path]
     with pytest.raises(ValueError, match="scan_frequencies must be one of"):
         livessb.Session(ds, device="cpu", calibration=path, scan_frequencies="efective")
 

@@ -202,9 +202,12 @@ def test_opted_in_spherical_and_threefold_are_recovered() -> None:
             s.fit(box={"C30": (0.0, 1e5)}, progress=False)
     p = more.params
     assert set(p) == {*six.params, "C23", "phi23", "C30"}
-    # Measured at ffc7b94: C23 398.4 Å, φ23 0.2020 rad, C30 7.06e4 Å (12 % low: a 24² scan
-    # barely sees it), C10 31.19 Å.
-    assert p["C23"] == pytest.approx(400.0, abs=4.0)
+    # Measured with effective scan frequencies (the default since 2026-12-02): C23 394.6 Å
+    # (398.4 at the grid's), φ23 0.2021 rad, C30 7.07e4 Å (12 % low: a 24² scan barely
+    # sees it), C10 31.02 Å (31.19). The lattice of this window sits 0.38-0.5 bins off the
+    # grid at its strongest bins; with the bins at their measured frequencies C10 moves
+    # toward the truth and C23 away from it by 1 %.
+    assert p["C23"] == pytest.approx(400.0, abs=8.0)
     assert abs((p["phi23"] - 0.2 + math.pi / 3) % (2 * math.pi / 3) - math.pi / 3) < 0.01
     assert p["C30"] == pytest.approx(8e4, rel=0.18)
     assert p["C10"] == pytest.approx(30.0, abs=2.0)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.slow
 
-# Tolerances of the no-descan fit (the demo's own fit is 12.01°, -49.8 Å; truth 12°, -50).
+# Tolerances of the no-descan fit (the demo's own fit is 11.98°, -49.8 Å; truth 12°, -50).
 ROTATION_TOL_DEG = 0.3
 C10_TOL_A = 1.5
 HOT_PIXEL = (20, 26)  # inside the BF disk (centre ≈ (24.3, 23.8), radius 11.5 px)

@@ -79,10 +79,11 @@ def add_data_arguments(f: argparse.ArgumentParser) -> None:
     f.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"],
                    help="compute device (default: auto, the GPU when there is one)")
     f.add_argument("--scan-frequencies", default=None, choices=["grid", "effective"],
-                   help="evaluate the overlaps at each spectrum bin's grid frequency (grid, "
-                        "the default) or at the frequency its signal has (effective: removes "
-                        "the defocus bias of a crystal whose lattice does not fit the scan "
-                        "window); with --calibration, the file's own by default")
+                   help="evaluate the overlaps at the frequency each spectrum bin's signal "
+                        "has (effective, the default: removes the defocus bias of a crystal "
+                        "whose lattice does not fit the scan window), or at the bin's grid "
+                        "frequency (grid: the default before 2026-12-02); with "
+                        "--calibration, the file's own by default")
     f.add_argument("--force", action="store_true",
                    help="accept implausible calibration values (unusual set-ups) and a "
                         "calibration file saved for other data")

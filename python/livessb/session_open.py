@@ -50,7 +50,7 @@ def open_scan(
             f"Session needs a livessb.Dataset4D, got {type(dataset).__name__}: wrap the "
             "counts with livessb.Dataset4D(counts, voltage_kV=..., semiangle_mrad=..., "
             "scan_step_A=...) or use livessb.load(path)")
-    check_scan_frequencies(scan_frequencies or "grid")  # a typo: before any pass
+    check_scan_frequencies(scan_frequencies or "effective")  # a typo: before any pass
     check_session_memory(dataset, device, staging_budget_MiB,  # refuse before allocating
                          reusable_bytes=reusable_bytes)
     doc = None if calibration is None else load_calibration(calibration, dataset, force)

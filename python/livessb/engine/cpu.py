@@ -82,7 +82,7 @@ class CPUEngine:
 
     def __init__(
         self, dataset: Dataset4D, staging_budget_MiB: float = 256,
-        chunk_elements: int = 1 << 18, kernels: bool = True, scan_frequencies: str = "grid",
+        chunk_elements: int = 1 << 18, kernels: bool = True, scan_frequencies: str = "effective",
     ) -> None:
         self.scan_frequencies = check_scan_frequencies(scan_frequencies)
         self.kernels = bool(kernels)

@@ -35,16 +35,15 @@ SCAN_FREQUENCIES = ("grid", "effective")
 def scan_frequencies_for(value: str | None, calibration: dict[str, Any] | None) -> str:
     """The setting a session uses: the one asked for; else a restored calibration's (its
     full fit's provenance; "grid" for a file saved before the key existed, the default
-    then), so that its parameters mean what they meant; else "grid" (the default: made
-    the default, the effective ones cost more on the GPU than a default may, measured in
-    benchmarks/README.md)."""
+    then), so that its parameters mean what they meant; else "effective" (the default:
+    each bin at the frequency its signal has, docs/bias-matrix.md §2a)."""
     if value is not None:
         return check_scan_frequencies(value)
     fit = (calibration or {}).get("full_fit") or {}
     if fit:
         return check_scan_frequencies(str(fit.get("provenance", {}).get("scan_frequencies",
                                                                          "grid")))
-    return "grid"
+    return "effective"
 
 
 def check_scan_frequencies(value: str) -> str:

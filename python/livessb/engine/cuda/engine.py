@@ -85,7 +85,7 @@ class CUDAEngine:
     def __init__(
         self, dataset: Dataset4D, staging_budget_MiB: float = 256, eval_group: int = 4,
         chunk_elements: int = 1 << 24,  # the reference (fallback) path only
-        scan_frequencies: str = "grid",
+        scan_frequencies: str = "effective",
     ) -> None:
         self.scan_frequencies = check_scan_frequencies(scan_frequencies)
         import cupy as cp

@@ -31,7 +31,7 @@ from .records import CUDAPart, FineGrid, RotationGeometry
 def stage_spectra(
     cp: Any, memory: DeviceMemory, bf: Any, count_dtype: Any, step: tuple[float, float],
     b: Bounds, shape: tuple[int, int], h: int, w: int, n_bf: int, M: int,
-    scan_frequencies: str = "grid",
+    scan_frequencies: str = "effective",
 ) -> PreparedSpectra[CUDAPart]:
     """Spectra of the window ``b`` (h × w measured positions) of the (B, Rr, Rc) BF
     counts ``bf``, padded to ``shape`` with the window's mean pattern: the window mean
