@@ -152,7 +152,8 @@ def test_thick_slab_with_a_rotated_detector_reaches_the_thick_basin_on_most_seed
         turn(d["counts"]), voltage_kV=float(d["voltage_kV"]),
         semiangle_mrad=float(d["semiangle_mrad"]), scan_step_A=tuple(d["scan_step_A"]),
         detector_sampling_mrad=float(d["detector_sampling_mrad"]))
-    thick, thin = [], []
+    thick: list[FitResult] = []
+    thin: list[FitResult] = []
     with livessb.Session(ds, device="cpu") as s:
         for seed in range(8):
             fit = s.fit(seed=seed, progress=False)

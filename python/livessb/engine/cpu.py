@@ -112,12 +112,7 @@ class CPUEngine:
     def load_counts(self, dataset: Dataset4D) -> bool:
         """``engine.protocol``: the next scan's counts in place of these (on the host
         only the compiled kernels are kept: the arrays are the scan's own)."""
-        self._life.check_open()
-        if tuple(dataset.counts.shape) != self.geo.shape:
-            return False
-        self._life.unbind(self.release)
-        self._bind(dataset)
-        return True
+        return self._life.load(dataset, self.geo.shape, self.release, self._bind)
 
     @property
     def closed(self) -> bool:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic
+from typing import TYPE_CHECKING, Generic
 
 from .protocol import Detachable, EngineClosedError, Spectra
 from .records import PartT, PreparedSpectra, own
+
+if TYPE_CHECKING:
+    from ..dataset import Dataset4D
 
 
 class Lifetime(Generic[PartT]):
@@ -47,6 +50,18 @@ class Lifetime(Generic[PartT]):
         self.models.clear()
         for s in list(self.spectra):
             release(s)
+
+    def load(self, dataset: Dataset4D, shape: tuple[int, ...],
+             release: Callable[[PreparedSpectra[PartT]], None],
+             bind: Callable[[Dataset4D], None]) -> bool:
+        """``Engine.load_counts`` of an engine holding counts of ``shape``: False where the
+        new counts' shape differs, else unbind and ``bind`` the new dataset."""
+        self.check_open()
+        if tuple(dataset.counts.shape) != shape:
+            return False
+        self.unbind(release)
+        bind(dataset)
+        return True
 
     def close(self, release: Callable[[PreparedSpectra[PartT]], None]) -> None:
         self.unbind(release)

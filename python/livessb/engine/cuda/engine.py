@@ -134,12 +134,7 @@ class CUDAEngine:
 
     def load_counts(self, dataset: Dataset4D) -> bool:
         """``engine.protocol``: the next scan's counts; pool, plans and buffers kept."""
-        self._life.check_open()
-        if tuple(dataset.counts.shape) != self.geo.shape:
-            return False
-        self._life.unbind(self.release)
-        self._bind(dataset)
-        return True
+        return self._life.load(dataset, self.geo.shape, self.release, self._bind)
 
     @property
     def closed(self) -> bool:
