@@ -127,3 +127,20 @@ def test_the_replaced_scans_memory_counts_as_free(scans: list[Dataset4D],
             Session(scans[1], device="cpu")
         s.load_scan(scans[1])
         assert s.dataset is scans[1] or s.dataset.counts is scans[1].counts
+
+
+def test_the_last_scans_map_does_not_reconstruct_the_next_scan(scans: list[Dataset4D]) -> None:
+    """A map reconstructs through its session; once the session holds another scan the
+    map would reconstruct that scan with its tiles' fits: it says so instead."""
+    from livessb.maps import MapSessionError
+
+    with Session(scans[0], device="cpu") as s:
+        s.fit(trials=TRIALS, seed=7, progress=False)
+        m = s.fit_map(tile=(12, 12), trials=TRIALS, seed=7, progress=False)
+        before = m.reconstruct().phase_hash()
+        s.load_scan(scans[1])
+        assert not s.maps
+        with pytest.raises(MapSessionError, match="load_scan"):
+            m.reconstruct()
+        s.fit(trials=TRIALS, seed=7, progress=False)
+        assert s.reconstruct_map(m).phase_hash() != before  # asked for: the new scan's

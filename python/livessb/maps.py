@@ -115,6 +115,10 @@ class MapResult:
         """Reconstruct through ``session`` (held weakly: the map keeps no session alive)."""
         self._session = weakref.ref(session)
 
+    def detach(self) -> None:
+        """No session to reconstruct through any more (it moved to another scan)."""
+        self._session = None
+
     def reconstruct(self, upsample: int | str = "auto", method: str = "ssb",
                     density: int | str = "auto") -> Reconstruction:
         """Full field, each place corrected with its local fit (``Session.reconstruct_map``)."""
@@ -122,7 +126,8 @@ class MapResult:
         if session is None:
             raise MapSessionError(
                 "this map has no session to reconstruct through (it was restored from a "
-                "record, or its session is gone): open a Session on the same data and call "
+                "record, its session is gone, or it moved to another scan with load_scan): "
+                "open a Session on the same data and call "
                 "session.reconstruct_map(map)")
         result: Reconstruction = session.reconstruct_map(self, upsample=upsample,
                                                          method=method, density=density)

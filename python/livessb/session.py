@@ -110,6 +110,8 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         except BaseException:
             self.close()  # a part-loaded engine is not left behind
             raise
+        for m in self.maps:  # the last scan's maps reconstruct through this session no more
+            m.detach()
         self.scans_loaded += 1
         self._adopt(scan, calibration)
         return self
