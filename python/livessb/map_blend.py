@@ -162,4 +162,4 @@ def blend_tiles(
             cs = _support(w_cols[j])
             obj = reconstruct(params)
             out[rs, cs] += (wr[i, rs, None] * wc[j, None, cs]) * obj[rs, cs]
-    return to_host(out, "map_blend", pinned=True)
+    return to_host(out, "map_blend")

@@ -115,27 +115,10 @@ def download_many(arrays: list[Any], site: str = "?") -> list[np.ndarray]:
     return out
 
 
-def to_host(x: Any, site: str = "?", dtype: Any = None, pinned: bool = False) -> np.ndarray:
-    """``x`` as a NumPy array (a device array downloaded: one counted transfer).
-    ``pinned``: into page-locked host memory (CuPy's pinned pool, reused once the array
-    is dropped): a large result (a reconstructed image) crosses at the DMA rate instead
-    of through the driver's staging of pageable memory."""
+def to_host(x: Any, site: str = "?", dtype: Any = None) -> np.ndarray:
+    """``x`` as a NumPy array (a device array downloaded: one counted transfer)."""
     _record("transfer", site)
-    if pinned and dtype is None and getattr(_local, "deferred", None) is None:
-        pinned_out = _download_pinned(x)
-        if pinned_out is not None:
-            return pinned_out
     return np.asarray(_download(x), dtype=dtype)
-
-
-def _download_pinned(x: Any) -> np.ndarray | None:
-    if isinstance(x, np.ndarray) or not hasattr(x, "get"):
-        return None
-    import cupyx
-
-    out: np.ndarray = cupyx.empty_pinned(x.shape, dtype=x.dtype)
-    x.get(out=out)
-    return out
 
 
 def host_float(x: Any, site: str = "?") -> float:

@@ -421,7 +421,7 @@ class CUDAEngine:
             if resident:  # stays on the device (a map's blend): no download, no wait
                 return image
             t0 = time.perf_counter()
-            out: np.ndarray = to_host(image, "reconstruct", pinned=True)
+            out: np.ndarray = to_host(image, "reconstruct")
             st = self.stats
             add_seconds(st, "reconstruct_kernel_s", cp.cuda.get_elapsed_time(ev[0], ev[1]) / 1e3)
             add_seconds(st, "reconstruct_ifft_s", cp.cuda.get_elapsed_time(ev[1], ev[2]) / 1e3)
