@@ -34,12 +34,9 @@ class ResidentSession:
         self.device = ""
         self.opened = 0  # sessions opened (1 for a series of one geometry and device)
 
-    def __call__(self, ds: Dataset4D, device: str,
-                 calibration: Path | None) -> AbstractContextManager[Session]:
-        return self._scan(ds, device, calibration)
-
     @contextmanager
-    def _scan(self, ds: Dataset4D, device: str, calibration: Path | None) -> Iterator[Session]:
+    def __call__(self, ds: Dataset4D, device: str,
+                 calibration: Path | None) -> Iterator[Session]:
         try:
             s = self.session
             if s is None or s.closed or device != self.device:

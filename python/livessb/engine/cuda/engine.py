@@ -81,6 +81,7 @@ class CUDAEngine:
     """``engine.protocol.Engine`` on one CUDA device."""
 
     name = "cuda"
+    geo: DatasetGeometry  # set by _bind (read there only once rotations are cached)
 
     def __init__(
         self, dataset: Dataset4D, staging_budget_MiB: float = 256, eval_group: int = 4,
@@ -105,7 +106,6 @@ class CUDAEngine:
         self._life = Lifetime(CUDAPart)
         self.models: list[Detachable] = self._life.models
         self._bf_counts: Any = None
-        self.geo: DatasetGeometry = DatasetGeometry.of(dataset)
         self._bind(dataset)
 
     def _bind(self, dataset: Dataset4D) -> None:
