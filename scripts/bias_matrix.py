@@ -103,13 +103,29 @@ def fit_case(path: Path, loss: str, trials: int, frequencies: str = "grid") -> d
         delta = deviation(p, fit.params[p], truth[p])
         err = fit.errors.get(p, float("nan"))
         row[p] = {"truth": truth[p], "fit": fit.params[p], "delta": delta, "error": err,
+                  "systematic": fit.errors_systematic.get(p, float("nan")),
                   "z": delta / err if err and err > 0 else float("nan")}
     return row
 
 
-def _cell(entry: dict[str, Any], name: str) -> str:
+def coverage(rows: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    """Per parameter: (cases with the truth within ±2 errors, cases that determine it)."""
+    out = {}
+    for p in PARAMS:
+        claimed = [r[p] for r in rows if p not in r["undetermined"] and r[p]["error"] > 0]
+        out[p] = (sum(abs(e["delta"]) <= 2 * e["error"] for e in claimed), len(claimed))
+    return out
+
+
+def coverage_line(rows: list[dict[str, Any]]) -> str:
+    cells = [f"{p} {k}/{n}" for p, (k, n) in coverage(rows).items()]
+    return ("Truth within ±2 errors, of the cases that determine the parameter: "
+            + ", ".join(cells) + ".")
+
+
+def _cell(entry: dict[str, Any], name: str, undetermined: bool = False) -> str:
     scale = 1.0 if name != "phi12" else 1000.0  # phi12 in mrad
-    return f"{entry['delta'] * scale:+.2f} ({entry['z']:+.1f})"
+    return f"{entry['delta'] * scale:+.2f} ({entry['z']:+.1f}){' n.d.' if undetermined else ''}"
 
 
 def table(rows: list[dict[str, Any]]) -> str:
@@ -118,8 +134,9 @@ def table(rows: list[dict[str, Any]]) -> str:
     lines = [head, "|" + "---|" * 11]
     for r in rows:
         cells = [r["case"], f"{r['bf_radius_px']:.1f}", f"{r['thickness_A']:.0f}",
-                 f"{r['C10']['truth']:.1f}"] + [_cell(r[p], p) for p in PARAMS] + [
-                     f"{r['loss']:.3f}"]
+                 f"{r['C10']['truth']:.1f}"] + [
+                     _cell(r[p], p, p in r["undetermined"] and r[p]["error"] > 0)
+                     for p in PARAMS] + [f"{r['loss']:.3f}"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -151,7 +168,9 @@ def main() -> None:
             print(f"{mode:9s} {r['case']:28s} "
                   + "  ".join(f"{p}={_cell(r[p], p)}" for p in PARAMS)
                   + f"  {r['fit_s']:.1f}s", flush=True)
-        sections.append(f"### scan_frequencies='{mode}'\n\n{table(rows)}\n")
+        print(coverage_line(rows))
+        sections.append(f"### scan_frequencies='{mode}'\n\n{table(rows)}\n\n"
+                        f"{coverage_line(rows)}\n")
         record[mode] = rows
     args.out.write_text("\n".join(sections))
     args.out.with_suffix(".json").write_text(json.dumps(record, indent=1))

@@ -59,8 +59,11 @@ def _param_scale(key: str) -> float:
 def test_frequency_gradients_match_cpu_per_frequency(thick: Dataset4D) -> None:
     with ch.both_prepared(thick) as (cpu, gpu, _rot, sc, sg):
         vector = np.array([-35.0, 10.0, 0.5, 3.0, -2.0, 50.0])
-        a, hess_a = gpu.misfit_terms(sg, vector)
-        b, hess_b = cpu.misfit_terms(sc, vector)
+        terms_a, terms_b = gpu.misfit_terms(sg, vector), cpu.misfit_terms(sc, vector)
+        a, hess_a, b, hess_b = terms_a.per_nu, terms_a.hessian, terms_b.per_nu, terms_b.hessian
+        band_rel = {band: float(np.abs(getattr(terms_a, band) - getattr(terms_b, band)).max()
+                                / np.abs(getattr(terms_b, band)).max())
+                    for band in ("band_gradients", "band_hessians")}
         assert a.shape == b.shape == (6, sc.G.shape[1])
         scale = np.abs(b).max(axis=1, keepdims=True)
         worst = float(np.abs((a - b) / scale).max())
@@ -68,7 +71,10 @@ def test_frequency_gradients_match_cpu_per_frequency(thick: Dataset4D) -> None:
         sum_rel = float(np.abs(a.sum(axis=1) - grad[0]).max() / np.abs(grad[0]).max())
         hess_rel = float(np.abs(hess_a - hess_b).max() / np.abs(hess_b).max())
     record("frequency_gradients", worst_scaled=worst, sum_vs_gradient=sum_rel,
-           hessian_vs_cpu=hess_rel)
+           hessian_vs_cpu=hess_rel, **band_rel)
+    assert max(band_rel.values()) < 1e-4  # the same bands, the same sums
+    np.testing.assert_allclose(terms_a.band_hessians.sum(axis=0), hess_a, rtol=1e-9,
+                               atol=1e-12 * np.abs(hess_a).max())
     assert worst < 1e-4
     assert sum_rel < 1e-9  # the same launch's terms: the sum is the kernel's own gradient
     np.testing.assert_array_equal(hess_a, hess[0])  # the same launch as derivatives'
@@ -83,7 +89,8 @@ def _assert_errors_match(g: FitResult, c: FitResult, name: str) -> None:
     for key in JOINT:
         for part, eg, ec in (("errors", g.errors, c.errors),
                              ("noise", comps_g["noise"], comps_c["noise"]),
-                             ("misfit", comps_g["misfit"], comps_c["misfit"])):
+                             ("misfit", comps_g["misfit"], comps_c["misfit"]),
+                             ("systematic", comps_g["systematic"], comps_c["systematic"])):
             if key not in ec:
                 assert key not in eg
                 continue

@@ -146,12 +146,51 @@ def test_thick_model_is_kept_and_its_errors_are_calibrated_to_90_percent(
     # 4.5 ± 2.8, truth 8) C12 is below 2 errors and phi12 rightly undetermined.
     thick = _kept_thick(thick_fits)
     assert len(thick) >= COVERAGE * REALISATIONS
+    # The band comparison (fit.systematic, p = 0.001 per parameter) may call depth not
+    # determined by chance: measured 1 of 113 (seed 212: the bands read 102 and 170 Å).
+    flagged = [f for f, _ in thick
+               if any(w.startswith("depth and tilt not determined") for w in
+                      f.provenance["warnings"])]
+    assert len(flagged) <= 0.02 * len(thick), len(flagged)
     for fit, _ in thick:  # depth and tilt determined; phi12 while C12 > 2 errors and
         # its own error is within a tenth of its box (π): seeds 125 and 165, C12 ≈ 5.5 ± 1.9,
         # have the former but not the latter (fit.model_choice's rule)
-        assert set(fit.undetermined) <= {"phi12"}, fit.undetermined
+        allowed = {"phi12"} | ({"depth", "tilt_row_mrad", "tilt_col_mrad"}
+                               if any(fit is f for f in flagged) else set())
+        assert set(fit.undetermined) <= allowed, fit.undetermined
         determined = (fit.params["C12"] >= 2 * fit.errors["C12"]
                       and fit.errors["C12"] <= 0.1 * (BOX["C12"][1] - BOX["C12"][0])
                       and fit.errors["phi12"] <= 0.1 * np.pi)
         assert ("phi12" in fit.undetermined) != determined
     _assert_covered(thick, THICK_NAMES)
+
+
+def _ratio_summary(fits: list[tuple[Any, dict[str, float]]], names: tuple[str, ...],
+                   ) -> dict[str, tuple[float, float]]:
+    """Per parameter: (mean, 90th percentile) of errors / noise errors."""
+    out = {}
+    for n in names:
+        ratios = [f.errors[n] / f.provenance["errors_components"]["noise"][n] for f, _ in fits]
+        out[n] = (float(np.mean(ratios)), float(np.percentile(ratios, 90)))
+    return out
+
+
+def test_errors_stay_within_1_5x_the_noise_errors_where_the_model_holds(
+        thin_fits: list[tuple[Any, dict[str, float]]],
+        thick_fits: list[tuple[Any, dict[str, float]]]) -> None:
+    # The systematic part (fit.systematic: the low and high frequency bands disagree at
+    # p = 0.001) must leave the errors of data the model describes alone: it may fire in
+    # a few realisations (measured: 0 of 120 thin, 0 of 115 thick), and the errors stay
+    # within 1.5x the noise errors on average (measured 1.06-1.08 thin, 1.12-1.29 thick:
+    # the misfit error's share; its 90th percentile reaches 1.62 for tilt_col).
+    thin = [(f, t) for f, t in thin_fits if f.provenance["model_choice"]["kept"] == "thin"]
+    for fits, names in ((thin, ("C10", "C12", "phi12")), (_kept_thick(thick_fits), THICK_NAMES)):
+        fired = [f for f, _ in fits if any(f.errors_systematic[n] > 0 for n in names)]
+        summary = _ratio_summary(fits, names)
+        print(f"systematic fired in {len(fired)} of {len(fits)}; errors/noise (mean, p90):",
+              {n: (round(m, 3), round(p, 3)) for n, (m, p) in summary.items()})
+        assert len(fired) <= 0.05 * len(fits), len(fired)
+        assert all(m <= 1.5 for m, _ in summary.values()), summary
+        for f, _ in fits:  # the bands' record is there, and the rule adds up
+            bands = f.provenance["frequency_bands"]
+            assert bands["reason"] == "" and set(bands["statistic"]) == set(names)

@@ -41,11 +41,17 @@ def test_frequency_gradients_sum_to_the_engine_gradient(fixed: dict[str, float],
         params = {"C10": 25.0, "C12": 4.0, "phi12": 0.2, "tilt_row_mrad": 2.0,
                   "tilt_col_mrad": -1.0, "depth": 60.0, "C30": 5e3}
         free = {n: params[n] for n in view.free}
-        per_nu, _ = frequency_terms(view, free)
-        _, grad, _ = view.derivatives(np.array([[free[n] for n in view.free]]))
+        terms = frequency_terms(view, free)
+        per_nu = terms.per_nu
+        _, grad, hess = view.derivatives(np.array([[free[n] for n in view.free]]))
         assert per_nu.shape == (len(view.free), int(np.prod(model.spectra.shape[:1]))
                                 * (model.spectra.shape[1] // 2 + 1))
         np.testing.assert_allclose(per_nu.sum(axis=1), grad[0], rtol=1e-9)
+        # The two frequency bands partition the frequencies: their sums are the whole.
+        np.testing.assert_allclose(terms.band_gradients.sum(axis=0), grad[0], rtol=1e-9)
+        np.testing.assert_allclose(terms.band_hessians.sum(axis=0), hess[0], rtol=1e-9,
+                                   atol=1e-12 * np.abs(hess[0]).max())
+        assert np.all(np.abs(terms.band_gradients) > 0)
         assert view.names == ((*JOINT, "C30") if extra else JOINT)
     finally:
         engine.close()
@@ -58,9 +64,14 @@ def test_kernel_frequency_gradients_equal_the_reference_per_frequency() -> None:
     try:
         model = ThickSampleModel(engine, None, math.radians(10.0), False)
         vector = np.array([25.0, 4.0, 0.2, 2.0, -1.0, 60.0])
-        fast, fast_hessian = engine.misfit_terms(model.spectra, vector)
+        fast_terms = engine.misfit_terms(model.spectra, vector)
+        fast, fast_hessian = fast_terms.per_nu, fast_terms.hessian
         sp = model.spectra
-        ref, ref_hessian = engine.reference.misfit_terms(sp, sp.part.geometry, vector)
+        ref_terms = engine.reference.misfit_terms(sp, sp.part.geometry, vector)
+        ref, ref_hessian = ref_terms.per_nu, ref_terms.hessian
+        for band in ("band_gradients", "band_hessians"):
+            a, b = getattr(fast_terms, band), getattr(ref_terms, band)
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12 * np.abs(b).max())
         # One call gives the errors their Hessian too: derivatives' own bits.
         np.testing.assert_array_equal(fast_hessian, engine.derivatives(sp, vector[None])[2][0])
         np.testing.assert_allclose(fast_hessian, ref_hessian, rtol=1e-9,
@@ -147,7 +158,9 @@ def test_noiseless_thin_simulation_misfit_errors_cover_what_noise_errors_miss() 
     for name in ("C10", "C12", "phi12"):
         dev = fit.params[name] - truth.params[name]
         assert abs(dev) <= 2 * fit.errors[name], (name, dev, fit.errors[name])
-        assert fit.errors[name] == max(parts["noise"][name], parts["misfit"][name])
+        assert fit.errors[name] == pytest.approx(math.hypot(
+            max(parts["noise"][name], parts["misfit"][name]), parts["systematic"][name]),
+            rel=1e-12)
     for name in ("C10", "C12"):
         assert abs(fit.params[name] - truth.params[name]) > 4 * parts["noise"][name]
 

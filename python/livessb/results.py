@@ -42,6 +42,10 @@ class FitResult(Pretty):
     errors: dict[str, float] = field(default_factory=dict)
     # Parameters the data do not determine (fit.model_choice), in params order.
     undetermined: list[str] = field(default_factory=list)
+    # The systematic part of ``errors`` (same keys; fit.systematic): the spread of the
+    # low and high scan frequencies' estimates beyond their noise, 0 where they agree.
+    # Files written before it load with {}.
+    errors_systematic: dict[str, float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

@@ -279,7 +279,7 @@ class CPUEngine:
 
     def misfit_terms(
         self, spectra: Spectra, candidate: np.ndarray, names: tuple[str, ...] = JOINT,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> obj.MisfitTerms:
         sp = self._life.live(spectra)
         geometry, kg = sp.part.geometry, sp.part.kernel
         self.evaluations += 1
@@ -289,9 +289,9 @@ class CPUEngine:
         vp_derivative_sums: Any = _kernels().vp_derivative_sums
         cand = np.ascontiguousarray(candidate, dtype=np.float64).reshape(N_JOINT)
         N, D, dN, dD, d2N, d2D = vp_derivative_sums(*self._kernel_args(sp, kg, 1), cand, _PAIRS)
-        per_nu, hessian = obj.vp_misfit_terms(N, D, dN, dD, d2N, d2D,
-                                              obj.lobe_weights(geometry.weights), sp.energy)
-        return to_host(per_nu, "frequency_gradients"), hessian
+        return obj.vp_misfit_terms(N, D, dN, dD, d2N, d2D, obj.lobe_weights(geometry.weights),
+                                   sp.energy, np.hypot(geometry.nu_r, geometry.nu_c),
+                                   JOINT.index("C10"))
 
     # -- reconstruction ----------------------------------------------------------------
     def reconstruct(

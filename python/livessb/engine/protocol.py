@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from ..params import JOINT
+from ..physics.objective import MisfitTerms
 from ..results import Bounds
 
 if TYPE_CHECKING:
@@ -97,11 +98,13 @@ class Engine(Protocol):
 
     def misfit_terms(
         self, spectra: Spectra, candidate: np.ndarray, names: tuple[str, ...] = JOINT,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """What a fit's errors need at one parameter vector, from ONE derivatives call:
-        ∂L_ν/∂θ of every stored frequency ν (both trotter lobes added), (P, M) float64,
-        summing over ν to ``derivatives``' gradient (the misfit errors' clusters,
-        fit/robust), and the exact Hessian (P, P), the same bits as ``derivatives``'."""
+    ) -> MisfitTerms:
+        """What a fit's errors need at one parameter vector, from ONE derivatives call
+        (``physics.objective.MisfitTerms``, float64 on the host): ∂L_ν/∂θ of every stored
+        frequency ν (both trotter lobes added), (P, M), summing over ν to
+        ``derivatives``' gradient (the misfit errors' clusters, fit/robust); the exact
+        Hessian (P, P), the same bits as ``derivatives``'; the gradient and Hessian of the
+        low and the high band of scan frequencies (the systematic errors, fit/systematic)."""
 
     def reconstruct(
         self, spectra: Spectra, params: dict[str, float], upsample: int = 1,

@@ -209,12 +209,13 @@ class Reference:
     def misfit_terms(
         self, spectra: AnySpectra, ref: ReferenceGeometry, candidate: np.ndarray,
         names: tuple[str, ...] = JOINT,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """∂L_ν/∂θ of every stored frequency (both lobes), (P, M), and the Hessian (P, P),
+    ) -> obj.MisfitTerms:
+        """``physics.objective.MisfitTerms`` (per-frequency gradients, Hessian, band sums),
         float64 on the host, from one pass of the derivative sums."""
         params = from_vector(np.asarray(candidate, dtype=np.float64).ravel(), names)
         return obj.vp_misfit_terms(*self._derivative_sums(spectra, ref, params, names),
                                    obj.lobe_weights(ref.weights, self.xp), spectra.energy,
+                                   self.xp.hypot(ref.nu_r, ref.nu_c), names.index("C10"),
                                    self.xp)
 
     def _derivative_sums(self, spectra: AnySpectra, ref: ReferenceGeometry,

@@ -13,6 +13,7 @@ import numpy as np
 
 from ..engine.protocol import Engine
 from ..params import JOINT
+from ..physics.objective import MisfitTerms
 from ..progress import stage
 from ..results import Bounds
 
@@ -61,7 +62,7 @@ class ThickSampleModel:
         return self._live().derivatives(self.spectra, candidates, names)
 
     def misfit_terms(self, candidate: np.ndarray,
-                     names: tuple[str, ...] = JOINT) -> tuple[np.ndarray, np.ndarray]:
+                     names: tuple[str, ...] = JOINT) -> MisfitTerms:
         return self._live().misfit_terms(self.spectra, candidate, names)
 
     def reconstruct(self, params: dict[str, float], upsample: int, method: str,

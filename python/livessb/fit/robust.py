@@ -31,13 +31,14 @@ from collections.abc import Mapping
 import numpy as np
 
 from ..physics.geometry import half_plane_weights
+from ..physics.objective import MisfitTerms
 from .fixed import FreeView
 
 
-def frequency_terms(view: FreeView, params: Mapping[str, float],
-                    ) -> tuple[np.ndarray, np.ndarray]:
-    """∂L_ν/∂θ of every stored frequency ν (both trotter lobes), (P, M), and the exact
-    Hessian (P, P) at ``params``, free parameters.
+def frequency_terms(view: FreeView, params: Mapping[str, float]) -> MisfitTerms:
+    """``MisfitTerms`` at ``params`` in the free parameters: ∂L_ν/∂θ of every stored
+    frequency ν (both trotter lobes), (P, M), the exact Hessian (P, P) and the two
+    frequency bands' gradients and Hessians.
 
     One engine call (``Engine.misfit_terms``: the derivative kernels' own per-frequency
     terms and the Hessian from the same sums, one download); the sum over ν is the
@@ -48,11 +49,14 @@ def frequency_terms(view: FreeView, params: Mapping[str, float],
         raise RuntimeError("frequency_terms needs a live model with its rotation set")
     full = view.full_params(params)
     vector = np.array([full[n] for n in view.names], dtype=np.float64)
-    per_nu, hessian = model.misfit_terms(vector, view.names)
+    terms = model.misfit_terms(vector, view.names)
     if not view.fixed:
-        return per_nu, hessian
+        return terms
     i = view.free_index
-    return per_nu[i], hessian[i][:, i]
+    return MisfitTerms(per_nu=terms.per_nu[i], hessian=terms.hessian[i][:, i],
+                       band_gradients=terms.band_gradients[:, i],
+                       band_hessians=terms.band_hessians[:, i][:, :, i],
+                       band_explained=terms.band_explained, band_entries=terms.band_entries)
 
 
 @functools.lru_cache(maxsize=16)  # per window shape: every region edit and map tile reuses it

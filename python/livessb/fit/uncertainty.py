@@ -5,7 +5,8 @@ refinement: it measures the noise level of the model's window, runs the thin mod
 (depth and tilt held at 0, Newton from the thick optimum) when the thick one was
 free, keeps one by the rule of fit.model_choice, and derives the errors from the
 exact Hessian at the kept optimum: per parameter the larger of the noise error
-(fit.errors) and the misfit (sandwich) error (fit.robust).
+(fit.errors) and the misfit (sandwich) error (fit.robust), combined with the
+systematic error where the low and high scan frequencies disagree (fit.systematic).
 """
 
 from __future__ import annotations
@@ -41,6 +42,14 @@ from .joint import newton_fit
 from .model_choice import THICK_ONLY, ModelChoice, choose_model, edge_warnings, undetermined
 from .robust import cluster_gradients, frequency_terms, misfit_meat
 from .search import Box
+from .systematic import (
+    TILTS,
+    BandComparison,
+    band_kappa_ratio,
+    combined_errors,
+    compare_bands,
+    depth_not_determined,
+)
 
 
 @dataclass
@@ -61,6 +70,8 @@ class Assessment:
     errors_noise: dict[str, float] = field(default_factory=dict)
     errors_misfit: dict[str, float] = field(default_factory=dict)
     misfit_clusters: int = 0
+    errors_systematic: dict[str, float] = field(default_factory=dict)  # every param, 0 held
+    bands: BandComparison = field(default_factory=BandComparison)
 
     def provenance(self) -> dict[str, Any]:
         return {"noise": self.noise.to_dict(),
@@ -69,12 +80,16 @@ class Assessment:
                 "errors_rule": ERRORS_RULE,
                 "errors_components": {"noise": dict(self.errors_noise),
                                       "misfit": dict(self.errors_misfit),
-                                      "misfit_clusters": self.misfit_clusters}}
+                                      "misfit_clusters": self.misfit_clusters,
+                                      "systematic": dict(self.errors_systematic)},
+                "frequency_bands": self.bands.to_dict()}
 
 
-ERRORS_RULE = ("1-sigma, per parameter the larger of the noise error sqrt(kappa*2*sigma2/E*"
-               "inv(Hessian of L)) and the misfit error (sandwich inv(H) J inv(H) over the scan "
-               "frequencies); 0 for held")
+ERRORS_RULE = ("1-sigma, per parameter sqrt(max(noise, misfit)^2 + systematic^2): the noise "
+               "error sqrt(kappa*2*sigma2/E*inv(Hessian of L)), the misfit error (sandwich "
+               "inv(H) J inv(H) over the scan frequencies), the systematic error (the spread "
+               "of the low and high frequency bands' estimates beyond their noise, where "
+               "significant at p = 0.001); 0 for held")
 
 
 def window_pixel_totals(engine: Any, dataset: Any, bounds: tuple[int, int, int, int],
@@ -213,22 +228,32 @@ def assess(
     box_t = {n: (float(lo), float(hi))
              for n, lo, hi in zip(free, kept_box.low, kept_box.high, strict=True)}
     errors = {n: 0.0 for n in kept_params}  # held: by the user or by the model choice
-    per_nu = None
+    terms = None
     if free and kept_noise.determined:  # one call: the misfit's gradients and the Hessian
-        per_nu, at_optimum = frequency_terms(kept_view, kept_params)
-        kept_hessian = at_optimum if kept_hessian is None else kept_hessian
+        terms = frequency_terms(kept_view, kept_params)
+        kept_hessian = terms.hessian if kept_hessian is None else kept_hessian
     elif kept_hessian is None:
         kept_hessian = _hessian(kept_view, kept_params, kept_box)
     noise_err = standard_errors(kept_hessian, free, free, kept_noise, energy, box_t)
     misfit_err: dict[str, float] = {}
     n_clusters = 0
-    if per_nu is not None:
-        clusters = cluster_gradients(per_nu, model.spectra.shape)
+    bands = BandComparison(reason="no noise estimate" if free else "no free parameters")
+    if terms is not None:
+        clusters = cluster_gradients(terms.per_nu, model.spectra.shape)
         n_clusters = int(clusters.shape[1])
         misfit_err = misfit_errors(kept_hessian, free, misfit_meat(clusters), box_t)
-    errors.update({n: max(noise_err[n], misfit_err.get(n, 0.0)) for n in free})
+    statistical = {n: max(noise_err[n], misfit_err.get(n, 0.0)) for n in free}
+    if terms is not None:
+        kappa_ratio = band_kappa_ratio(terms.band_explained, terms.band_entries, kept_noise)
+        bands = compare_bands(terms.band_gradients, terms.band_hessians, kept_params, free,
+                              noise_err, kappa_ratio, box_t)
+    errors.update(combined_errors(statistical, bands.systematic, box_t))
     undet = undetermined(kept_params, errors, box_t, free, by_model)
     warnings = edge_warnings({n: kept_params[n] for n in free}, errors, box_t, edges)
+    depth_reason = depth_not_determined(bands, kept_params)
+    if depth_reason:  # the thick model's assumption fails: say so, keep the values
+        undet = [n for n in kept_params if n in undet or n == "depth" or n in TILTS]
+        warnings.append(depth_reason)
     if not kept_noise.determined:  # every error is its box: no ±2σ check says anything
         undet = [n for n in kept_params if n in free]
         warnings = [kept_noise.undetermined_reason()] + [w for w in warnings
@@ -239,7 +264,9 @@ def assess(
                       timings={"errors_s": t1 - t0 + time.perf_counter() - t2,
                                "model_choice_s": t2 - t1},
                       newton=thin_steps, errors_noise={n: noise_err[n] for n in free},
-                      errors_misfit=misfit_err, misfit_clusters=n_clusters)
+                      errors_misfit=misfit_err, misfit_clusters=n_clusters,
+                      errors_systematic={n: bands.systematic.get(n, 0.0) for n in kept_params},
+                      bands=bands)
 
 
 def with_assessment(result: FitResult, a: Assessment) -> FitResult:
@@ -250,6 +277,7 @@ def with_assessment(result: FitResult, a: Assessment) -> FitResult:
     if "total_s" in timings:
         timings["total_s"] += spent
     return replace(result, params=dict(a.params), loss=a.loss, errors=dict(a.errors),
+                   errors_systematic=dict(a.errors_systematic),
                    undetermined=list(a.undetermined), on_box_edge=list(a.on_box_edge),
                    newton=result.newton + a.newton, timings=timings,
                    provenance={**result.provenance, **a.provenance()})

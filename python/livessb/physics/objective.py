@@ -14,6 +14,7 @@ the amplitude part -½FT(φ²) to be absorbed by defocus: |C10| came out 2-7 % l
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -65,29 +66,84 @@ def vp_loss_derivatives(
     ``dN``/``dD`` are (P, M), ``d2N``/``d2D`` are (P(P+1)/2, M) in ``pairs_of(P)`` order.
     f = |N|²/D per ν; its derivatives follow from the quotient rule.
     """
-    loss, grad, hess, _ = _vp_derivatives(N, D, dN, dD, d2N, d2D, weights, energy, xp)
+    loss, grad, hess, _, _ = _vp_derivatives(N, D, dN, dD, d2N, d2D, weights, energy, xp)
     return loss, grad, hess
+
+
+@dataclass(frozen=True)
+class MisfitTerms:
+    """What a fit's errors need at one parameter vector, float64 on the host: each stored
+    frequency's gradient (both trotter lobes added), (P, M); the exact Hessian (P, P);
+    and the gradient (2, P) and Hessian (2, P, P) of the low and the high band of scan
+    frequencies (``frequency_bands``: the two halves of the C10 information), the
+    estimates that should agree (fit/systematic)."""
+
+    per_nu: np.ndarray
+    hessian: np.ndarray
+    band_gradients: np.ndarray
+    band_hessians: np.ndarray
+    band_explained: np.ndarray  # (2,) Σ w|N|²/D: the signal energy each band explains
+    band_entries: np.ndarray  # (2,) (frequency, lobe) entries that carry signal
+
+
+def frequency_bands(nu_abs: Any, info: Any, xp: Any = np) -> Any:
+    """Band of each stored frequency (M,): 1 (high) where |ν| (``nu_abs``) exceeds the
+    radius below which half of ``info`` (each frequency's C10 curvature, both lobes,
+    any sign) lies, else 0. On the device nothing is synchronised."""
+    order = xp.argsort(nu_abs)
+    cum = xp.cumsum(xp.abs(info)[order])
+    cut = xp.minimum(xp.searchsorted(cum, cum[-1] * 0.5), nu_abs.size - 1)
+    return nu_abs > nu_abs[order][cut]
 
 
 def vp_misfit_terms(
     N: Any, D: Any, dN: Any, dD: Any, d2N: Any, d2D: Any, weights: Any, energy: float,
-    xp: Any = np,
-) -> tuple[np.ndarray, np.ndarray]:
-    """∂L_ν/∂θ of every stored frequency, both trotter lobes added, (P, M), and the
-    Hessian (P, P), on the host, from the per-lobe sums of ``vp_loss_derivatives`` (the
-    k-ν lobe first): the per-frequency terms sum over ν to its gradient (the misfit
-    errors' clusters, fit/robust), the Hessian is its own."""
-    _, _, hess, grad_f = _vp_derivatives(N, D, dN, dD, d2N, d2D, weights, energy, xp)
+    nu_abs: Any, info_index: int = 0, xp: Any = np,
+) -> MisfitTerms:
+    """``MisfitTerms`` from the per-lobe sums of ``vp_loss_derivatives`` (the k-ν lobe
+    first), |ν| per stored frequency (M,) and the index of C10 in the parameters: the
+    per-frequency terms sum over ν to the gradient (the misfit errors' clusters,
+    fit/robust), the band sums to the gradient and Hessian (the systematic errors)."""
+    _, _, hess, grad_f, pair_f = _vp_derivatives(N, D, dN, dD, d2N, d2D, weights, energy, xp)
     per_lobe = -grad_f / energy
     M = per_lobe.shape[1] // 2
-    return _host(per_lobe[:, :M] + per_lobe[:, M:], xp), hess
+    P = per_lobe.shape[0]
+    pairs = pairs_of(P)
+    info = pair_f[pairs.index((info_index, info_index))]
+    high = frequency_bands(nu_abs, info[:M] + info[M:], xp)
+    high = xp.concatenate([high, high])  # the lobes of a frequency share its band
+    ok = D > D_FLOOR
+    explained = xp.where(ok, (N.real**2 + N.imag**2) / xp.where(ok, D, 1.0), 0.0) * weights
+    grads = xp.stack([xp.sum(xp.where(high == b, per_lobe, 0.0), axis=1) for b in (0, 1)])
+    sums = xp.stack([xp.sum(xp.where(high == b, pair_f, 0.0), axis=1) for b in (0, 1)])
+    signal = xp.stack([xp.sum(xp.where(high == b, explained, 0.0)) for b in (0, 1)]
+                      + [xp.sum((high == b) & (explained > 0)) for b in (0, 1)])
+    # One (counted) download of the per-frequency terms and the bands' sums.
+    host = to_host(xp.concatenate([(per_lobe[:, :M] + per_lobe[:, M:]).ravel(), grads.ravel(),
+                                   sums.ravel(), signal.astype(xp.float64)]),
+                   "frequency_gradients", np.float64)
+    n, q = P * M, P * (P + 1) // 2
+    return MisfitTerms(per_nu=host[:n].reshape(P, M), hessian=hess,
+                       band_gradients=host[n:n + 2 * P].reshape(2, P),
+                       band_hessians=symmetric_from_pairs(
+                           host[n + 2 * P:n + 2 * P + 2 * q].reshape(2, q), P),
+                       band_explained=host[-4:-2], band_entries=host[-2:])
+
+
+def symmetric_from_pairs(values: np.ndarray, P: int) -> np.ndarray:
+    """(..., P(P+1)/2) in ``pairs_of(P)`` order -> symmetric (..., P, P)."""
+    out = np.empty((*values.shape[:-1], P, P))
+    for n, (i, j) in enumerate(pairs_of(P)):
+        out[..., i, j] = out[..., j, i] = values[..., n]
+    return out
 
 
 def _vp_derivatives(
     N: Any, D: Any, dN: Any, dD: Any, d2N: Any, d2D: Any, weights: Any, energy: float,
     xp: Any,
-) -> tuple[float, np.ndarray, np.ndarray, Any]:
-    """Loss, gradient, Hessian and the gradient's per-lobe-frequency terms ∂f (P, 2M)."""
+) -> tuple[float, np.ndarray, np.ndarray, Any, Any]:
+    """Loss, gradient, Hessian, the gradient's per-lobe-frequency terms ∂f (P, 2M) and
+    the Hessian's, (P(P+1)/2, 2M) in ``pairs_of`` order."""
     require_energy(energy)
     ok = D > D_FLOOR
     inv_d = xp.where(ok, 1.0 / xp.where(ok, D, 1.0), 0.0) * weights
@@ -97,18 +153,17 @@ def _vp_derivatives(
     grad_f = 2 * re_n_dn * inv_d - n2 * dD * inv_d * inv_d_unweighted(D, ok, xp)
     grad = -xp.sum(grad_f, axis=1) / energy
     n_params = dN.shape[0]
-    hess = xp.zeros((n_params, n_params), dtype=grad.dtype)
     inv_uw = inv_d_unweighted(D, ok, xp)
-    for n, (i, j) in enumerate(pairs_of(n_params)):
-        term = (2 * (dN[j].conj() * dN[i] + N.conj() * d2N[n]).real
-                - 2 * re_n_dn[i] * dD[j] * inv_uw
-                - 2 * re_n_dn[j] * dD[i] * inv_uw
-                - n2 * d2D[n] * inv_uw
-                + 2 * n2 * dD[i] * dD[j] * inv_uw * inv_uw)
-        value = -xp.sum(term * inv_d) / energy
-        hess[i, j] = value
-        hess[j, i] = value
-    return loss, _host(grad, xp), _host(hess, xp), grad_f
+    # Each pair's terms (2M,) in rows: a row's sum is the Hessian entry.
+    pair_t = xp.stack([
+        (2 * (dN[j].conj() * dN[i] + N.conj() * d2N[n]).real
+         - 2 * re_n_dn[i] * dD[j] * inv_uw
+         - 2 * re_n_dn[j] * dD[i] * inv_uw
+         - n2 * d2D[n] * inv_uw
+         + 2 * n2 * dD[i] * dD[j] * inv_uw * inv_uw) * inv_d
+        for n, (i, j) in enumerate(pairs_of(n_params))])
+    hess = symmetric_from_pairs(_host(-xp.sum(pair_t, axis=1) / energy, xp), n_params)
+    return loss, _host(grad, xp), hess, grad_f, -pair_t / energy
 
 
 def inv_d_unweighted(D: Any, ok: Any, xp: Any) -> Any:

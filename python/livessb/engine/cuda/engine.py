@@ -28,6 +28,7 @@ import numpy as np
 
 from ...dataset import Dataset4D
 from ...params import JOINT, N_JOINT, to_vector
+from ...physics import objective as obj
 from ...physics.frequencies import check_scan_frequencies
 from ...physics.geometry import fft_friendly_size, nearest_bf_pixels
 from ...physics.optics import has_higher_order
@@ -44,7 +45,7 @@ from ..reference import (
     check_method,
     evaluate_rotations_per_theta,
 )
-from .derivs import derivative_launch
+from .derivs import derivative_launch, misfit_sums
 from .launch import (
     KernelGeo,
     ReconstructArgs,
@@ -334,22 +335,26 @@ class CUDAEngine:
     @timed("frequency_gradients")
     def misfit_terms(
         self, spectra: Spectra, candidate: np.ndarray, names: tuple[str, ...] = JOINT,
-    ) -> tuple[np.ndarray, np.ndarray]:
+    ) -> obj.MisfitTerms:
         sp = self._life.live(spectra)
         if names != JOINT:
             self.evaluations += 1
             return self.reference.misfit_terms(sp, self._reference_geometry(sp), candidate,
                                                names)
-        cp = self.cp
-        cand = np.asarray(candidate, dtype=np.float64).reshape(1, N_JOINT)
-        M = sp.part.M
-        per_nu = cp.empty((2, 6, M), dtype=cp.float64)  # (lobe, parameter, ν)
-        part = derivative_launch(self, sp, cand, per_nu)
-        # One download for both: the block partials, then the lobes' per-ν terms added.
-        host = to_host(cp.concatenate([part.ravel(), (per_nu[0] + per_nu[1]).ravel()]),
-                       "frequency_gradients")
+        cp, M = self.cp, sp.part.M
+        per_nu = cp.empty((2, ck.NQ, M), dtype=cp.float64)  # (lobe, term, ν)
+        part = derivative_launch(self, sp, np.asarray(candidate, np.float64).reshape(1, -1),
+                                 per_nu)
+        sums = misfit_sums(cp, per_nu, sp.part.nu_r, sp.part.nu_c)  # one download for all
+        host = to_host(cp.concatenate([part.ravel(), sums]), "frequency_gradients")
         _, _, hessian = self._from_partials(host[:part.size], 1, sp)
-        return host[part.size:].reshape(6, M) * (-1.0 / sp.energy), hessian[0]
+        terms = host[part.size:-2] * (-1.0 / sp.energy)
+        bands = terms[6 * M:].reshape(2, ck.NQ)
+        return obj.MisfitTerms(per_nu=terms[:6 * M].reshape(6, M), hessian=hessian[0],
+                               band_gradients=bands[:, 1:7],
+                               band_hessians=obj.symmetric_from_pairs(bands[:, 7:], N_JOINT),
+                               band_explained=bands[:, 0] * -sp.energy,
+                               band_entries=host[-2:])
 
     def _from_partials(self, partials: np.ndarray, K: int, sp: DeviceSpectra,
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

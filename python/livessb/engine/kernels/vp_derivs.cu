@@ -141,15 +141,15 @@ struct DerivThread {
 
 // The epilogue's per-ν terms from the sums (sh: NA × NT, dN), reduced over the block into
 // partial (K, NQ, nblk); sh is reused for the reduction. per_nu (nullptr: not wanted) gets
-// each frequency's own gradient terms, (2K, 6, M): the misfit errors' clusters (fit/robust),
-// at no cost beyond this store.
+// each frequency's own terms, (2K, NQ, M): the misfit errors' clusters (fit/robust) and the
+// frequency bands' sums (fit/systematic), at no cost beyond this store.
 __device__ __forceinline__ void derivs_write(double* sh, const double* dN, const DerivThread& th,
                                              int Nc, double pilam, double* __restrict__ partial,
                                              double* __restrict__ per_nu) {
     double out[NQ];
     derivs_epilogue(sh, dN, th.active, th.m, th.Hc, Nc, th.nr, th.nc, th.cd, pilam, out);
     if (per_nu != nullptr && th.m < th.M) {
-        for (int j = 0; j < 6; ++j) per_nu[((size_t)th.ci * 6 + j) * th.M + th.m] = out[1 + j];
+        for (int j = 0; j < NQ; ++j) per_nu[((size_t)th.ci * NQ + j) * th.M + th.m] = out[j];
     }
     for (int j = 0; j < NQ; ++j) sh[j * NT + threadIdx.x] = out[j];
     block_reduce(sh, NQ);
