@@ -27,6 +27,7 @@ COUNT_TYPES = {
 }
 NT = 128  # threads per block of the ν-parallel kernels (matches the source)
 NQ = 28  # loss + 6 gradient + 21 Hessian terms
+N_PER_NU = 8  # vp_derivs' per-ν terms: loss, 6 gradient terms, the C10 curvature
 NS = 6  # vp_eval's float64 sums per candidate and ν: N, D of each trotter lobe
 NA = 55  # derivative sums per frequency (float64 in shared memory)
 BT = 128  # BF pixels per tile (matches the source)

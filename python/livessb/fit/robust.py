@@ -38,7 +38,7 @@ from .fixed import FreeView
 def frequency_terms(view: FreeView, params: Mapping[str, float]) -> MisfitTerms:
     """``MisfitTerms`` at ``params`` in the free parameters: ∂L_ν/∂θ of every stored
     frequency ν (both trotter lobes), (P, M), the exact Hessian (P, P) and the two
-    frequency bands' gradients and Hessians.
+    frequency bands' gradients, explained energies and entries.
 
     One engine call (``Engine.misfit_terms``: the derivative kernels' own per-frequency
     terms and the Hessian from the same sums, one download); the sum over ν is the
@@ -55,7 +55,6 @@ def frequency_terms(view: FreeView, params: Mapping[str, float]) -> MisfitTerms:
     i = view.free_index
     return MisfitTerms(per_nu=terms.per_nu[i], hessian=terms.hessian[i][:, i],
                        band_gradients=terms.band_gradients[:, i],
-                       band_hessians=terms.band_hessians[:, i][:, :, i],
                        band_explained=terms.band_explained, band_entries=terms.band_entries)
 
 

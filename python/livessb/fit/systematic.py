@@ -98,19 +98,18 @@ def profile_inflation_of(explained: float, sigma2: float, n_object: float) -> fl
 
 
 def compare_bands(
-    band_gradients: np.ndarray, band_hessians: np.ndarray, params: Mapping[str, float],
+    band_gradients: np.ndarray, hessian: np.ndarray, params: Mapping[str, float],
     free: Sequence[str], noise_errors: Mapping[str, float], kappa_ratio: float,
     box: Mapping[str, tuple[float, float]],
 ) -> BandComparison:
     """The bands' estimates, test statistics and systematic errors (module docstring);
-    gradients (2, P), Hessians (2, P, P) in ``free`` order; ``noise_errors`` the joint
-    estimate's noise errors, ``kappa_ratio`` from ``band_kappa_ratio``."""
+    gradients (2, P) and the joint Hessian (P, P) in ``free`` order; ``noise_errors``
+    the joint estimate's noise errors, ``kappa_ratio`` from ``band_kappa_ratio``."""
     if not free:
         return BandComparison(reason="no free parameters")
     widths = np.array([max(box[n][1] - box[n][0], 1e-300) for n in free])
     g = np.asarray(band_gradients, dtype=np.float64)
-    h = np.asarray(band_hessians, dtype=np.float64)
-    inv = _joint_inverse(h[0] + h[1], widths)
+    inv = _joint_inverse(np.asarray(hessian, dtype=np.float64), widths)
     if inv is None:
         return BandComparison(reason="the Hessian has a flat direction")
     steps = [-2.0 * inv @ g[0], -2.0 * inv @ g[1]]  # each band's half of the information

@@ -245,7 +245,7 @@ def assess(
     statistical = {n: max(noise_err[n], misfit_err.get(n, 0.0)) for n in free}
     if terms is not None:
         kappa_ratio = band_kappa_ratio(terms.band_explained, terms.band_entries, kept_noise)
-        bands = compare_bands(terms.band_gradients, terms.band_hessians, kept_params, free,
+        bands = compare_bands(terms.band_gradients, kept_hessian, kept_params, free,
                               noise_err, kappa_ratio, box_t)
     errors.update(combined_errors(statistical, bands.systematic, box_t))
     undet = undetermined(kept_params, errors, box_t, free, by_model)

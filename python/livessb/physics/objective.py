@@ -74,14 +74,13 @@ def vp_loss_derivatives(
 class MisfitTerms:
     """What a fit's errors need at one parameter vector, float64 on the host: each stored
     frequency's gradient (both trotter lobes added), (P, M); the exact Hessian (P, P);
-    and the gradient (2, P) and Hessian (2, P, P) of the low and the high band of scan
-    frequencies (``frequency_bands``: the two halves of the C10 information), the
-    estimates that should agree (fit/systematic)."""
+    and of the low and the high band of scan frequencies (``frequency_bands``: the two
+    halves of the C10 information), the estimates that should agree (fit/systematic),
+    the gradients (2, P), explained energies and entries with signal."""
 
     per_nu: np.ndarray
     hessian: np.ndarray
     band_gradients: np.ndarray
-    band_hessians: np.ndarray
     band_explained: np.ndarray  # (2,) Σ w|N|²/D: the signal energy each band explains
     band_entries: np.ndarray  # (2,) (frequency, lobe) entries that carry signal
 
@@ -103,30 +102,26 @@ def vp_misfit_terms(
     """``MisfitTerms`` from the per-lobe sums of ``vp_loss_derivatives`` (the k-ν lobe
     first), |ν| per stored frequency (M,) and the index of C10 in the parameters: the
     per-frequency terms sum over ν to the gradient (the misfit errors' clusters,
-    fit/robust), the band sums to the gradient and Hessian (the systematic errors)."""
+    fit/robust), the bands' to it too (the systematic errors)."""
     _, _, hess, grad_f, pair_f = _vp_derivatives(N, D, dN, dD, d2N, d2D, weights, energy, xp)
     per_lobe = -grad_f / energy
     M = per_lobe.shape[1] // 2
     P = per_lobe.shape[0]
-    pairs = pairs_of(P)
-    info = pair_f[pairs.index((info_index, info_index))]
+    info = pair_f[pairs_of(P).index((info_index, info_index))]
     high = frequency_bands(nu_abs, info[:M] + info[M:], xp)
     high = xp.concatenate([high, high])  # the lobes of a frequency share its band
     ok = D > D_FLOOR
     explained = xp.where(ok, (N.real**2 + N.imag**2) / xp.where(ok, D, 1.0), 0.0) * weights
     grads = xp.stack([xp.sum(xp.where(high == b, per_lobe, 0.0), axis=1) for b in (0, 1)])
-    sums = xp.stack([xp.sum(xp.where(high == b, pair_f, 0.0), axis=1) for b in (0, 1)])
     signal = xp.stack([xp.sum(xp.where(high == b, explained, 0.0)) for b in (0, 1)]
                       + [xp.sum((high == b) & (explained > 0)) for b in (0, 1)])
     # One (counted) download of the per-frequency terms and the bands' sums.
     host = to_host(xp.concatenate([(per_lobe[:, :M] + per_lobe[:, M:]).ravel(), grads.ravel(),
-                                   sums.ravel(), signal.astype(xp.float64)]),
+                                   signal.astype(xp.float64)]),
                    "frequency_gradients", np.float64)
-    n, q = P * M, P * (P + 1) // 2
+    n = P * M
     return MisfitTerms(per_nu=host[:n].reshape(P, M), hessian=hess,
                        band_gradients=host[n:n + 2 * P].reshape(2, P),
-                       band_hessians=symmetric_from_pairs(
-                           host[n + 2 * P:n + 2 * P + 2 * q].reshape(2, q), P),
                        band_explained=host[-4:-2], band_entries=host[-2:])
 
 

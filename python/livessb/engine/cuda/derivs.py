@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ...physics import objective as obj
-from ...physics.overlap import PAIRS
 from .. import cuda_kernels as ck
 from .launch import (
     DERIV_SHARED_BYTES,
@@ -31,8 +30,8 @@ if TYPE_CHECKING:
 def derivative_launch(engine: CUDAEngine, sp: DeviceSpectra, cand: np.ndarray,
                       per_nu: Any) -> Any:
     """The block partials (2K, NQ, nblk) of a (K, 6) batch, on the device (nothing is
-    downloaded or synchronised here); ``per_nu`` (2K, NQ, M) float64, when given, gets
-    each frequency's terms (the (candidate, lobe) rows of the partials)."""
+    downloaded or synchronised here); ``per_nu`` (2K, N_PER_NU, M) float64, when given,
+    gets each frequency's loss, gradient and C10-curvature terms."""
     cp = engine.cp
     K = len(cand)
     w, g = engine._at_rotation(sp)
@@ -69,13 +68,14 @@ def derivative_launch(engine: CUDAEngine, sp: DeviceSpectra, cand: np.ndarray,
 
 
 def misfit_sums(cp: Any, per_nu: Any, nu_r: Any, nu_c: Any) -> Any:
-    """From ``derivative_launch``'s per-ν terms (2, NQ, M) of one candidate: each ν's
-    gradient terms (6, M), the two frequency bands' sums of every term (2, NQ) and their
-    counts of entries with signal (2,), one device array of 6M + 2NQ + 2, the lobes
-    added (a frequency's lobes share its band; physics.objective.frequency_bands,
-    fit/systematic)."""
+    """From ``derivative_launch``'s per-ν terms (2, N_PER_NU, M) of one candidate: each
+    ν's gradient terms (6, M), the two frequency bands' sums of the loss and gradient
+    terms (2, 7) and their counts of entries with signal (2,), one device array of
+    6M + 16, the lobes added (a frequency's lobes share its band;
+    physics.objective.frequency_bands, fit/systematic)."""
     both = per_nu[0] + per_nu[1]
-    high = obj.frequency_bands(cp.hypot(nu_r, nu_c), both[7 + PAIRS.index((0, 0))], cp)
+    high = obj.frequency_bands(cp.hypot(nu_r, nu_c), both[7], cp)  # 7: the C10 curvature
     in_band = cp.stack([~high, high], axis=1).astype(cp.float64)  # (M, 2): low, high
     entries = (per_nu[:, 0] > 0).sum(axis=0).astype(cp.float64)  # term 0: w|N|²/D
-    return cp.concatenate([both[1:7].ravel(), (both @ in_band).T.ravel(), entries @ in_band])
+    return cp.concatenate([both[1:7].ravel(), (both[:7] @ in_band).T.ravel(),
+                           entries @ in_band])

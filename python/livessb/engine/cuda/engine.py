@@ -342,17 +342,16 @@ class CUDAEngine:
             return self.reference.misfit_terms(sp, self._reference_geometry(sp), candidate,
                                                names)
         cp, M = self.cp, sp.part.M
-        per_nu = cp.empty((2, ck.NQ, M), dtype=cp.float64)  # (lobe, term, ν)
+        per_nu = cp.empty((2, ck.N_PER_NU, M), dtype=cp.float64)  # (lobe, term, ν)
         part = derivative_launch(self, sp, np.asarray(candidate, np.float64).reshape(1, -1),
                                  per_nu)
         sums = misfit_sums(cp, per_nu, sp.part.nu_r, sp.part.nu_c)  # one download for all
         host = to_host(cp.concatenate([part.ravel(), sums]), "frequency_gradients")
         _, _, hessian = self._from_partials(host[:part.size], 1, sp)
         terms = host[part.size:-2] * (-1.0 / sp.energy)
-        bands = terms[6 * M:].reshape(2, ck.NQ)
+        bands = terms[6 * M:].reshape(2, 7)
         return obj.MisfitTerms(per_nu=terms[:6 * M].reshape(6, M), hessian=hessian[0],
                                band_gradients=bands[:, 1:7],
-                               band_hessians=obj.symmetric_from_pairs(bands[:, 7:], N_JOINT),
                                band_explained=bands[:, 0] * -sp.energy,
                                band_entries=host[-2:])
 

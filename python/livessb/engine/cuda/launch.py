@@ -225,7 +225,7 @@ class VpDerivsArgs(_ScoringArgs):  # the shared parameters, the lobe masks, per-
     KERNEL: ClassVar[str] = "vp_derivs"
     masks: Any
     mask_stride: np.int32
-    per_nu: Any  # (2K, NQ, M) float64, or NULL_POINTER: not wanted
+    per_nu: Any  # (2K, N_PER_NU, M) float64, or NULL_POINTER: not wanted
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 // Exact loss, gradient and Hessian of the VP objective.
 // ---------------------------------------------------------------------------------
 #define NQ 28
+#define N_PER_NU 8  // per-ν terms kept: loss, 6 gradient terms, the C10 curvature
 // Derivative sums per frequency (float within a tile, float64 in shared memory).
 // The tilt factors x_τ = πΔ·1e-3·ν and ∂²x/∂τ∂Δ = π·1e-3·ν are per-ν constants and are
 // applied after the b-sums, so only these 55 sums run over pairs (T = S'·a, D = T·x_Δ,
@@ -141,15 +142,16 @@ struct DerivThread {
 
 // The epilogue's per-ν terms from the sums (sh: NA × NT, dN), reduced over the block into
 // partial (K, NQ, nblk); sh is reused for the reduction. per_nu (nullptr: not wanted) gets
-// each frequency's own terms, (2K, NQ, M): the misfit errors' clusters (fit/robust) and the
-// frequency bands' sums (fit/systematic), at no cost beyond this store.
+// each frequency's loss, gradient and C10-curvature terms, (2K, N_PER_NU, M): the misfit
+// errors' clusters (fit/robust) and the frequency bands (fit/systematic).
 __device__ __forceinline__ void derivs_write(double* sh, const double* dN, const DerivThread& th,
                                              int Nc, double pilam, double* __restrict__ partial,
                                              double* __restrict__ per_nu) {
     double out[NQ];
     derivs_epilogue(sh, dN, th.active, th.m, th.Hc, Nc, th.nr, th.nc, th.cd, pilam, out);
     if (per_nu != nullptr && th.m < th.M) {
-        for (int j = 0; j < NQ; ++j) per_nu[((size_t)th.ci * NQ + j) * th.M + th.m] = out[j];
+        for (int j = 0; j < N_PER_NU; ++j)
+            per_nu[((size_t)th.ci * N_PER_NU + j) * th.M + th.m] = out[j];
     }
     for (int j = 0; j < NQ; ++j) sh[j * NT + threadIdx.x] = out[j];
     block_reduce(sh, NQ);
