@@ -19,7 +19,7 @@ from livessb.fit.systematic import (
     compare_bands,
     depth_not_determined,
 )
-from livessb.physics.objective import frequency_bands
+from livessb.physics.objective import frequency_bands, radial_order
 
 NAMES = ("C10", "C12", "depth")
 BOX = {"C10": (-200.0, 200.0), "C12": (0.0, 50.0), "depth": (0.0, 400.0)}
@@ -99,15 +99,17 @@ def test_no_comparison_without_a_curved_hessian() -> None:
 
 
 def test_frequency_bands_halve_the_information_by_radius() -> None:
-    rng = np.random.default_rng(3)
-    nu_abs = np.round(rng.uniform(0.0, 2.0, 500), 2)  # many frequencies share a |ν|
-    info = rng.normal(size=500)
-    high = frequency_bands(nu_abs, info)
+    radius, order = radial_order((24, 30), (0.5, 0.4))
+    assert radius.shape == order.shape == (24 * 16,)
+    assert np.all(np.diff(radius[order]) >= 0)
+    info = np.random.default_rng(3).normal(size=radius.size)
+    high = frequency_bands(radius, order, info)
     assert high.dtype == bool
-    assert nu_abs[high].min() > nu_abs[~high].max()  # a radius, not a scatter
+    assert radius[high].min() > radius[~high].max()  # a radius, not a scatter
     weight = np.abs(info)
     assert weight[~high].sum() >= 0.5 * weight.sum()  # the cut's radius is in the low band
-    assert weight[~high].sum() - weight[nu_abs == nu_abs[~high].max()].sum() < 0.5 * weight.sum()
+    edge = radius == radius[~high].max()
+    assert weight[~high].sum() - weight[edge].sum() < 0.5 * weight.sum()
 
 
 def test_the_bands_noise_carries_each_bands_own_profiled_object_factor() -> None:

@@ -215,8 +215,10 @@ class Reference:
         params = from_vector(np.asarray(candidate, dtype=np.float64).ravel(), names)
         return obj.vp_misfit_terms(*self._derivative_sums(spectra, ref, params, names),
                                    obj.lobe_weights(ref.weights, self.xp), spectra.energy,
-                                   self.xp.hypot(ref.nu_r, ref.nu_c), names.index("C10"),
-                                   self.xp)
+                                   tuple(self.xp.asarray(a) for a in obj.radial_order(
+                                       (int(spectra.shape[0]), int(spectra.shape[1])),
+                                       (float(self.geo.step[0]), float(self.geo.step[1])))),
+                                   names.index("C10"), self.xp)
 
     def _derivative_sums(self, spectra: AnySpectra, ref: ReferenceGeometry,
                          params: Mapping[str, float], names: tuple[str, ...],

@@ -14,12 +14,14 @@ the amplitude part -½FT(φ²) to be absorbed by defocus: |C10| came out 2-7 % l
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from ..xp import to_host
+from .geometry import scan_frequencies_half
 from .overlap import pairs_of
 
 D_FLOOR = 1e-12  # frequencies without any BF pixel in their trotters carry no energy
@@ -85,22 +87,37 @@ class MisfitTerms:
     band_entries: np.ndarray  # (2,) (frequency, lobe) entries that carry signal
 
 
-def frequency_bands(nu_abs: Any, info: Any, xp: Any = np) -> Any:
-    """Band of each stored frequency (M,): 1 (high) where |ν| (``nu_abs``) exceeds the
-    radius below which half of ``info`` (each frequency's C10 curvature, both lobes,
-    any sign) lies, else 0. On the device nothing is synchronised."""
-    order = xp.argsort(nu_abs)
+@functools.lru_cache(maxsize=16)  # per window shape: every map tile and region reuses it
+def radial_order(shape: tuple[int, int], step_A: tuple[float, float],
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """|ν| of the stored half plane's grid frequencies (M,), row-major, and the stable
+    order that sorts them: the bands are cut by the grid radius of each bin (the
+    effective frequencies move a bin by less than its width)."""
+    nu_r, nu_c = scan_frequencies_half(shape, step_A)
+    radius = np.hypot(nu_r[:, None], nu_c[None, :]).ravel()
+    order = np.argsort(radius, kind="stable").astype(np.int32)
+    radius.setflags(write=False)
+    order.setflags(write=False)
+    return radius, order
+
+
+def frequency_bands(radius: Any, order: Any, info: Any, xp: Any = np) -> Any:
+    """Band of each stored frequency (M,): True (high) where its grid |ν| (``radius``,
+    sorted by ``order``: ``radial_order``) exceeds the radius below which half of
+    ``info`` (each frequency's C10 curvature, both lobes, any sign) lies. On the device
+    nothing is synchronised."""
     cum = xp.cumsum(xp.abs(info)[order])
-    cut = xp.minimum(xp.searchsorted(cum, cum[-1] * 0.5), nu_abs.size - 1)
-    return nu_abs > nu_abs[order][cut]
+    cut = xp.minimum(xp.searchsorted(cum, cum[-1] * 0.5), radius.size - 1)
+    return radius > radius[order[cut]]
 
 
 def vp_misfit_terms(
     N: Any, D: Any, dN: Any, dD: Any, d2N: Any, d2D: Any, weights: Any, energy: float,
-    nu_abs: Any, info_index: int = 0, xp: Any = np,
+    radial: tuple[Any, Any], info_index: int = 0, xp: Any = np,
 ) -> MisfitTerms:
     """``MisfitTerms`` from the per-lobe sums of ``vp_loss_derivatives`` (the k-ν lobe
-    first), |ν| per stored frequency (M,) and the index of C10 in the parameters: the
+    first), the window's ``radial_order`` (as ``xp`` arrays) and the index of C10 in the
+    parameters: the
     per-frequency terms sum over ν to the gradient (the misfit errors' clusters,
     fit/robust), the bands' to it too (the systematic errors)."""
     _, _, hess, grad_f, pair_f = _vp_derivatives(N, D, dN, dD, d2N, d2D, weights, energy, xp)
@@ -108,7 +125,7 @@ def vp_misfit_terms(
     M = per_lobe.shape[1] // 2
     P = per_lobe.shape[0]
     info = pair_f[pairs_of(P).index((info_index, info_index))]
-    high = frequency_bands(nu_abs, info[:M] + info[M:], xp)
+    high = frequency_bands(radial[0], radial[1], info[:M] + info[M:], xp)
     high = xp.concatenate([high, high])  # the lobes of a frequency share its band
     ok = D > D_FLOOR
     explained = xp.where(ok, (N.real**2 + N.imag**2) / xp.where(ok, D, 1.0), 0.0) * weights

@@ -45,7 +45,7 @@ from ..reference import (
     check_method,
     evaluate_rotations_per_theta,
 )
-from .derivs import derivative_launch, misfit_sums
+from .derivs import derivative_launch, misfit_sums, window_radial
 from .launch import (
     KernelGeo,
     ReconstructArgs,
@@ -345,7 +345,7 @@ class CUDAEngine:
         per_nu = cp.empty((2, ck.N_PER_NU, M), dtype=cp.float64)  # (lobe, term, ν)
         part = derivative_launch(self, sp, np.asarray(candidate, np.float64).reshape(1, -1),
                                  per_nu)
-        sums = misfit_sums(cp, per_nu, sp.part.nu_r, sp.part.nu_c)  # one download for all
+        sums = misfit_sums(cp, per_nu, window_radial(cp, sp.part, sp.shape, self.geo.step))
         host = to_host(cp.concatenate([part.ravel(), sums]), "frequency_gradients")
         _, _, hessian = self._from_partials(host[:part.size], 1, sp)
         terms = host[part.size:-2] * (-1.0 / sp.energy)
