@@ -290,10 +290,7 @@ class CPUEngine:
         cand = np.ascontiguousarray(candidate, dtype=np.float64).reshape(N_JOINT)
         N, D, dN, dD, d2N, d2D = vp_derivative_sums(*self._kernel_args(sp, kg, 1), cand, _PAIRS)
         return obj.vp_misfit_terms(N, D, dN, dD, d2N, d2D, obj.lobe_weights(geometry.weights),
-                                   sp.energy, obj.radial_order(
-                                       (int(sp.shape[0]), int(sp.shape[1])),
-                                       (float(self.geo.step[0]), float(self.geo.step[1]))),
-                                   JOINT.index("C10"))
+                                   sp.energy, JOINT.index("C10"))
 
     # -- reconstruction ----------------------------------------------------------------
     def reconstruct(

@@ -103,9 +103,9 @@ class Engine(Protocol):
         (``physics.objective.MisfitTerms``, float64 on the host): ∂L_ν/∂θ of every stored
         frequency ν (both trotter lobes added), (P, M), summing over ν to
         ``derivatives``' gradient (the misfit errors' clusters, fit/robust); the exact
-        Hessian (P, P), the same bits as ``derivatives``'; the gradients, explained
-        energies and entries of the low and the high band of scan frequencies (the
-        systematic errors, fit/systematic)."""
+        Hessian (P, P), the same bits as ``derivatives``'; each frequency's explained
+        energy and C10 curvature (the frequency bands of the systematic errors,
+        fit/systematic)."""
 
     def reconstruct(
         self, spectra: Spectra, params: dict[str, float], upsample: int = 1,

@@ -210,14 +210,11 @@ class Reference:
         self, spectra: AnySpectra, ref: ReferenceGeometry, candidate: np.ndarray,
         names: tuple[str, ...] = JOINT,
     ) -> obj.MisfitTerms:
-        """``physics.objective.MisfitTerms`` (per-frequency gradients, Hessian, band sums),
-        float64 on the host, from one pass of the derivative sums."""
+        """``physics.objective.MisfitTerms`` (per-frequency terms and the Hessian), float64
+        on the host, from one pass of the derivative sums."""
         params = from_vector(np.asarray(candidate, dtype=np.float64).ravel(), names)
         return obj.vp_misfit_terms(*self._derivative_sums(spectra, ref, params, names),
                                    obj.lobe_weights(ref.weights, self.xp), spectra.energy,
-                                   tuple(self.xp.asarray(a) for a in obj.radial_order(
-                                       (int(spectra.shape[0]), int(spectra.shape[1])),
-                                       (float(self.geo.step[0]), float(self.geo.step[1])))),
                                    names.index("C10"), self.xp)
 
     def _derivative_sums(self, spectra: AnySpectra, ref: ReferenceGeometry,

@@ -37,8 +37,8 @@ from .fixed import FreeView
 
 def frequency_terms(view: FreeView, params: Mapping[str, float]) -> MisfitTerms:
     """``MisfitTerms`` at ``params`` in the free parameters: ∂L_ν/∂θ of every stored
-    frequency ν (both trotter lobes), (P, M), the exact Hessian (P, P) and the two
-    frequency bands' gradients, explained energies and entries.
+    frequency ν (both trotter lobes), (P, M), its explained energy and C10 curvature, and
+    the exact Hessian (P, P).
 
     One engine call (``Engine.misfit_terms``: the derivative kernels' own per-frequency
     terms and the Hessian from the same sums, one download); the sum over ν is the
@@ -54,8 +54,7 @@ def frequency_terms(view: FreeView, params: Mapping[str, float]) -> MisfitTerms:
         return terms
     i = view.free_index
     return MisfitTerms(per_nu=terms.per_nu[i], hessian=terms.hessian[i][:, i],
-                       band_gradients=terms.band_gradients[:, i],
-                       band_explained=terms.band_explained, band_entries=terms.band_entries)
+                       explained=terms.explained, curvature=terms.curvature)
 
 
 @functools.lru_cache(maxsize=16)  # per window shape: every region edit and map tile reuses it

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from ..physics.objective import MisfitTerms, frequency_bands, radial_order
 from .errors import FLAT_CURVATURE_REL, KAPPA_MAX, NoiseLevel
 
 SIGNIFICANCE = 10.83  # χ²₁ at p = 0.001: the bands disagree beyond their noise
@@ -77,6 +78,30 @@ def _joint_inverse(hessian: np.ndarray, widths: np.ndarray) -> np.ndarray | None
     return np.asarray((evecs / evals) @ evecs.T * np.outer(widths, widths))
 
 
+@dataclass(frozen=True)
+class BandSums:
+    """The low and the high band's gradients (2, P), explained energies and frequencies
+    with signal (2,)."""
+
+    gradients: np.ndarray
+    explained: np.ndarray
+    entries: np.ndarray
+
+
+def band_sums(terms: MisfitTerms, shape: tuple[int, int], step_A: tuple[float, float],
+              ) -> BandSums:
+    """Each band's sums of the engine's per-frequency terms (on the host: the terms come
+    down for the misfit error anyway)."""
+    radius, order = radial_order((int(shape[0]), int(shape[1])),
+                                 (float(step_A[0]), float(step_A[1])))
+    high = frequency_bands(radius, order, terms.curvature)
+    parts = (~high, high)
+    return BandSums(gradients=np.stack([terms.per_nu[:, m].sum(axis=1) for m in parts]),
+                    explained=np.array([terms.explained[m].sum() for m in parts]),
+                    entries=np.array([np.count_nonzero(terms.explained[m] > 0)
+                                      for m in parts], dtype=np.float64))
+
+
 def band_kappa_ratio(explained: np.ndarray, entries: np.ndarray, noise: NoiseLevel) -> float:
     """(κ_low + κ_high) / (2κ): the bands' own profiled-object factors (fit.errors' κ with
     each band's explained energy and its share of the eliminated objects) against the
@@ -85,8 +110,8 @@ def band_kappa_ratio(explained: np.ndarray, entries: np.ndarray, noise: NoiseLev
     total = float(np.sum(entries))
     if not total > 0:
         return 1.0
-    kappas = [profile_inflation_of(float(s), noise.sigma2, noise.n_object * float(e) / total)
-              for s, e in zip(explained, entries, strict=True)]
+    kappas = [profile_inflation_of(float(x), noise.sigma2, noise.n_object * float(e) / total)
+              for x, e in zip(explained, entries, strict=True)]
     return float(np.mean(kappas)) / noise.kappa
 
 

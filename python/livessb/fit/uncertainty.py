@@ -46,6 +46,7 @@ from .systematic import (
     TILTS,
     BandComparison,
     band_kappa_ratio,
+    band_sums,
     combined_errors,
     compare_bands,
     depth_not_determined,
@@ -244,9 +245,10 @@ def assess(
         misfit_err = misfit_errors(kept_hessian, free, misfit_meat(clusters), box_t)
     statistical = {n: max(noise_err[n], misfit_err.get(n, 0.0)) for n in free}
     if terms is not None:
-        kappa_ratio = band_kappa_ratio(terms.band_explained, terms.band_entries, kept_noise)
-        bands = compare_bands(terms.band_gradients, kept_hessian, kept_params, free,
-                              noise_err, kappa_ratio, box_t)
+        sums = band_sums(terms, model.spectra.shape, dataset.scan_step_A)
+        kappa_ratio = band_kappa_ratio(sums.explained, sums.entries, kept_noise)
+        bands = compare_bands(sums.gradients, kept_hessian, kept_params, free, noise_err,
+                              kappa_ratio, box_t)
     errors.update(combined_errors(statistical, bands.systematic, box_t))
     undet = undetermined(kept_params, errors, box_t, free, by_model)
     warnings = edge_warnings({n: kept_params[n] for n in free}, errors, box_t, edges)

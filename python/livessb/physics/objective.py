@@ -74,17 +74,15 @@ def vp_loss_derivatives(
 
 @dataclass(frozen=True)
 class MisfitTerms:
-    """What a fit's errors need at one parameter vector, float64 on the host: each stored
-    frequency's gradient (both trotter lobes added), (P, M); the exact Hessian (P, P);
-    and of the low and the high band of scan frequencies (``frequency_bands``: the two
-    halves of the C10 information), the estimates that should agree (fit/systematic),
-    the gradients (2, P), explained energies and entries with signal."""
+    """What a fit's errors need at one parameter vector, float64 on the host, per stored
+    frequency (both trotter lobes added): the gradient (P, M), the explained energy
+    w|N|²/D (M,) and the C10 curvature (M,) (the frequency bands of fit/systematic); and
+    the exact Hessian (P, P)."""
 
     per_nu: np.ndarray
     hessian: np.ndarray
-    band_gradients: np.ndarray
-    band_explained: np.ndarray  # (2,) Σ w|N|²/D: the signal energy each band explains
-    band_entries: np.ndarray  # (2,) (frequency, lobe) entries that carry signal
+    explained: np.ndarray
+    curvature: np.ndarray
 
 
 @functools.lru_cache(maxsize=16)  # per window shape: every map tile and region reuses it
@@ -104,8 +102,7 @@ def radial_order(shape: tuple[int, int], step_A: tuple[float, float],
 def frequency_bands(radius: Any, order: Any, info: Any, xp: Any = np) -> Any:
     """Band of each stored frequency (M,): True (high) where its grid |ν| (``radius``,
     sorted by ``order``: ``radial_order``) exceeds the radius below which half of
-    ``info`` (each frequency's C10 curvature, both lobes, any sign) lies. On the device
-    nothing is synchronised."""
+    ``info`` (each frequency's C10 curvature, both lobes, any sign) lies."""
     cum = xp.cumsum(xp.abs(info)[order])
     cut = xp.minimum(xp.searchsorted(cum, cum[-1] * 0.5), radius.size - 1)
     return radius > radius[order[cut]]
@@ -113,33 +110,25 @@ def frequency_bands(radius: Any, order: Any, info: Any, xp: Any = np) -> Any:
 
 def vp_misfit_terms(
     N: Any, D: Any, dN: Any, dD: Any, d2N: Any, d2D: Any, weights: Any, energy: float,
-    radial: tuple[Any, Any], info_index: int = 0, xp: Any = np,
+    info_index: int = 0, xp: Any = np,
 ) -> MisfitTerms:
     """``MisfitTerms`` from the per-lobe sums of ``vp_loss_derivatives`` (the k-ν lobe
-    first), the window's ``radial_order`` (as ``xp`` arrays) and the index of C10 in the
-    parameters: the
-    per-frequency terms sum over ν to the gradient (the misfit errors' clusters,
-    fit/robust), the bands' to it too (the systematic errors)."""
+    first) and the index of C10 in the parameters: the per-frequency gradients sum over
+    ν to the gradient (the misfit errors' clusters, fit/robust)."""
     _, _, hess, grad_f, pair_f = _vp_derivatives(N, D, dN, dD, d2N, d2D, weights, energy, xp)
     per_lobe = -grad_f / energy
     M = per_lobe.shape[1] // 2
     P = per_lobe.shape[0]
-    info = pair_f[pairs_of(P).index((info_index, info_index))]
-    high = frequency_bands(radial[0], radial[1], info[:M] + info[M:], xp)
-    high = xp.concatenate([high, high])  # the lobes of a frequency share its band
     ok = D > D_FLOOR
     explained = xp.where(ok, (N.real**2 + N.imag**2) / xp.where(ok, D, 1.0), 0.0) * weights
-    grads = xp.stack([xp.sum(xp.where(high == b, per_lobe, 0.0), axis=1) for b in (0, 1)])
-    signal = xp.stack([xp.sum(xp.where(high == b, explained, 0.0)) for b in (0, 1)]
-                      + [xp.sum((high == b) & (explained > 0)) for b in (0, 1)])
-    # One (counted) download of the per-frequency terms and the bands' sums.
-    host = to_host(xp.concatenate([(per_lobe[:, :M] + per_lobe[:, M:]).ravel(), grads.ravel(),
-                                   signal.astype(xp.float64)]),
+    info = pair_f[pairs_of(P).index((info_index, info_index))]
+    # One (counted) download of every per-frequency term.
+    host = to_host(xp.concatenate([(per_lobe[:, :M] + per_lobe[:, M:]).ravel(),
+                                   explained[:M] + explained[M:], info[:M] + info[M:]]),
                    "frequency_gradients", np.float64)
     n = P * M
-    return MisfitTerms(per_nu=host[:n].reshape(P, M), hessian=hess,
-                       band_gradients=host[n:n + 2 * P].reshape(2, P),
-                       band_explained=host[-4:-2], band_entries=host[-2:])
+    return MisfitTerms(per_nu=host[:n].reshape(P, M), hessian=hess, explained=host[n:n + M],
+                       curvature=host[n + M:])
 
 
 def symmetric_from_pairs(values: np.ndarray, P: int) -> np.ndarray:

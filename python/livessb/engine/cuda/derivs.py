@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ...physics import objective as obj
 from .. import cuda_kernels as ck
 from .launch import (
     DERIV_SHARED_BYTES,
@@ -25,7 +24,6 @@ from .prepare import support_masks
 
 if TYPE_CHECKING:
     from .engine import CUDAEngine, DeviceSpectra
-    from .records import CUDAPart
 
 
 def derivative_launch(engine: CUDAEngine, sp: DeviceSpectra, cand: np.ndarray,
@@ -67,27 +65,3 @@ def derivative_launch(engine: CUDAEngine, sp: DeviceSpectra, cand: np.ndarray,
                shared_mem=smem)
     return part
 
-
-def misfit_sums(cp: Any, per_nu: Any, radial: tuple[Any, Any]) -> Any:
-    """From ``derivative_launch``'s per-ν terms (2, N_PER_NU, M) of one candidate: each
-    ν's gradient terms (6, M), the two frequency bands' sums of the loss and gradient
-    terms (2, 7) and their counts of entries with signal (2,), one device array of
-    6M + 16, the lobes added (a frequency's lobes share its band; ``radial`` the
-    window's ``physics.objective.radial_order`` on the device; fit/systematic)."""
-    both = per_nu[0] + per_nu[1]
-    high = obj.frequency_bands(radial[0], radial[1], both[7], cp)  # 7: the C10 curvature
-    in_band = cp.stack([~high, high], axis=1).astype(cp.float64)  # (M, 2): low, high
-    entries = (per_nu[:, 0] > 0).sum(axis=0).astype(cp.float64)  # term 0: w|N|²/D
-    return cp.concatenate([both[1:7].ravel(), (both[:7] @ in_band).T.ravel(),
-                           entries @ in_band])
-
-
-def window_radial(cp: Any, part: CUDAPart, shape: tuple[int, int],
-                  step: tuple[float, float]) -> tuple[Any, Any]:
-    """The window's ``physics.objective.radial_order`` on the device: sorted on the host
-    once per shape (every map tile shares it), uploaded once per window."""
-    if part.radial is None:
-        radius, order = obj.radial_order((int(shape[0]), int(shape[1])),
-                                         (float(step[0]), float(step[1])))
-        part.radial = (cp.asarray(radius), cp.asarray(order))
-    return part.radial

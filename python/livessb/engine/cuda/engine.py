@@ -45,7 +45,7 @@ from ..reference import (
     check_method,
     evaluate_rotations_per_theta,
 )
-from .derivs import derivative_launch, misfit_sums, window_radial
+from .derivs import derivative_launch
 from .launch import (
     KernelGeo,
     ReconstructArgs,
@@ -345,15 +345,14 @@ class CUDAEngine:
         per_nu = cp.empty((2, ck.N_PER_NU, M), dtype=cp.float64)  # (lobe, term, ν)
         part = derivative_launch(self, sp, np.asarray(candidate, np.float64).reshape(1, -1),
                                  per_nu)
-        sums = misfit_sums(cp, per_nu, window_radial(cp, sp.part, sp.shape, self.geo.step))
-        host = to_host(cp.concatenate([part.ravel(), sums]), "frequency_gradients")
+        # One download: the block partials and each ν's terms, the lobes added.
+        host = to_host(cp.concatenate([part.ravel(), (per_nu[0] + per_nu[1]).ravel()]),
+                       "frequency_gradients")
         _, _, hessian = self._from_partials(host[:part.size], 1, sp)
-        terms = host[part.size:-2] * (-1.0 / sp.energy)
-        bands = terms[6 * M:].reshape(2, 7)
-        return obj.MisfitTerms(per_nu=terms[:6 * M].reshape(6, M), hessian=hessian[0],
-                               band_gradients=bands[:, 1:7],
-                               band_explained=bands[:, 0] * -sp.energy,
-                               band_entries=host[-2:])
+        terms = host[part.size:].reshape(ck.N_PER_NU, M)
+        scaled = terms[1:] * (-1.0 / sp.energy)  # the gradient and the C10 curvature
+        return obj.MisfitTerms(per_nu=scaled[:6], hessian=hessian[0], explained=terms[0],
+                               curvature=scaled[6])
 
     def _from_partials(self, partials: np.ndarray, K: int, sp: DeviceSpectra,
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

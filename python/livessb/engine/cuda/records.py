@@ -55,7 +55,6 @@ class CUDAPart:
     # vp_derivs' per-lobe masks of this window's grid at the current rotation (likewise):
     # (uint32 masks of lobe 0 then lobe 1, tiles per row)
     lobe_masks: tuple[Any, int] | None = None
-    radial: tuple[Any, Any] | None = None  # physics.objective.radial_order, uploaded
 
     def arrays(self) -> list[Any]:
         """Every array this part references (device arrays and others; callers count the
@@ -69,6 +68,4 @@ class CUDAPart:
             out.append(self.fine_masks.masks)
         if self.lobe_masks is not None:
             out.append(self.lobe_masks[0])
-        if self.radial is not None:
-            out += list(self.radial)
         return out
