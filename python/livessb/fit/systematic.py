@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 
 from ..physics.objective import MisfitTerms, frequency_bands, radial_order
-from .errors import FLAT_CURVATURE_REL, KAPPA_MAX, NoiseLevel
+from .errors import FLAT_CURVATURE_REL, NoiseLevel, profile_inflation
 
 SIGNIFICANCE = 10.83  # χ²₁ at p = 0.001: the bands disagree beyond their noise
 DEPTH_DISAGREEMENT = 0.10  # of the depth: beyond the thick model's own leakage bias (≤ 6 %)
@@ -115,16 +115,10 @@ def band_kappa_ratio(explained: np.ndarray, entries: np.ndarray, noise: NoiseLev
     total = float(np.sum(entries))
     if not total > 0:
         return 1.0
-    kappas = [profile_inflation_of(float(x), noise.sigma2, noise.n_object * float(e) / total)
+    # profile_inflation(L, E, ...) reads the explained energy as E(1 − L): here L = 0
+    kappas = [profile_inflation(0.0, float(x), noise.sigma2, noise.n_object * float(e) / total)
               for x, e in zip(explained, entries, strict=True)]
     return float(np.mean(kappas)) / noise.kappa
-
-
-def profile_inflation_of(explained: float, sigma2: float, n_object: float) -> float:
-    """κ = 1 + σ² n_object / S, S = explained − σ² n_object (fit.errors.profile_inflation)."""
-    absorbed = sigma2 * n_object
-    signal = explained - absorbed
-    return KAPPA_MAX if not signal > absorbed / (KAPPA_MAX - 1.0) else 1.0 + absorbed / signal
 
 
 def compare_bands(
