@@ -138,6 +138,31 @@ def test_map_tiles_errors_and_blend_match_cpu(thick: Dataset4D) -> None:
     assert np.abs(d).max() < PHASE_ATOL
 
 
+@pytest.mark.parametrize(("upsample", "method"), [(1, "ssb"), (2, "ssb"), (2, "wiener")])
+def test_batched_reconstruction_gives_each_tiles_own_image(
+        thick: Dataset4D, upsample: int, method: str) -> None:
+    """reconstruct_many (a map's tiles, up to four per launch: 4 + 2 + 1 for seven) =
+    each candidate's own reconstruct, and the CPU engine's images."""
+    rng = np.random.default_rng(5)
+    params = [{"C10": float(c), "C12": float(a), "phi12": float(p),
+               "tilt_row_mrad": 1.0, "tilt_col_mrad": -0.5, "depth": float(d)}
+              for c, a, p, d in zip(rng.uniform(-60, -20, 7), rng.uniform(0, 15, 7),
+                                    rng.uniform(-1, 1, 7), rng.uniform(0, 80, 7),
+                                    strict=True)]
+    with ch.both_prepared(thick) as (cpu, gpu, _rot, sc, sg):
+        batch = [cp.asnumpy(o) for o in gpu.reconstruct_many(sg, params, upsample, method)]
+        each = [gpu.reconstruct(sg, p, upsample, method) for p in params]
+        host = cpu.reconstruct_many(sc, params, upsample, method)
+    same = [bool(np.array_equal(b, e)) for b, e in zip(batch, each, strict=True)]
+    scale = max(float(np.abs(e).max()) for e in each)
+    worst = max(float(np.abs(b - e).max()) for b, e in zip(batch, each, strict=True)) / scale
+    to_cpu = max(float(np.abs(b - h).max()) for b, h in zip(batch, host, strict=True)) / scale
+    record(f"reconstruct_many_{upsample}_{method}", bitwise=same, max_rel=worst,
+           cpu_max_rel=to_cpu)
+    assert worst < 1e-6, (same, worst)
+    assert to_cpu < 1e-4, to_cpu
+
+
 def test_refine_matches_cpu(thick: Dataset4D) -> None:
     start = {"C10": -30.0, "C12": 10.0, "phi12": 0.5, "tilt_row_mrad": 2.0,
              "tilt_col_mrad": -1.0, "depth": 40.0}

@@ -11,7 +11,7 @@ import pytest
 
 import livessb
 from livessb.fit.maps import MapGridError, tile_grid
-from livessb.map_blend import auto_density, hat_weights, refine_tiles
+from livessb.map_blend import auto_density, blend_tiles, hat_weights, refine_tiles
 from livessb.maps import MapResult, MapSessionError
 from livessb.session import FitRequiredError, SessionClosedError
 from livessb.simulate import simulate_4dstem
@@ -106,6 +106,29 @@ def test_hat_weights_are_a_partition_of_unity() -> None:
     assert w[0, 0] == 1.0 and w[2, -1] == 1.0  # clamped beyond the outer centres
     assert w[1, 95] == pytest.approx(1.0)  # output pixel 95 at scan px 47.5
     assert np.allclose(hat_weights(np.array([10.0]), 8, 1), 1.0)
+
+
+def test_the_blend_is_the_same_whatever_the_tiles_per_batch() -> None:
+    """Tiles go to the engine a batch at a time (four per CUDA launch): every batch size
+    gives the same bits, each tile's image weighted by its own hats."""
+    rng = np.random.default_rng(2)
+    tiles = [[{"C10": float(10 * i + j)} for j in range(3)] for i in range(3)]
+    images = {p["C10"]: (rng.normal(size=(24, 30)) + 1j * rng.normal(size=(24, 30)))
+              .astype(np.complex64) for row in tiles for p in row}
+    calls: list[int] = []
+
+    def many(ps: list[dict[str, float]]) -> list[np.ndarray]:
+        calls.append(len(ps))
+        return [images[p["C10"]] for p in ps]
+
+    rows, cols = np.array([4.0, 12.0, 20.0]), np.array([5.0, 15.0, 25.0])
+    out = {b: blend_tiles(many, tiles, rows, cols, (24, 30), 1, batch=b) for b in (1, 4, 9)}
+    assert calls == [1] * 9 + [4, 4, 1] + [9]
+    assert np.array_equal(out[1], out[4]) and np.array_equal(out[1], out[9])
+    w_r, w_c = hat_weights(rows, 24, 1), hat_weights(cols, 30, 1)
+    want = sum(np.outer(w_r[i], w_c[j]) * images[tiles[i][j]["C10"]]
+               for i in range(3) for j in range(3))
+    np.testing.assert_allclose(out[4], want, rtol=1e-5, atol=1e-5)
 
 
 def test_virtual_tiles_interpolate_the_aberration_not_the_angle_numbers() -> None:

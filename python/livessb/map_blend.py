@@ -35,6 +35,11 @@ MAX_PHASE_STEP_RAD = np.pi / 4
 MAX_DENSITY = 4
 
 
+# Tiles reconstructed per engine call: the CUDA engine's largest launch (four candidates
+# per thread share the walk and the spectra loads); their images are held until added.
+TILES_PER_BATCH = 4
+
+
 def hat_weights_at(centers_px: np.ndarray, x_px: np.ndarray) -> np.ndarray:
     """(len(centers), len(x)) weights at positions ``x_px``: piecewise-linear hats on the
     strictly increasing ``centers_px`` (scan px), clamped at the ends, summing to 1."""
@@ -141,12 +146,14 @@ def _support(w: np.ndarray) -> slice:
 
 
 def blend_tiles(
-    reconstruct: Callable[[Mapping[str, float]], Any],
+    reconstruct_many: Callable[[list[dict[str, float]]], list[Any]],
     tile_params: list[list[dict[str, float]]], row_centers: np.ndarray,
     col_centers: np.ndarray, out_shape: tuple[int, int], upsample: int, xp: Any = np,
+    batch: int = TILES_PER_BATCH,
 ) -> np.ndarray:
-    """Σ_t w_t · O_t over the tiles (row-major), O_t = ``reconstruct(params of t)`` (an
-    array of ``xp``, at least ``out_shape``): a complex64 host image of ``out_shape``.
+    """Σ_t w_t · O_t over the tiles (row-major), O_t = ``reconstruct_many``'s image of
+    tile t (arrays of ``xp``, at least ``out_shape``; ``batch`` tiles per call): a
+    complex64 host image of ``out_shape``.
 
     The sum stays in ``xp`` (on the device for CuPy: the weights go up once, each tile
     adds only where its weight is non-zero, with slices known on the host) and comes back
@@ -156,10 +163,12 @@ def blend_tiles(
     w_cols = hat_weights(col_centers, out_shape[1], upsample).astype(np.float32)
     wr, wc = xp.asarray(w_rows), xp.asarray(w_cols)
     out = xp.zeros(out_shape, dtype=np.complex64)
-    for i, row in enumerate(tile_params):
-        rs = _support(w_rows[i])
-        for j, params in enumerate(row):
-            cs = _support(w_cols[j])
-            obj = reconstruct(params)
+    tiles = [(i, j, params) for i, row in enumerate(tile_params)
+             for j, params in enumerate(row)]
+    for start in range(0, len(tiles), batch):
+        chunk = tiles[start:start + batch]
+        images = reconstruct_many([dict(params) for _, _, params in chunk])
+        for (i, j, _), obj in zip(chunk, images, strict=True):
+            rs, cs = _support(w_rows[i]), _support(w_cols[j])
             out[rs, cs] += (wr[i, rs, None] * wc[j, None, cs]) * obj[rs, cs]
     return to_host(out, "map_blend")

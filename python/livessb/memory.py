@@ -189,16 +189,18 @@ def _kept_pairs(n_bf: int, M: int) -> int:
     return need if need <= PAIR_CACHE_BYTES else 0
 
 
-def reconstruct_estimate(dataset: Dataset4D, device: str, upsample: int) -> Estimate:
-    """What a reconstruction at ``upsample`` adds (its geometry is kept per factor)."""
+def reconstruct_estimate(dataset: Dataset4D, device: str, upsample: int,
+                         images: int = 1) -> Estimate:
+    """What a reconstruction at ``upsample`` adds (its geometry is kept per factor), with
+    ``images`` of them held at once (a map's batch of tiles and its blend)."""
     n_bf, M_f, pixels = _pairs(dataset, upsample)
+    image = IMAGE_BYTES_PER_PIXEL * pixels * images
     if uses_cuda(device):
         geometry = 0 if upsample == 1 else CUDA_FINE_BYTES_PER_PAIR * n_bf * M_f  # 1: reused
-        return Estimate("cuda", {"upsampled geometry": geometry,
-                                 "image": IMAGE_BYTES_PER_PIXEL * pixels})
+        return Estimate("cuda", {"upsampled geometry": geometry, "image": image})
     kept = 0 if upsample == 1 else _kept_pairs(n_bf, M_f)  # 1: the scoring grid's pairs
     return Estimate("host", {"upsampled half plane": CPU_FINE_BYTES_PER_FREQUENCY * M_f,
-                             "kept pairs": kept, "image": IMAGE_BYTES_PER_PIXEL * pixels})
+                             "kept pairs": kept, "image": image})
 
 
 # -- the checks -----------------------------------------------------------------------
@@ -268,14 +270,15 @@ class CorrectedCountsCheck:
             self.done = True
 
 
-_checked: weakref.WeakKeyDictionary[Any, set[int]] = weakref.WeakKeyDictionary()
+_checked: weakref.WeakKeyDictionary[Any, set[tuple[int, int]]] = weakref.WeakKeyDictionary()
 
 
-def check_reconstruct_memory(session: Any, upsample: int) -> None:
-    """Preflight for Session.reconstruct; once per factor (its geometry then stays)."""
+def check_reconstruct_memory(session: Any, upsample: int, images: int = 1) -> None:
+    """Preflight for Session.reconstruct; once per factor and image count (its geometry
+    then stays)."""
     done = _checked.setdefault(session, set())
-    if upsample in done:
+    if (upsample, images) in done:
         return
-    check_fits(reconstruct_estimate(session.dataset, session.device, upsample),
+    check_fits(reconstruct_estimate(session.dataset, session.device, upsample, images),
                session.dataset, "reconstruction")
-    done.add(upsample)
+    done.add((upsample, images))

@@ -26,7 +26,7 @@ from .fit.region import WindowSpec, fit_window
 from .fit.sampling import check_sampling_request, refit_detector_sampling
 from .fit.search import Box
 from .fit.uncertainty import assess, with_assessment
-from .map_blend import auto_density, blend_tiles, refine_tiles
+from .map_blend import TILES_PER_BATCH, auto_density, blend_tiles, refine_tiles
 from .maps import MapResult
 from .memory import check_reconstruct_memory
 from .params import JOINT, OPTIONAL, fit_names
@@ -382,9 +382,10 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
             tile_params, map_result.centers_px[:, 0, 0], map_result.centers_px[0, :, 1],
             density)
         model = self._full_model(self._theta, bool(self.transpose))
-        check_reconstruct_memory(self, f)  # each tile's f-times grid, refused before any
-        obj = blend_tiles(lambda p: model.reconstruct(dict(p), f, method, resident=True),
-                          tiles, row_centers, col_centers, (f * rows, f * cols), f,
+        # a batch of tiles' f-times images and the blend, refused before any
+        check_reconstruct_memory(self, f, images=TILES_PER_BATCH + 1)
+        obj = blend_tiles(lambda ps: model.reconstruct_many(ps, f, method), tiles,
+                          row_centers, col_centers, (f * rows, f * cols), f,
                           engine.reference.xp)
         mean = {n: float(np.mean(v)) for n, v in map_result.params.items()}
         step = self.dataset.scan_step_A

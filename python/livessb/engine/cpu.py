@@ -12,6 +12,7 @@ at a time when it is used (kept only when small).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -310,6 +311,10 @@ class CPUEngine:
         # Host memory is resident here; the hand-over is counted where a device engine
         # downloads (livessb.xp: the guard counts on the CPU what the GPU would wait for).
         return image if resident else to_host(image, "reconstruct")
+
+    def reconstruct_many(self, spectra: Spectra, params: Sequence[dict[str, float]],
+                         upsample: int = 1, method: str = "ssb") -> list[np.ndarray]:
+        return [self.reconstruct(spectra, p, upsample, method, resident=True) for p in params]
 
     def object_spectrum(self, spectra: Spectra, params: dict[str, float], upsample: int,
                         method: str, keep: np.ndarray | None = None) -> np.ndarray:

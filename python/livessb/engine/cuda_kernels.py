@@ -19,6 +19,9 @@ KERNEL_FILES = ("common.cu", "walk.cu", "vp_eval.cu", "vp_derivs.cu", "energy_ma
 # Candidates per thread in vp_eval<KC>. Eight (sums in dynamic shared memory, 2 blocks
 # per SM) ran slower on the H200: 2.27 ms per candidate against 1.94 for four.
 EVAL_GROUPS = (1, 2, 4)
+# Candidates (a map's tiles) per thread in reconstruct_kernel<K>: the walk, the spectra
+# loads and the pair geometry are shared by the K.
+RECON_GROUPS = (1, 2, 4)
 COUNT_TYPES = {
     np.dtype(np.uint8): "unsigned char",
     np.dtype(np.uint16): "unsigned short",
@@ -68,10 +71,16 @@ def eval_kernel_name(group: int, rotations: bool = False) -> str:
     return f"vp_eval<{group}, {'true' if rotations else 'false'}>"
 
 
+def reconstruct_kernel_name(group: int) -> str:
+    """reconstruct_kernel for ``group`` candidates (a map's tiles) per thread."""
+    return f"reconstruct_kernel<{group}>"
+
+
 def _names() -> list[str]:
     names = [eval_kernel_name(k) for k in EVAL_GROUPS] + [eval_kernel_name(1, rotations=True)]
+    names += [reconstruct_kernel_name(k) for k in RECON_GROUPS]
     names += ["vp_derivs", "vp_eval_finish", "vp_derivs_finish", "energy_kernel", "support_mask",
-              "reconstruct_kernel", "fma_peak", "effective_sums"]
+              "fma_peak", "effective_sums"]
     for t in COUNT_TYPES.values():
         names += [f"stage_window<{t}>", f"window_mean<{t}>", f"bf_com<{t}>", f"gather_bf<{t}>",
                   f"detector_sums<{t}>", f"descan_moments<{t}>"]

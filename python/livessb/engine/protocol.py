@@ -9,6 +9,7 @@ differentiated and reconstructed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -116,6 +117,12 @@ class Engine(Protocol):
         up before its one download). ``bf_pixels``: only that many BF pixels, the nearest
         the disk centre (``physics.geometry.nearest_bf_pixels``), enter the sums and their
         normalisation; None: all (a count equal to all: the same bits)."""
+
+    def reconstruct_many(self, spectra: Spectra, params: Sequence[dict[str, float]],
+                         upsample: int = 1, method: str = "ssb") -> list[Any]:
+        """``reconstruct(spectra, p, upsample, method, resident=True)`` of each ``p``, in
+        order and with the same images: a map's tiles. The CUDA engine reconstructs up
+        to four per launch (the walk and the spectra loads shared)."""
 
     def release(self, spectra: Spectra) -> None:
         """Drop a handle's arrays (regions are re-prepared on every edit)."""

@@ -7,6 +7,7 @@ can release them on close. That engine↔model cycle is broken explicitly by
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -69,6 +70,10 @@ class ThickSampleModel:
                     resident: bool = False, bf_pixels: int | None = None) -> Any:
         return self._live().reconstruct(self.spectra, params, upsample, method, resident,
                                         bf_pixels)
+
+    def reconstruct_many(self, params: Sequence[dict[str, float]], upsample: int,
+                         method: str) -> list[Any]:
+        return self._live().reconstruct_many(self.spectra, params, upsample, method)
 
     def release(self) -> None:
         """Free this model's spectra now (e.g. a region replaced by a newer edit)."""

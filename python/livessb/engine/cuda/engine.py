@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -58,6 +59,7 @@ from .launch import (
     launch,
     pixel_rows,
     pixel_split,
+    recon_launches,
     vp_eval_args,
 )
 from .memory import DeviceMemory, memory_report, planned_irfft2, resident_bf_counts
@@ -381,10 +383,26 @@ class CUDAEngine:
             ref = self._reference_geometry(sp)
             image = self.reference.reconstruct(sp, ref, params, upsample, method, keep)
             return image if resident else to_host(image, "reconstruct")
-        return self._reconstruct(sp, params, int(upsample), method, resident, keep)
+        image = self._reconstruct(sp, [params], int(upsample), method, resident, keep)
+        return image[0] if resident else image
 
-    def _reconstruct(self, sp: DeviceSpectra, params: dict[str, float], f: int,
+    @timed("reconstruct_many", len)
+    def reconstruct_many(self, spectra: Spectra, params: Sequence[dict[str, float]],
+                         upsample: int = 1, method: str = "ssb") -> list[Any]:
+        sp = self._life.live(spectra)
+        check_method(method)
+        if any(has_higher_order(p) for p in params):
+            return [self.reconstruct(spectra, p, upsample, method, resident=True)
+                    for p in params]
+        images: list[Any] = []
+        for at in recon_launches(len(params)):
+            images += self._reconstruct(sp, list(params[at]), int(upsample), method, True)
+        return images
+
+    def _reconstruct(self, sp: DeviceSpectra, params: list[dict[str, float]], f: int,
                      method: str, resident: bool, keep: np.ndarray | None = None) -> Any:
+        """Images of len(params) ∈ RECON_GROUPS candidates from one launch (device arrays
+        where ``resident``, else the one image downloaded)."""
         cp = self.cp
         w, g = self._at_rotation(sp)
         Nr, Nc = sp.shape
@@ -404,13 +422,15 @@ class CUDAEngine:
                 words = (words.reshape(-1, masks.tiles * 4) & cp.asarray(
                     subset_mask_words(keep, masks.tiles))).ravel()
             n_sum = int(np.count_nonzero(keep))
-        vec = to_vector(params, JOINT, default=0.0).reshape(1, N_JOINT)
+        K = len(params)
+        vec = np.stack([to_vector(p, JOINT, default=0.0) for p in params])
         MF = Fr * Hf
-        with self.memory.guard(f"reconstructing on the {Fr}x{Fc} grid", MF * 8 * 3):
-            O = cp.empty(MF, dtype=cp.complex64)
+        with self.memory.guard(f"reconstructing on the {Fr}x{Fc} grid", K * MF * 8 * 3):
+            O = cp.empty((K, MF), dtype=cp.complex64)
             ev = [cp.cuda.Event() for _ in range(3)]
             ev[0].record()
-            launch(ck.module().get_function("reconstruct_kernel"), (-(-MF // ck.NT),), (ck.NT,),
+            launch(ck.module().get_function(ck.reconstruct_kernel_name(K)),
+                   (-(-MF // ck.NT),), (ck.NT,),
                    ReconstructArgs(
                        w.G, w.B, w.M, w.Nr, w.Nc, np.int32(Fr), np.int32(Fc), fine.nu_r,
                        fine.nu_c, fine.alias, g.k64, g.px, words, np.int32(masks.tiles),
@@ -419,12 +439,13 @@ class CUDAEngine:
                        np.float32(RECON_EPS), np.int32(0 if method == "ssb" else 1),
                        np.int32(n_sum), O))
             ev[1].record()
-            image = self.reference.object_spectrum_to_image(sp, O, f).astype(np.complex64)
+            images = [self.reference.object_spectrum_to_image(sp, O[k], f).astype(np.complex64)
+                      for k in range(K)]
             ev[2].record()
             if resident:  # stays on the device (a map's blend): no download, no wait
-                return image
+                return images
             t0 = time.perf_counter()
-            out: np.ndarray = to_host(image, "reconstruct")
+            out: np.ndarray = to_host(images[0], "reconstruct")
             st = self.stats
             add_seconds(st, "reconstruct_kernel_s", cp.cuda.get_elapsed_time(ev[0], ev[1]) / 1e3)
             add_seconds(st, "reconstruct_ifft_s", cp.cuda.get_elapsed_time(ev[1], ev[2]) / 1e3)

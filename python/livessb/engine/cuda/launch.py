@@ -385,6 +385,17 @@ def eval_launches(K: int, eval_group: int) -> list[tuple[slice, int, int]]:
     return [(slice(0, K), kc, 0)]
 
 
+def recon_launches(K: int) -> list[slice]:
+    """The candidates of each reconstruction launch of a batch of K (a map's tiles), in
+    order: as many of ck.RECON_GROUPS' largest as fit, then the largest that fit the rest."""
+    out, start = [], 0
+    for group in sorted(ck.RECON_GROUPS, reverse=True):
+        while K - start >= group:
+            out.append(slice(start, start + group))
+            start += group
+    return out
+
+
 def candidate_table(candidates: np.ndarray, pad_to: int = 1) -> np.ndarray:
     """(K, 8) float64 rows: C10, C12, cos 2φ, sin 2φ, τr (rad), τc (rad), Δ, 0."""
     c = np.asarray(candidates, dtype=np.float64).reshape(-1, N_JOINT)

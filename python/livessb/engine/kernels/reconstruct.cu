@@ -10,7 +10,12 @@
 // S a = S_p a_p; and |Γ| = |S a|. So the SSB term is σ sign(Sa) min(1, |Sa|/eps) G e^{iφ}:
 // one sincos, one sine and one reciprocal per pair, where the full form takes two
 // sincos, two reciprocals and a square root (SFU work). Band pairs take the full form.
-__global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
+// K candidates per thread (a map's tiles, K of them per launch): the walk, the spectra
+// loads and each pair's geometry are shared, each candidate has its own Γ and sums (the
+// same operations in the same order as K = 1, so each tile's image is that of its own
+// launch). cand: K rows of 8; out: K × MF.
+template <int K>
+__global__ void __launch_bounds__(NT, RECON_MINB_FOR(K)) reconstruct_kernel(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc, int Fr, int Fc,
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
     const int* __restrict__ row_alias,
@@ -33,55 +38,76 @@ __global__ void __launch_bounds__(NT, RECON_MINB) reconstruct_kernel(
         if (cj) { R = (Nr - R) % Nr; C = Nc - C; }
         src = R * Hc + C;
     }
-    Cand cc;
-    make_cand(cand, nr, nc, pilam, cc);
-    const float hp = (float)remainder(cand_phases(cand, nr, nc, pilam).half_psi, 2.0 * PI_D);
+    Cand cc[K];
+    float hp[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+        make_cand(cand + 8 * k, nr, nc, pilam, cc[k]);
+        hp[k] = (float)remainder(cand_phases(cand + 8 * k, nr, nc, pilam).half_psi, 2.0 * PI_D);
+    }
     const float inv_eps = 1.0f / eps;
     const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
-    double aR = 0.0, aI = 0.0, aD = 0.0;
-    float fr_ = 0.f, fi_ = 0.f, fd_ = 0.f;
+    double aR[K], aI[K], aD[K];
+    float fr_[K], fi_[K], fd_[K];
+#pragma unroll
+    for (int k = 0; k < K; ++k) { aR[k] = aI[k] = aD[k] = 0.0; fr_[k] = fi_[k] = fd_[k] = 0.f; }
     const uint4* wmask = masks + (size_t)(m >> 5) * mask_stride;  // this warp's row
     walk_pairs<true, false>(G, M, src, active, 0, B, k64, px, wmask, nr, nc, geo, NoPixel(),
         [&](float kr, float kc, float2 g, float am, float ap, bool) {
             if (cj) g.y = -g.y;
             const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
             if (am != 0.f && ap != 0.f) {  // the soft-edge band: both discs, full form
-                float pr, pi, u, v;
-                PairOut po;
-                gamma_conj(kr, kc, q, am, ap, cc, pr, pi, u, v, po);
-                if (mode == 0) {
-                    const float inv = fminf(rsqrtf(u * u + v * v), inv_eps);
-                    fr_ += (pr * g.x - pi * g.y) * inv;
-                    fi_ += (pr * g.y + pi * g.x) * inv;
-                } else {
-                    acc_nd(pr, pi, u, v, g, fr_, fi_, fd_);
+#pragma unroll
+                for (int k = 0; k < K; ++k) {
+                    float pr, pi, u, v;
+                    PairOut po;
+                    gamma_conj(kr, kc, q, am, ap, cc[k], pr, pi, u, v, po);
+                    if (mode == 0) {
+                        const float inv = fminf(rsqrtf(u * u + v * v), inv_eps);
+                        fr_[k] += (pr * g.x - pi * g.y) * inv;
+                        fi_[k] += (pr * g.y + pi * g.x) * inv;
+                    } else {
+                        acc_nd(pr, pi, u, v, g, fr_[k], fi_[k], fd_[k]);
+                    }
                 }
                 return;
             }
             const bool side_m = am != 0.f;
-            const float cpv = __fmaf_rn(kr, cc.vr, __fmul_rn(kc, cc.vc));
-            float sn, cs;  // e^{iφ}; -(Ψ/2 + c') as (-Ψ/2) - c': the same rounding
-            fast_sincos(__fsub_rn(side_m ? hp : -hp, cpv), &sn, &cs);
-            const float x = __fmaf_rn(-cc.hd, q, side_m ? cc.Xm : cc.Xp);
-            const float sa = __fmul_rn(sinc_f(x, fast_sin(x)), side_m ? am : ap);
-            const float ssa = side_m ? sa : -sa;  // σ S a
-            float f;  // the term's real factor: σ sign(Sa) min(1, |Sa|/eps), or σ S a
-            if (mode == 0) f = copysignf(fminf(fabsf(ssa) * inv_eps, 1.0f), ssa);
-            else { f = ssa; fd_ = __fmaf_rn(sa, sa, fd_); }
-            const float hr = __fmaf_rn(cs, g.x, -__fmul_rn(sn, g.y));
-            const float hi = __fmaf_rn(cs, g.y, __fmul_rn(sn, g.x));
-            fr_ = __fmaf_rn(f, hr, fr_);
-            fi_ = __fmaf_rn(f, hi, fi_);
+#pragma unroll
+            for (int k = 0; k < K; ++k) {
+                const float cpv = __fmaf_rn(kr, cc[k].vr, __fmul_rn(kc, cc[k].vc));
+                float sn, cs;  // e^{iφ}; -(Ψ/2 + c') as (-Ψ/2) - c': the same rounding
+                fast_sincos(__fsub_rn(side_m ? hp[k] : -hp[k], cpv), &sn, &cs);
+                const float x = __fmaf_rn(-cc[k].hd, q, side_m ? cc[k].Xm : cc[k].Xp);
+                const float sa = __fmul_rn(sinc_f(x, fast_sin(x)), side_m ? am : ap);
+                const float ssa = side_m ? sa : -sa;  // σ S a
+                float f;  // the term's real factor: σ sign(Sa) min(1, |Sa|/eps), or σ S a
+                if (mode == 0) f = copysignf(fminf(fabsf(ssa) * inv_eps, 1.0f), ssa);
+                else { f = ssa; fd_[k] = __fmaf_rn(sa, sa, fd_[k]); }
+                const float hr = __fmaf_rn(cs, g.x, -__fmul_rn(sn, g.y));
+                const float hi = __fmaf_rn(cs, g.y, __fmul_rn(sn, g.x));
+                fr_[k] = __fmaf_rn(f, hr, fr_[k]);
+                fi_[k] = __fmaf_rn(f, hi, fi_[k]);
+            }
         },
         [&]() {
-            aR += fr_; aI += fi_; aD += fd_;
-            fr_ = fi_ = fd_ = 0.f;
+#pragma unroll
+            for (int k = 0; k < K; ++k) {
+                aR[k] += fr_[k]; aI[k] += fi_[k]; aD[k] += fd_[k];
+                fr_[k] = fi_[k] = fd_[k] = 0.f;
+            }
         });
     if (m < MF) {
-        float2 o;
-        // n_sum: the pixels the masks keep (B, or the count of a BF-pixel subset)
-        if (mode == 0) { o.x = (float)(aR / n_sum); o.y = (float)(aI / n_sum); }
-        else { const double den = aD + 1e-3 * n_sum; o.x = (float)(aR / den); o.y = (float)(aI / den); }
-        out[m] = o;
+#pragma unroll
+        for (int k = 0; k < K; ++k) {
+            float2 o;
+            // n_sum: the pixels the masks keep (B, or the count of a BF-pixel subset)
+            if (mode == 0) { o.x = (float)(aR[k] / n_sum); o.y = (float)(aI[k] / n_sum); }
+            else {
+                const double den = aD[k] + 1e-3 * n_sum;
+                o.x = (float)(aR[k] / den); o.y = (float)(aI[k] / den);
+            }
+            out[(size_t)k * MF + m] = o;
+        }
     }
 }
