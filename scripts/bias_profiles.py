@@ -13,6 +13,11 @@ as the ratio of the Hann-windowed DFTs of (R − R̄)·I and I, inverted through
 window's own kernel (the package's table); and both with the aliases of an undersampled scan
 resolved (``alias_loss``, a prototype of docs/bias-matrix.md §2b).
 
+``--pixels`` prints instead the C10 minimum with Γ at each pixel's centre (the package's
+model) and averaged over 4×4 sub-samples of the pixel with a sharp aperture (what a
+detector that integrates its pixels measures, docs/bias-matrix.md §4); ``--bin B`` first
+sums B×B detector pixels of the case (a coarser integrating detector made in software).
+
 A crystal whose lattice is not commensurate with the scan window puts each Bragg
 frequency g between bins; the bin then carries the k-dependence of Γ(k, g), not Γ(k, ν),
 and the fitted C10 is scaled by ≈ g/ν.
@@ -35,8 +40,15 @@ from livessb.physics.optics import aperture, chi, wavelength_A
 Case = dict[str, Any]
 
 
-def load(path: Path) -> Case:
-    d = np.load(path)
+def load(path: Path, bin_by: int = 1) -> Case:
+    d = dict(np.load(path))
+    if bin_by > 1:  # sum bin_by × bin_by pixels: the centre and sampling follow
+        c = d["counts"]
+        n = c.shape[-1] // bin_by * bin_by
+        d["counts"] = c[..., :n, :n].reshape(*c.shape[:2], n // bin_by, bin_by, n // bin_by,
+                                             bin_by).sum(axis=(3, 5))
+        d["bf_center_px"] = (d["bf_center_px"] - 0.5 * (bin_by - 1)) / bin_by
+        d["detector_sampling_mrad"] = d["detector_sampling_mrad"] * bin_by
     lam = wavelength_A(float(d["voltage_kV"]))
     px = float(d["detector_sampling_mrad"]) * 1e-3 / lam
     k_alpha = float(d["semiangle_mrad"]) * 1e-3 / lam
@@ -50,7 +62,7 @@ def load(path: Path) -> Case:
     return {"I": I, "k": np.stack([kr[inside], kc[inside]], 1), "lam": lam, "px": px,
             "k_alpha": k_alpha, "step": d["scan_step_A"], "nu_r": NR.ravel(),
             "nu_c": NC.ravel(), "G": np.fft.fft2(I, axes=(0, 1)).reshape(-1, I.shape[-1]).T,
-            "truth": {k[6:]: float(d[k]) for k in d.files if k.startswith("truth_")}}
+            "truth": {k[6:]: float(d[k]) for k in d if k.startswith("truth_")}}
 
 
 def _probe(qr: Any, qc: Any, case: Case, p: dict[str, float]) -> Any:
@@ -61,10 +73,34 @@ def _probe(qr: Any, qc: Any, case: Case, p: dict[str, float]) -> Any:
 
 def loss(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any, lobes: bool = True) -> float:
     """The thin-model VP loss, Γ evaluated (and the trotters placed) at ``nu_r/nu_c``."""
-    kr, kc, ka = case["k"][:, :1], case["k"][:, 1:], case["k_alpha"]
+    kr, kc = case["k"][:, :1], case["k"][:, 1:]
     p0 = _probe(kr, kc, case, p)
     gam = _probe(kr - nu_r, kc - nu_c, case, p) * np.conj(p0) - np.conj(
         _probe(kr + nu_r, kc + nu_c, case, p)) * p0
+    return _lobe_loss(case, gam, nu_r, nu_c, lobes)
+
+
+def integrated_loss(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any,
+                    sub: int = 4) -> float:
+    """The per-lobe loss with Γ averaged over sub × sub points of each pixel, each point's
+    aperture edge one sub-pixel wide (its own integral across a straight edge): the pixel's
+    integral of a sharp aperture's Γ; trotter membership at the centre."""
+    kr, kc, px = case["k"][:, :1], case["k"][:, 1:], case["px"]
+    sharp = {**case, "px": px / sub}
+    gam = 0
+    for dr in (np.arange(sub) - (sub - 1) / 2) / sub * px:
+        for dc in (np.arange(sub) - (sub - 1) / 2) / sub * px:
+            qr, qc = kr + dr, kc + dc
+            p0 = _probe(qr, qc, sharp, p)
+            gam = gam + _probe(qr - nu_r, qc - nu_c, sharp, p) * np.conj(p0) - np.conj(
+                _probe(qr + nu_r, qc + nu_c, sharp, p)) * p0
+    return _lobe_loss(case, gam / sub**2, nu_r, nu_c)
+
+
+def _lobe_loss(case: Case, gam: Any, nu_r: Any, nu_c: Any, lobes: bool = True) -> float:
+    """1 − the explained energy of Γ = ``gam`` with a free object per trotter lobe (one
+    per trotter where not ``lobes``), membership at each pixel's centre."""
+    kr, kc, ka = case["k"][:, :1], case["k"][:, 1:], case["k_alpha"]
     in_minus = (kr - nu_r) ** 2 + (kc - nu_c) ** 2 <= ka**2
     support = in_minus ^ ((kr + nu_r) ** 2 + (kc + nu_c) ** 2 <= ka**2)
     ok = (case["nu_r"] ** 2 + case["nu_c"] ** 2) > 0
@@ -128,11 +164,13 @@ def effective_frequencies(case: Case) -> tuple[Any, Any]:
 
 
 def c10_minimum(case: Case, nu_r: Any, nu_c: Any, lobes: bool = True,
-                aliases: bool = False) -> float:
+                aliases: bool = False, integrated: bool = False) -> float:
     t = case["truth"]
 
     def at(c10: float) -> float:
         p = {**t, "C10": c10}
+        if integrated:
+            return integrated_loss(case, p, nu_r, nu_c)
         return alias_loss(case, p, nu_r, nu_c) if aliases else loss(case, p, nu_r, nu_c, lobes)
 
     best = minimize_scalar(at,
@@ -145,7 +183,20 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("cases", nargs="+", type=Path)
+    ap.add_argument("--pixels", action="store_true",
+                    help="pixel centre against pixel integral (effective ν)")
+    ap.add_argument("--bin", type=int, default=1, help="sum BIN×BIN detector pixels first")
     args = ap.parse_args()
+    if args.pixels:
+        print("| case | bin | truth C10 | Γ at the pixel centre | Γ integrated over the pixel |"
+              "\n|---|---|---|---|---|")
+        for path in args.cases:
+            case = load(path, args.bin)
+            eff = effective_frequencies(case)
+            cells = [c10_minimum(case, *eff), c10_minimum(case, *eff, integrated=True)]
+            print(f"| {path.stem} | {args.bin} | {case['truth']['C10']:.2f} | "
+                  + " | ".join(f"{v:+.2f}" for v in cells) + " |", flush=True)
+        return
     print("| case | truth C10 | grid ν, lobes | grid ν, one object | effective ν "
           "| aliases resolved, grid ν | aliases resolved, effective ν |"
           "\n|---|---|---|---|---|---|---|")
