@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from ...dataset import Dataset4D
-from ...params import JOINT, N_JOINT, to_vector
+from ...params import JOINT, N_JOINT
 from ...physics import objective as obj
 from ...physics.frequencies import check_scan_frequencies
 from ...physics.geometry import fft_friendly_size, nearest_bf_pixels
@@ -41,7 +41,6 @@ from ..lifetime import Lifetime
 from ..protocol import Detachable, Spectra
 from ..records import DatasetGeometry, PreparedSpectra, ReferenceGeometry, same_pixels
 from ..reference import (
-    RECON_EPS,
     Reference,
     check_method,
     evaluate_rotations_per_theta,
@@ -49,7 +48,6 @@ from ..reference import (
 from .derivs import derivative_launch
 from .launch import (
     KernelGeo,
-    ReconstructArgs,
     VpEvalFinishArgs,
     Window,
     candidate_table,
@@ -65,15 +63,13 @@ from .launch import (
 from .memory import DeviceMemory, memory_report, planned_irfft2, resident_bf_counts
 from .memory import upload_bf_counts as gather_bf_counts
 from .prepare import (
-    fine_grid,
     pattern_centres_of_mass,
     reference_geometry,
     stage_spectra,
-    subset_mask_words,
-    support_masks,
 )
-from .records import CUDAPart, FineMasks, RotationGeometry
-from .timing import add_seconds, timed
+from .reconstruct import Reconstructor
+from .records import CUDAPart, RotationGeometry
+from .timing import timed
 
 GEOMETRY_CACHE = 8  # rotations whose device geometry rows are kept
 
@@ -134,6 +130,8 @@ class CUDAEngine:
         self._anchors = ck.recurrence_anchors(bf.rows, bf.cols)
         self._column_step = ck.column_step(bf.k_det, bf.rows, bf.cols)
         self._kgeo = KernelGeo.of(geo.k_alpha, geo.edge_width, geo.wavelength)
+        self._recon = Reconstructor(cp, self.memory, self._kgeo, self.reference, self.stats,
+                                    geo.step)
 
     def load_counts(self, dataset: Dataset4D) -> bool:
         """``engine.protocol``: the next scan's counts; pool, plans and buffers kept."""
@@ -401,56 +399,8 @@ class CUDAEngine:
 
     def _reconstruct(self, sp: DeviceSpectra, params: list[dict[str, float]], f: int,
                      method: str, resident: bool, keep: np.ndarray | None = None) -> Any:
-        """Images of len(params) ∈ RECON_GROUPS candidates from one launch (device arrays
-        where ``resident``, else the one image downloaded)."""
-        cp = self.cp
         w, g = self._at_rotation(sp)
-        Nr, Nc = sp.shape
-        Fr, Fc = f * Nr, f * Nc
-        Hf = Fc // 2 + 1
-        part = sp.part
-        if f not in part.fine:
-            part.fine[f] = fine_grid(cp, part, sp.shape, self.geo.step, f)
-        fine = part.fine[f]
-        if part.fine_masks is None or part.fine_masks.upsample != f:  # per rotation
-            part.fine_masks = FineMasks(f, *support_masks(
-                cp, self.memory, sp.n_bf, g, fine.nu_r, fine.nu_c, Fr * Hf, self._kgeo))
-        masks = part.fine_masks
-        words, n_sum = masks.masks, sp.n_bf
-        if keep is not None:  # a BF-pixel subset: the walk skips the others' pairs
-            with self.memory.guard("masking the BF-pixel subset", int(words.nbytes)):
-                words = (words.reshape(-1, masks.tiles * 4) & cp.asarray(
-                    subset_mask_words(keep, masks.tiles))).ravel()
-            n_sum = int(np.count_nonzero(keep))
-        K = len(params)
-        vec = np.stack([to_vector(p, JOINT, default=0.0) for p in params])
-        MF = Fr * Hf
-        with self.memory.guard(f"reconstructing on the {Fr}x{Fc} grid", K * MF * 8 * 3):
-            O = cp.empty((K, MF), dtype=cp.complex64)
-            ev = [cp.cuda.Event() for _ in range(3)]
-            ev[0].record()
-            launch(ck.module().get_function(ck.reconstruct_kernel_name(K)),
-                   (-(-MF // ck.NT),), (ck.NT,),
-                   ReconstructArgs(
-                       w.G, w.B, w.M, w.Nr, w.Nc, np.int32(Fr), np.int32(Fc), fine.nu_r,
-                       fine.nu_c, fine.alias, g.k64, g.px, words, np.int32(masks.tiles),
-                       cp.asarray(candidate_table(vec)), self._kgeo.g_ka2, self._kgeo.g_ka,
-                       self._kgeo.g_inv_w, self._kgeo.g_twopilam, self._kgeo.pilam,
-                       np.float32(RECON_EPS), np.int32(0 if method == "ssb" else 1),
-                       np.int32(n_sum), O))
-            ev[1].record()
-            images = [self.reference.object_spectrum_to_image(sp, O[k], f).astype(np.complex64)
-                      for k in range(K)]
-            ev[2].record()
-            if resident:  # stays on the device (a map's blend): no download, no wait
-                return images
-            t0 = time.perf_counter()
-            out: np.ndarray = to_host(images[0], "reconstruct")
-            st = self.stats
-            add_seconds(st, "reconstruct_kernel_s", cp.cuda.get_elapsed_time(ev[0], ev[1]) / 1e3)
-            add_seconds(st, "reconstruct_ifft_s", cp.cuda.get_elapsed_time(ev[1], ev[2]) / 1e3)
-            add_seconds(st, "reconstruct_download_s", time.perf_counter() - t0)
-        return out
+        return self._recon.images(sp, w, g, params, f, method, resident, keep)
 
     # -- the reference operations over CuPy: non-VP objectives, opted-in coefficients --
     def _reference_geometry(self, sp: DeviceSpectra) -> ReferenceGeometry:
