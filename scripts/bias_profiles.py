@@ -104,13 +104,20 @@ def _lobe_loss(case: Case, gam: Any, nu_r: Any, nu_c: Any, lobes: bool = True) -
     in_minus = (kr - nu_r) ** 2 + (kc - nu_c) ** 2 <= ka**2
     support = in_minus ^ ((kr + nu_r) ** 2 + (kc + nu_c) ** 2 <= ka**2)
     ok = (case["nu_r"] ** 2 + case["nu_c"] ** 2) > 0
-    G = np.where(support, case["G"], 0)
+    parts = (in_minus & support, ~in_minus & support) if lobes else (support,)
+    explained = _explained(gam, case["G"], parts, ok)
+    return 1.0 - explained / float(np.sum(np.abs(np.where(support, case["G"], 0)[:, ok]) ** 2))
+
+
+def _explained(gam: Any, G: Any, parts: Any, ok: Any) -> float:
+    """Σ over ``parts`` (pixel masks, each with its own free object) and the frequencies
+    ``ok`` of |Σ_b Γ* G|² / Σ_b |Γ|²: the energy the best object per part explains."""
     explained = 0.0
-    for part in ((in_minus & support, ~in_minus & support) if lobes else (support,)):
-        g = np.where(part, gam, 0)
+    for part in parts:
+        g = np.where(part, gam, 0)  # zero outside the part: G needs no mask
         N, D = np.sum(np.conj(g) * G, 0), np.sum(np.abs(g) ** 2, 0)
         explained += float(np.sum((np.abs(N) ** 2 / np.maximum(D, 1e-12))[ok]))
-    return 1.0 - explained / float(np.sum(np.abs(G[:, ok]) ** 2))
+    return explained
 
 
 def alias_loss(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any) -> float:
@@ -135,10 +142,7 @@ def alias_loss(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any) -> float:
         used |= use
         gam = _probe(kr - ar, kc - ac, case, p) * np.conj(p0) - np.conj(
             _probe(kr + ar, kc + ac, case, p)) * p0
-        for part in (in_minus & use, ~in_minus & use):
-            g, G = np.where(part, gam, 0), np.where(part, case["G"], 0)
-            N, D = np.sum(np.conj(g) * G, 0), np.sum(np.abs(g) ** 2, 0)
-            explained += float(np.sum((np.abs(N) ** 2 / np.maximum(D, 1e-12))[ok]))
+        explained += _explained(gam, case["G"], (in_minus & use, ~in_minus & use), ok)
     return 1.0 - explained / float(np.sum(np.abs(np.where(used, case["G"], 0)[:, ok]) ** 2))
 
 
