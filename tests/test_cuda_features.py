@@ -163,6 +163,65 @@ def test_batched_reconstruction_gives_each_tiles_own_image(
     assert to_cpu < 1e-4, to_cpu
 
 
+@pytest.mark.parametrize(("upsample", "method"), [(1, "ssb"), (3, "ssb"), (2, "wiener")])
+def test_thin_reconstruction_kernel_gives_the_general_kernels_bits(
+        thick: Dataset4D, upsample: int, method: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Depth 0 for every candidate takes reconstruct_kernel<K, true>, which skips the sinc
+    (exactly 1 there): the same bits as the general kernel, alone and four per launch."""
+    import livessb.engine.cuda.reconstruct as recon
+
+    rng = np.random.default_rng(8)
+    params = [{"C10": float(c), "C12": float(a), "phi12": float(p),
+               "tilt_row_mrad": float(t), "tilt_col_mrad": -0.5, "depth": 0.0}
+              for c, a, p, t in zip(rng.uniform(-60, -20, 5), rng.uniform(0, 15, 5),
+                                    rng.uniform(-1, 1, 5), rng.uniform(-2, 2, 5), strict=True)]
+    chosen: list[bool] = []
+    thin_check = recon.all_thin
+
+    def spy(vec: np.ndarray) -> bool:
+        chosen.append(thin_check(vec))
+        return chosen[-1]
+
+    monkeypatch.setattr(recon, "all_thin", spy)
+    with ch.both_prepared(thick) as (cpu, gpu, _rot, sc, sg):
+        thin_one = [gpu.reconstruct(sg, p, upsample, method) for p in params]
+        thin_many = [cp.asnumpy(o) for o in gpu.reconstruct_many(sg, params, upsample, method)]
+        assert chosen and all(chosen)  # the thin variant ran
+        monkeypatch.setattr(recon, "all_thin", lambda vec: False)
+        general_one = [gpu.reconstruct(sg, p, upsample, method) for p in params]
+        general_many = [cp.asnumpy(o)
+                        for o in gpu.reconstruct_many(sg, params, upsample, method)]
+        host = cpu.reconstruct_many(sc, params, upsample, method)
+    same = [bool(np.array_equal(a, b)) for a, b in
+            zip(thin_one + thin_many, general_one + general_many, strict=True)]
+    scale = max(float(np.abs(h).max()) for h in host)
+    to_cpu = max(float(np.abs(t - h).max()) for t, h in zip(thin_one, host, strict=True))
+    record(f"thin_reconstruction_{upsample}_{method}", bitwise=same, cpu_max_rel=to_cpu / scale)
+    assert all(same), same
+    assert to_cpu / scale < 1e-4
+    assert not thin_check(np.array([[-40.0, 5.0, 0.1, 0.0, 0.0, 0.0],
+                                    [-40.0, 5.0, 0.1, 0.0, 0.0, 1e-9]]))
+
+
+def test_rotation_grid_gives_each_rotation_its_own_bits_whatever_its_lane(
+        thick: Dataset4D) -> None:
+    """A θ grid runs ROTATION_GROUP rotations per thread (the last group padded): the same
+    grid reversed (the same middle θ, so the same held pixel sets) puts every rotation in
+    another lane and group, and each rotation's loss keeps its bits."""
+    from livessb.engine import cuda_kernels as ck
+
+    ds = thick
+    with ch.both_prepared(ds) as (_cpu, gpu, rot, _sc, sg):
+        vec = np.array([[-40.0, 12.0, 0.4, 4.0, -3.0, 60.0]])
+        R = 3 * ck.ROTATION_GROUP + 3  # not a whole number of groups
+        grid = rot.theta + np.radians(np.linspace(-3, 3, R))
+        forward = gpu.evaluate_rotations(sg, grid, rot.transpose, vec)
+        backward = gpu.evaluate_rotations(sg, grid[::-1].copy(), rot.transpose, vec)
+    record("rotation_grid_lanes", bitwise=bool(np.array_equal(forward, backward[::-1])))
+    assert np.array_equal(forward, backward[::-1])
+    assert np.ptp(forward) > 0
+
+
 def test_refine_matches_cpu(thick: Dataset4D) -> None:
     start = {"C10": -30.0, "C12": 10.0, "phi12": 0.5, "tilt_row_mrad": 2.0,
              "tilt_col_mrad": -1.0, "depth": 40.0}

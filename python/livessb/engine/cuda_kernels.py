@@ -22,6 +22,9 @@ EVAL_GROUPS = (1, 2, 4)
 # Candidates (a map's tiles) per thread in reconstruct_kernel<K>: the walk, the spectra
 # loads and the pair geometry are shared by the K.
 RECON_GROUPS = (1, 2, 4)
+# Rotations per thread of a θ grid's launch (vp_eval<ROTATION_GROUP, true>): the walk and
+# the spectra loads shared, each rotation's sums in the direct form of one per thread.
+ROTATION_GROUP = 4
 COUNT_TYPES = {
     np.dtype(np.uint8): "unsigned char",
     np.dtype(np.uint16): "unsigned short",
@@ -67,18 +70,21 @@ def column_step(k_det: np.ndarray, rows: np.ndarray, cols: np.ndarray) -> np.nda
 
 
 def eval_kernel_name(group: int, rotations: bool = False) -> str:
-    """vp_eval for ``group`` candidates per thread, or one candidate at many rotations."""
+    """vp_eval for ``group`` candidates per thread, or one candidate at ``group``
+    rotations per thread."""
     return f"vp_eval<{group}, {'true' if rotations else 'false'}>"
 
 
-def reconstruct_kernel_name(group: int) -> str:
-    """reconstruct_kernel for ``group`` candidates (a map's tiles) per thread."""
-    return f"reconstruct_kernel<{group}>"
+def reconstruct_kernel_name(group: int, thin: bool = False) -> str:
+    """reconstruct_kernel for ``group`` candidates (a map's tiles) per thread; ``thin``:
+    every candidate has depth 0 (the sinc skipped, the same bits)."""
+    return f"reconstruct_kernel<{group}, {'true' if thin else 'false'}>"
 
 
 def _names() -> list[str]:
-    names = [eval_kernel_name(k) for k in EVAL_GROUPS] + [eval_kernel_name(1, rotations=True)]
-    names += [reconstruct_kernel_name(k) for k in RECON_GROUPS]
+    names = [eval_kernel_name(k) for k in EVAL_GROUPS]
+    names += [eval_kernel_name(ROTATION_GROUP, rotations=True)]
+    names += [reconstruct_kernel_name(k, t) for k in RECON_GROUPS for t in (False, True)]
     names += ["vp_derivs", "vp_eval_finish", "vp_derivs_finish", "energy_kernel", "support_mask",
               "fma_peak", "effective_sums"]
     for t in COUNT_TYPES.values():

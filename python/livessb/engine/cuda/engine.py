@@ -303,18 +303,21 @@ class CUDAEngine:
         R, M = len(thetas), sp.part.M
         held = float(thetas[R // 2])
         g = self._geometry_at(held, transpose)
-        turn = np.stack([np.cos(thetas - held), np.sin(thetas - held)], axis=1)
+        group = ck.ROTATION_GROUP  # R padded with θ₀ (turns nothing) to whole groups
+        Rp = -(-R // group) * group
+        turn = np.tile([1.0, 0.0], (Rp, 1))
+        turn[:R] = np.stack([np.cos(thetas - held), np.sin(thetas - held)], axis=1)
         nblk = freq_blocks(M)
-        part = cp.empty((R, nblk), dtype=cp.float64)
-        energy = cp.empty((R, nblk), dtype=cp.float64)
+        part = cp.empty((Rp, nblk), dtype=cp.float64)
+        energy = cp.empty((Rp, nblk), dtype=cp.float64)
         w = self._window(sp)
-        launch(ck.module().get_function(ck.eval_kernel_name(1, rotations=True)),
-               (R, nblk, 1), (ck.NT,),
+        launch(ck.module().get_function(ck.eval_kernel_name(group, rotations=True)),
+               (Rp // group, nblk, 1), (ck.NT,),
                vp_eval_args(w, g.k64, g.px, cp.asarray(candidate_table(cand)), self._kgeo,
                             part, sp.n_bf, part, energy, g.dk, cp.asarray(turn)))
-        sums = to_host(part, "evaluate_rotations").sum(axis=1)
+        sums = to_host(part, "evaluate_rotations")[:R].sum(axis=1)
         energies = np.array([float(np.sum(row))
-                             for row in to_host(energy, "evaluate_rotations")])
+                             for row in to_host(energy, "evaluate_rotations")[:R]])
         self.evaluations += R
         losses: np.ndarray = 1.0 - sums / energies
         return losses

@@ -1,7 +1,8 @@
 """The CUDA engine's reconstruction: the f-times finer half plane's geometry and support
 masks (kept per factor and rotation on the spectra's part), one launch of
-``reconstruct_kernel<K>`` for K candidates (a map's tiles share the walk) and the
-inverse FFTs. Owned by the engine (``CUDAEngine._recon``), rebuilt with its geometry.
+``reconstruct_kernel<K, THIN>`` for K candidates (a map's tiles share the walk; THIN where
+every depth is 0) and the inverse FFTs. Owned by the engine (``CUDAEngine._recon``),
+rebuilt with its geometry.
 """
 
 from __future__ import annotations
@@ -22,6 +23,14 @@ from .memory import DeviceMemory
 from .prepare import fine_grid, subset_mask_words, support_masks
 from .records import CUDAPart, FineMasks, RotationGeometry
 from .timing import add_seconds
+
+_DEPTH = JOINT.index("depth")
+
+
+def all_thin(vec: np.ndarray) -> bool:
+    """Whether every candidate row (JOINT order) has depth 0: the kernel's THIN variant,
+    which skips the sinc that is exactly 1 there (the same bits)."""
+    return bool(np.all(vec[:, _DEPTH] == 0.0))
 
 
 @dataclass(frozen=True)
@@ -65,7 +74,7 @@ class Reconstructor:
             O = cp.empty((K, MF), dtype=cp.complex64)
             ev = [cp.cuda.Event() for _ in range(3)]
             ev[0].record()
-            launch(ck.module().get_function(ck.reconstruct_kernel_name(K)),
+            launch(ck.module().get_function(ck.reconstruct_kernel_name(K, all_thin(vec))),
                    (-(-MF // ck.NT),), (ck.NT,),
                    ReconstructArgs(
                        w.G, w.B, w.M, w.Nr, w.Nc, np.int32(Fr), np.int32(Fc), fine.nu_r,

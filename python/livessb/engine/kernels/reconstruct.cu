@@ -14,7 +14,10 @@
 // loads and each pair's geometry are shared, each candidate has its own Γ and sums (the
 // same operations in the same order as K = 1, so each tile's image is that of its own
 // launch). cand: K rows of 8; out: K × MF.
-template <int K>
+// THIN: every candidate has depth 0 (the host checks), so S = sinc(0) = 1 exactly and the
+// outside-band pairs skip the sinc (its argument x = X - hd q is exactly ±0 there): the
+// same bits as THIN = false, without one sine and one reciprocal per pair and candidate.
+template <int K, bool THIN>
 __global__ void __launch_bounds__(NT, RECON_MINB_FOR(K)) reconstruct_kernel(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc, int Fr, int Fc,
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
@@ -78,8 +81,11 @@ __global__ void __launch_bounds__(NT, RECON_MINB_FOR(K)) reconstruct_kernel(
                 const float cpv = __fmaf_rn(kr, cc[k].vr, __fmul_rn(kc, cc[k].vc));
                 float sn, cs;  // e^{iφ}; -(Ψ/2 + c') as (-Ψ/2) - c': the same rounding
                 fast_sincos(__fsub_rn(side_m ? hp[k] : -hp[k], cpv), &sn, &cs);
-                const float x = __fmaf_rn(-cc[k].hd, q, side_m ? cc[k].Xm : cc[k].Xp);
-                const float sa = __fmul_rn(sinc_f(x, fast_sin(x)), side_m ? am : ap);
+                float sa = side_m ? am : ap;  // S a, S = 1 at depth 0
+                if (!THIN) {
+                    const float x = __fmaf_rn(-cc[k].hd, q, side_m ? cc[k].Xm : cc[k].Xp);
+                    sa = __fmul_rn(sinc_f(x, fast_sin(x)), sa);
+                }
                 const float ssa = side_m ? sa : -sa;  // σ S a
                 float f;  // the term's real factor: σ sign(Sa) min(1, |Sa|/eps), or σ S a
                 if (mode == 0) f = copysignf(fminf(fabsf(ssa) * inv_eps, 1.0f), ssa);

@@ -2,12 +2,14 @@
 // ---------------------------------------------------------------------------------
 // VP loss terms for KC candidates per thread; grid (ceil(Kpad/KC), ceil(M/NT), nsplit).
 // partial: (Kpad, nblk) doubles, Σ_ν∈block w |N|^2 / D.
-// ROT (KC = 1, no split): one candidate at R rotations, blockIdx.x = rotation r. The
-// trotter pairs (pixel sets, apertures) and the sideband energy are the held rotation's,
+// ROT (no split): one candidate at R rotations, KC of them per thread (rotations
+// KC·blockIdx.x + j); each rotation's sums take the direct form (a sincos per pair, no
+// recurrence), the same operations as one rotation per thread, so the G loads and the
+// pair geometry are shared while each rotation's loss keeps its bits. The trotter pairs (pixel sets, apertures) and the sideband energy are the held rotation's,
 // from its geometry rows (k64, px); the phases take each pair's k turned by θ_r - θ₀
 // (turn[2r], turn[2r + 1] = its cos, sin): pixels that switch lobes as θ moves carry their
 // own noise, and L(θ) would step with it. Writes the energy (energy_kernel's sums, same
-// order: equal for every r) to energy (R, nblk).
+// order: equal for every r) to energy (R, nblk); R is padded to a multiple of KC.
 //
 // Recurrent form (SPEC "why the fast path can be fast"): for fixed ν and candidate, c'
 // and x_m are linear in k, so along a detector row (k += dk per pixel) the phasors
@@ -88,9 +90,6 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     // block reduction.
     __shared__ double acc[(NS * KC + ROT) * NT];
     __shared__ float rare_all[KC * RARE * NT];
-    // (exact for θ_r = θ₀: cos 1, sin 0 turn nothing)
-    const float tc = ROT ? (float)turn[2 * blockIdx.x] : 1.f;
-    const float ts = ROT ? (float)turn[2 * blockIdx.x + 1] : 0.f;
     float fE = 0.0f;
 #define ACC_(j, q) acc[(NS * (j) + (q)) * NT + threadIdx.x]
 #define RARE_(j, q) rare_all[((j) * RARE + (q)) * NT + threadIdx.x]
@@ -99,6 +98,13 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     const int m = blockIdx.y * NT + threadIdx.x;
     const int c0 = blockIdx.x * KC;
     const int nblk = gridDim.y;
+    // (exact for θ_r = θ₀: cos 1, sin 0 turn nothing)
+    float tc[KC], ts[KC];
+#pragma unroll
+    for (int j = 0; j < KC; ++j) {
+        tc[j] = ROT ? (float)turn[2 * (c0 + j)] : 1.f;
+        ts[j] = ROT ? (float)turn[2 * (c0 + j) + 1] : 0.f;
+    }
     double nr, nc;
     const bool active = grid_nu(m, M, nu_r, nu_c, geo.ka2, nr, nc);
     const double* ctab = ROT ? cand : cand + 8 * c0;
@@ -107,26 +113,27 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     float fN[KC][NS];
 #pragma unroll
     for (int j = 0; j < KC; ++j) {
-        make_rec(ctab + 8 * j, nr, nc, pilam, dk[0], dk[1], rc[j], &RARE_(j, 0));
+        make_rec(ctab + (ROT ? 0 : 8 * j), nr, nc, pilam, dk[0], dk[1], rc[j], &RARE_(j, 0));
         zr[j] = 1.f; zi[j] = er[j] = ei[j] = 0.f;
 #pragma unroll
         for (int q = 0; q < NS; ++q) { fN[j][q] = 0.0f; ACC_(j, q) = 0.0; }
     }
     if (ROT) acc[NS * KC * NT + threadIdx.x] = 0.0;
     const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
-    auto anchor = [&](float kr, float kc, float q) {  // exact phasors at pixel (kr, kc)
+    auto anchor_one = [&](int j, float kr, float kc, float q) {  // exact phasors at (kr, kc)
+        const float cp = __fmaf_rn(kr, RARE_(j, 0), __fmul_rn(kc, RARE_(j, 1)));
+        fast_sincos(__fsub_rn(RARE_(j, 2), cp), &zi[j], &zr[j]);
+        fast_sincos(__fmaf_rn(-rc[j].hd, q, rc[j].Xm), &ei[j], &er[j]);
+    };
+    auto anchor = [&](float kr, float kc, float q) {
 #pragma unroll
-        for (int j = 0; j < KC; ++j) {
-            const float cp = __fmaf_rn(kr, RARE_(j, 0), __fmul_rn(kc, RARE_(j, 1)));
-            fast_sincos(__fsub_rn(RARE_(j, 2), cp), &zi[j], &zr[j]);
-            fast_sincos(__fmaf_rn(-rc[j].hd, q, rc[j].Xm), &ei[j], &er[j]);
-        }
+        for (int j = 0; j < KC; ++j) anchor_one(j, kr, kc, q);
     };
     bool stale = true;  // the phasors missed a pixel: the next one re-anchors
     // One candidate per thread (θ grids, single evaluations): the pixel's overhead is not
     // shared, and an exact sincos per in-trotter pair is cheaper than stepping and
     // voting at every pixel (the same sums, anchored everywhere).
-    constexpr bool RECUR = KC > 1;
+    constexpr bool RECUR = KC > 1 && !ROT;
     walk_pairs<false, RECUR>(G, M, m, active, BL, BH, k64, px, nullptr, nr, nc, geo,
         [&](const float4& p, bool in) {
             // Warp-uniform: a pixel outside every lane's trotter is skipped, not stepped.
@@ -147,10 +154,14 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
             }
         },
         [&](float pkr, float pkc, float2 g, float am, float ap, bool minus) {
-            const float kr = ROT ? __fmaf_rn(tc, pkr, -__fmul_rn(ts, pkc)) : pkr;
-            const float kc = ROT ? __fmaf_rn(ts, pkr, __fmul_rn(tc, pkc)) : pkc;
-            const float q = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
-            if (!RECUR) anchor(kr, kc, q);
+            float q[KC];  // each rotation's own k (one k for candidates)
+#pragma unroll
+            for (int j = 0; j < KC; ++j) {
+                const float kr = ROT ? __fmaf_rn(tc[j], pkr, -__fmul_rn(ts[j], pkc)) : pkr;
+                const float kc = ROT ? __fmaf_rn(ts[j], pkr, __fmul_rn(tc[j], pkc)) : pkc;
+                q[j] = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
+                if (!RECUR) anchor_one(j, kr, kc, q[j]);
+            }
             float hr[KC], hi[KC], al[KC];
 #pragma unroll
             for (int j = 0; j < KC; ++j) {
@@ -161,7 +172,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
             if (am != 0.f) {  // α H and α² on the k-ν lobe (a k+ν band pair: below)
 #pragma unroll
                 for (int j = 0; j < KC; ++j) {
-                    const float x = __fmaf_rn(-rc[j].hd, q, rc[j].Xm);
+                    const float x = __fmaf_rn(-rc[j].hd, q[j], rc[j].Xm);
                     al[j] = __fmul_rn(sinc_rec(x, ei[j]), am);
                     const float w = minus ? al[j] : 0.f;
                     fN[j][0] = __fmaf_rn(w, hr[j], fN[j][0]);
@@ -173,7 +184,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
                 float be[KC];
 #pragma unroll
                 for (int j = 0; j < KC; ++j) {
-                    const float x = __fmaf_rn(-rc[j].hd, q, rc[j].Xp);
+                    const float x = __fmaf_rn(-rc[j].hd, q[j], rc[j].Xp);
                     const float s = __fmaf_rn(ei[j], rc[j].cK, __fmul_rn(er[j], rc[j].sK));
                     be[j] = __fmul_rn(sinc_rec(x, s), ap);
                     const float w = minus ? 0.f : be[j];
@@ -235,7 +246,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
 #undef ACC_
     block_reduce(acc, KC + ROT);
     if (threadIdx.x < KC) partial[(size_t)(c0 + threadIdx.x) * nblk + blockIdx.y] = acc[threadIdx.x * NT];
-    if (ROT && threadIdx.x == 0) energy[(size_t)blockIdx.x * nblk + blockIdx.y] = acc[KC * NT];
+    if (ROT && threadIdx.x < KC) energy[(size_t)(c0 + threadIdx.x) * nblk + blockIdx.y] = acc[KC * NT];
 }
 #undef RARE
 
