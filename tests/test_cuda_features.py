@@ -210,8 +210,7 @@ def test_rotation_grid_gives_each_rotation_its_own_bits_whatever_its_lane(
     another lane and group, and each rotation's loss keeps its bits."""
     from livessb.engine import cuda_kernels as ck
 
-    ds = thick
-    with ch.both_prepared(ds) as (_cpu, gpu, rot, _sc, sg):
+    with ch.both_prepared(thick) as (_cpu, gpu, rot, _sc, sg):
         vec = np.array([[-40.0, 12.0, 0.4, 4.0, -3.0, 60.0]])
         R = 3 * ck.ROTATION_GROUP + 3  # not a whole number of groups
         grid = rot.theta + np.radians(np.linspace(-3, 3, R))

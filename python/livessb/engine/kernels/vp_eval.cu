@@ -5,8 +5,9 @@
 // ROT (no split): one candidate at R rotations, KC of them per thread (rotations
 // KC·blockIdx.x + j); each rotation's sums take the direct form (a sincos per pair, no
 // recurrence), the same operations as one rotation per thread, so the G loads and the
-// pair geometry are shared while each rotation's loss keeps its bits. The trotter pairs (pixel sets, apertures) and the sideband energy are the held rotation's,
-// from its geometry rows (k64, px); the phases take each pair's k turned by θ_r - θ₀
+// pair geometry are shared while each rotation's loss keeps its bits. The trotter pairs
+// (pixel sets, apertures) and the sideband energy are the held rotation's, from its
+// geometry rows (k64, px); the phases take each pair's k turned by θ_r - θ₀
 // (turn[2r], turn[2r + 1] = its cos, sin): pixels that switch lobes as θ moves carry their
 // own noise, and L(θ) would step with it. Writes the energy (energy_kernel's sums, same
 // order: equal for every r) to energy (R, nblk); R is padded to a multiple of KC.
