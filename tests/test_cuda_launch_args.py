@@ -77,6 +77,9 @@ def _check_values(args: la.KernelArgs) -> None:
     hints = _hints(type(args))
     values = args.args()
     assert len(values) == len(dataclasses.fields(args))
+    # in the signature's order, each field's own object (args() reads the instance dict)
+    assert all(v is getattr(args, f.name)
+               for f, v in zip(dataclasses.fields(args), values, strict=True))
     for f, v in zip(dataclasses.fields(args), values, strict=True):
         if hints[f.name] is Any:
             assert isinstance(v, np.ndarray), f.name  # a device array in the engine

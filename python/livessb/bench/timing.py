@@ -34,7 +34,7 @@ def measure_ceilings() -> dict[str, float]:
         times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3)
     bw = 2 * a.nbytes / float(np.median(times))
     del a, b
-    fn = ck.module().get_function("fma_peak")
+    fn = ck.function("fma_peak")
     props = cp.cuda.runtime.getDeviceProperties(0)
     sms = props["multiProcessorCount"]
     blocks, threads, iters = sms * 16, 256, 1 << 14

@@ -108,11 +108,34 @@ def module() -> Any:
     return mod
 
 
+# Compiled kernels by name, of the module they came from: RawModule.get_function costs
+# ~15 µs a call, ~40 times per map tile (benchmarks/kernel_variants.py swaps the module).
+_FUNCTIONS: tuple[Any, dict[str, Any], dict[str, int]] = (None, {}, {})
+
+
+def function(name: str, dynamic_shared_bytes: int = 0) -> Any:
+    """The compiled kernel ``name`` (a full name expression) of ``module()``, looked up
+    once; ``dynamic_shared_bytes`` raises its dynamic shared-memory limit to that once."""
+    global _FUNCTIONS
+    mod = module()
+    if _FUNCTIONS[0] is not mod:
+        _FUNCTIONS = (mod, {}, {})
+    _, found, shared = _FUNCTIONS
+    fn = found.get(name)
+    if fn is None:
+        fn = found[name] = mod.get_function(name)
+    if dynamic_shared_bytes > shared.get(name, 0):
+        if fn.max_dynamic_shared_size_bytes < dynamic_shared_bytes:
+            fn.max_dynamic_shared_size_bytes = dynamic_shared_bytes
+        shared[name] = dynamic_shared_bytes
+    return fn
+
+
 def kernel(name: str, count_dtype: Any = None) -> Any:
     """A compiled kernel by name; templated ones take the counts dtype."""
     if count_dtype is not None:
         name = f"{name}<{COUNT_TYPES[np.dtype(count_dtype)]}>"
-    return module().get_function(name)
+    return function(name)
 
 
 def geo_args(k_alpha: float, edge_width: float, wavelength: float) -> tuple[Any, ...]:

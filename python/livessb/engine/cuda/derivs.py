@@ -37,12 +37,9 @@ def derivative_launch(engine: CUDAEngine, sp: DeviceSpectra, cand: np.ndarray,
     M = sp.part.M
     nblk = freq_blocks(M)
     part = cp.empty((2 * K, ck.NQ, nblk), dtype=cp.float64)  # per (candidate, lobe)
-    fn = ck.module().get_function("vp_derivs")
     smem = DERIV_SHARED_BYTES
-    fin = ck.module().get_function("vp_derivs_finish")
-    for f in (fn, fin):
-        if f.max_dynamic_shared_size_bytes < smem:
-            f.max_dynamic_shared_size_bytes = smem
+    fn = ck.function("vp_derivs", smem)
+    fin = ck.function("vp_derivs_finish", smem)
     # Few candidates (a Newton start refined last) fill the device only split.
     per, nsplit = pixel_split(M, sp.n_bf, min_blocks=FILL_BLOCKS_DERIV // (2 * K))
     table = cp.asarray(candidate_table(cand))

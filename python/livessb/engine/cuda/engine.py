@@ -66,6 +66,7 @@ from .prepare import (
     pattern_centres_of_mass,
     reference_geometry,
     stage_spectra,
+    window_dc,
 )
 from .reconstruct import Reconstructor
 from .records import CUDAPart, RotationGeometry
@@ -74,6 +75,8 @@ from .timing import timed
 GEOMETRY_CACHE = 8  # rotations whose device geometry rows are kept
 
 DeviceSpectra = PreparedSpectra[CUDAPart]
+_PAIR_ROWS = np.array([i for i, _ in PAIRS])  # vp_derivs' Hessian terms, in PAIRS order
+_PAIR_COLS = np.array([j for _, j in PAIRS])
 
 
 class CUDAEngine:
@@ -226,13 +229,20 @@ class CUDAEngine:
         M = sp.part.M
         nblk = freq_blocks(M)
         per, nsplit = pixel_split(M, sp.n_bf)
-        part = cp.empty((nsplit, nblk), dtype=cp.float64)
-        pairs = cp.empty((nsplit, nblk), dtype=cp.float64)
+        size = nsplit * nblk
+        mean = sp.part.pending_mean  # the window's dc rides along the first time
+        extra = 0 if mean is None else sp.n_bf
+        out = cp.empty(2 * size + extra, dtype=cp.float64)  # energy, pairs: one download
         w = self._window(sp)
-        launch(ck.module().get_function("energy_kernel"), (nblk, nsplit), (ck.NT,),
-               energy_args(w, g.k64, g.px, self._kgeo, part, pairs, per))
-        return (float(np.sum(to_host(part, "energy").ravel())),
-                int(np.sum(to_host(pairs, "energy").ravel())))
+        launch(ck.function("energy_kernel"), (nblk, nsplit), (ck.NT,),
+               energy_args(w, g.k64, g.px, self._kgeo, out[:size], out[size:2 * size], per))
+        if mean is not None:
+            out[2 * size:] = mean
+        host = to_host(out, "energy")
+        if mean is not None:
+            sp.dc = window_dc(host[2 * size:], sp.shape)
+            sp.part.pending_mean = None
+        return float(np.sum(host[:size])), int(np.sum(host[size:2 * size]))
 
     # -- scoring -------------------------------------------------------------------------
     @timed("evaluate", count=len)
@@ -247,34 +257,40 @@ class CUDAEngine:
         K = len(cand)
         if K == 0:
             return np.empty(0)
-        sums = np.concatenate([
-            self._loss_launch(sp, cand[sl], kc, pixel_split(sp.part.M, sp.n_bf, min_blocks))
-            for sl, kc, min_blocks in eval_launches(K, self.eval_group)])
+        launches = eval_launches(K, self.eval_group)
+        M, B = sp.part.M, sp.n_bf
+        # Each launch's block partials in rows of one array (a batch of 25 is two launches):
+        # one download, one wait, one lockstep round.
+        padded = [-(-(sl.stop - sl.start) // kc) * kc for sl, kc, _ in launches]
+        starts = np.cumsum([0, *padded])
+        part = self.cp.empty((int(starts[-1]), freq_blocks(M)), dtype=self.cp.float64)
+        for (sl, kc, min_blocks), a, b in zip(launches, starts[:-1], starts[1:], strict=True):
+            self._loss_launch(sp, cand[sl], kc, pixel_split(M, B, min_blocks), part[a:b])
+        host = to_host(part, "evaluate")
+        sums = np.concatenate([host[a:a + (sl.stop - sl.start)].sum(axis=1)
+                               for a, (sl, _, _) in zip(starts[:-1], launches, strict=True)])
         self.evaluations += K
         return 1.0 - sums / sp.energy
 
     def _loss_launch(self, sp: DeviceSpectra, cand: np.ndarray, kc: int,
-                     split: tuple[int, int]) -> np.ndarray:
-        """Σ_ν Σ_lobe w |N|²/D per candidate, kc to a thread (host sums block partials)."""
+                     split: tuple[int, int], part: Any) -> None:
+        """Σ_ν Σ_lobe w |N|²/D block partials into ``part`` (Kp, nblk) on the device, kc
+        candidates to a thread (Kp: padded to whole groups; the host sums the blocks)."""
         cp = self.cp
         w, g = self._at_rotation(sp)
-        K = len(cand)
         table = candidate_table(cand, kc)
         Kp = len(table)
         M = sp.part.M
         nblk = freq_blocks(M)
-        part = cp.empty((Kp, nblk), dtype=cp.float64)
+        assert part.shape == (Kp, nblk) and part.flags.c_contiguous
         per, nsplit = split
         raw = cp.empty((Kp, nsplit, ck.NS, M) if nsplit > 1 else 1, dtype=cp.float64)
-        launch(ck.module().get_function(ck.eval_kernel_name(kc)), (Kp // kc, nblk, nsplit),
+        launch(ck.function(ck.eval_kernel_name(kc)), (Kp // kc, nblk, nsplit),
                (ck.NT,), vp_eval_args(w, g.k64, g.px, cp.asarray(table), self._kgeo, part, per,
                                       raw, raw, g.dk))  # (energy output unused here)
         if nsplit > 1:
-            launch(ck.module().get_function("vp_eval_finish"), (Kp, nblk), (ck.NT,),
+            launch(ck.function("vp_eval_finish"), (Kp, nblk), (ck.NT,),
                    VpEvalFinishArgs(raw, np.int32(nsplit), np.int32(M), w.Nc, part))
-        host = to_host(part, "evaluate")
-        sums: np.ndarray = host.sum(axis=1)[:K]
-        return sums
 
     def evaluate_rotations(
         self, spectra: Spectra, thetas: np.ndarray, transpose: bool,
@@ -308,16 +324,16 @@ class CUDAEngine:
         turn = np.tile([1.0, 0.0], (Rp, 1))
         turn[:R] = np.stack([np.cos(thetas - held), np.sin(thetas - held)], axis=1)
         nblk = freq_blocks(M)
-        part = cp.empty((Rp, nblk), dtype=cp.float64)
-        energy = cp.empty((Rp, nblk), dtype=cp.float64)
+        out = cp.empty((2, Rp, nblk), dtype=cp.float64)  # sums, energies: one download
+        part, energy = out[0], out[1]
         w = self._window(sp)
-        launch(ck.module().get_function(ck.eval_kernel_name(group, rotations=True)),
+        launch(ck.function(ck.eval_kernel_name(group, rotations=True)),
                (Rp // group, nblk, 1), (ck.NT,),
                vp_eval_args(w, g.k64, g.px, cp.asarray(candidate_table(cand)), self._kgeo,
                             part, sp.n_bf, part, energy, g.dk, cp.asarray(turn)))
-        sums = to_host(part, "evaluate_rotations")[:R].sum(axis=1)
-        energies = np.array([float(np.sum(row))
-                             for row in to_host(energy, "evaluate_rotations")[:R]])
+        host_sums, host_energy = to_host(out, "evaluate_rotations")
+        sums = host_sums[:R].sum(axis=1)
+        energies = np.array([float(np.sum(row)) for row in host_energy[:R]])
         self.evaluations += R
         losses: np.ndarray = 1.0 - sums / energies
         return losses
@@ -366,8 +382,9 @@ class CUDAEngine:
         losses = 1.0 - s[:, 0] / E
         grads = -s[:, 1:7] / E
         hess = np.empty((K, N_JOINT, N_JOINT))
-        for n, (i, j) in enumerate(PAIRS):
-            hess[:, i, j] = hess[:, j, i] = -s[:, 7 + n] / E
+        pair_terms = -s[:, 7:7 + len(PAIRS)] / E
+        hess[:, _PAIR_ROWS, _PAIR_COLS] = pair_terms  # both triangles, one fancy write each
+        hess[:, _PAIR_COLS, _PAIR_ROWS] = pair_terms
         self.evaluations += K
         return losses, grads, hess
 

@@ -10,7 +10,7 @@ np.int32, long long → np.int64, float → np.float32, double → np.float64).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -38,13 +38,9 @@ class KernelArgs:
     KERNEL: ClassVar[str] = ""
 
     def args(self) -> tuple[Any, ...]:
-        names = _FIELD_NAMES.get(type(self))
-        if names is None:
-            names = _FIELD_NAMES[type(self)] = tuple(f.name for f in fields(self))
-        return tuple(getattr(self, name) for name in names)
-
-
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}  # per record class, in field order
+        # A dataclass's __init__ sets its fields in order (and frozen ones take no other
+        # attribute), so the instance dict is the field order: no getattr per field.
+        return tuple(self.__dict__.values())
 
 
 def launch(kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], args: KernelArgs,

@@ -81,9 +81,15 @@ def stage_spectra(
         nu_r, nu_c = device_effective_frequencies(cp, memory, G, shape, (h, w), step, n_bf)
     else:
         nu_r, nu_c = device_half_plane_grid(cp, shape, step)
-    dc = float(to_host(mean, "prepare").mean() * (Nr * Nc))
-    return PreparedSpectra(shape=shape, bounds=b, n_bf=n_bf, G=G, dc=dc,
-                           part=CUDAPart(nu_r, nu_c, M))
+    # dc (the window's mean count × Nr·Nc) comes with the first set_rotation's download
+    # (``window_dc``): no wait here, which a map tile would pay as a lockstep round.
+    return PreparedSpectra(shape=shape, bounds=b, n_bf=n_bf, G=G, dc=float("nan"),
+                           part=CUDAPart(nu_r, nu_c, M, pending_mean=mean))
+
+
+def window_dc(mean: np.ndarray, shape: tuple[int, int]) -> float:
+    """A window's dc from its downloaded mean count per BF pixel, padded to ``shape``."""
+    return float(mean.mean() * (shape[0] * shape[1]))
 
 
 def reference_geometry(reference: Reference, sp: PreparedSpectra[CUDAPart],
@@ -146,7 +152,7 @@ def device_effective_frequencies(
     nsplit = -(-n_bf // per)
     with memory.guard("measuring the effective scan frequencies", nsplit * 6 * M * 8):
         parts = cp.empty((nsplit, 6, M), dtype=cp.float64)
-    launch(ck.module().get_function("effective_sums"), (nblk, nsplit), (ck.NT,),
+    launch(ck.function("effective_sums"), (nblk, nsplit), (ck.NT,),
            EffectiveSumsArgs(G, np.int32(n_bf), np.int32(shape[0]), np.int32(shape[1]),
                              np.int32(per), parts))
     # parts.sum: a fixed-order reduction, the same sums on every run
@@ -169,7 +175,7 @@ def support_masks(
     with memory.guard("building the support masks", len(lobes) * words * 4):
         masks = cp.empty(len(lobes) * words, dtype=cp.uint32)
     for i, lobe in enumerate(lobes):
-        launch(ck.module().get_function("support_mask"), (nblk,), (ck.NT,),
+        launch(ck.function("support_mask"), (nblk,), (ck.NT,),
                SupportMaskArgs(np.int32(n_bf), np.int32(M), nu_r, nu_c, rows.px,
                                geo.g_ka2, geo.g_ka, np.int32(lobe), masks[i * words:]))
     return masks, tiles

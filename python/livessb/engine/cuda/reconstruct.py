@@ -74,7 +74,7 @@ class Reconstructor:
             O = cp.empty((K, MF), dtype=cp.complex64)
             ev = [cp.cuda.Event() for _ in range(3)]
             ev[0].record()
-            launch(ck.module().get_function(ck.reconstruct_kernel_name(K, all_thin(vec))),
+            launch(ck.function(ck.reconstruct_kernel_name(K, all_thin(vec))),
                    (-(-MF // ck.NT),), (ck.NT,),
                    ReconstructArgs(
                        w.G, w.B, w.M, w.Nr, w.Nc, np.int32(Fr), np.int32(Fc), fine.nu_r,

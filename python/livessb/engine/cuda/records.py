@@ -55,6 +55,9 @@ class CUDAPart:
     # vp_derivs' per-lobe masks of this window's grid at the current rotation (likewise):
     # (uint32 masks of lobe 0 then lobe 1, tiles per row)
     lobe_masks: tuple[Any, int] | None = None
+    # The window's mean count per BF pixel (n_bf,) float64 on the device until the first
+    # energy download brings it along for the record's dc (one wait less per window).
+    pending_mean: Any = None
 
     def arrays(self) -> list[Any]:
         """Every array this part references (device arrays and others; callers count the
@@ -68,4 +71,6 @@ class CUDAPart:
             out.append(self.fine_masks.masks)
         if self.lobe_masks is not None:
             out.append(self.lobe_masks[0])
+        if self.pending_mean is not None:
+            out.append(self.pending_mean)
         return out
