@@ -23,6 +23,7 @@ Pure; ``xp`` is numpy or cupy.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -139,9 +140,11 @@ def sums_by_axis(sums: Any) -> tuple[Any, Any]:
 def frequencies_from_sums(
     energy: Any, cross: Any, shape: tuple[int, int], data_shape: tuple[int, int],
     step_A: tuple[float, float], nu_r: Any, nu_c: Any, xp: Any = np,
+    tables: Callable[[int, int], tuple[Any, Any]] = offset_table,
 ) -> tuple[Any, Any]:
     """Each bin's frequency from ``effective_sums``' per-axis sums, in ``xp`` (on the
-    device where the sums are: no round trip per window)."""
+    device where the sums are: no round trip per window); ``tables`` gives
+    ``offset_table``'s values (the CUDA engine's are kept on the device)."""
     out = []
     for axis, (n, n_grid, nu) in enumerate(((data_shape[0], shape[0], nu_r),
                                             (data_shape[1], shape[1], nu_c))):
@@ -150,7 +153,7 @@ def frequencies_from_sums(
         ok = e > ENERGY_FLOOR * xp.max(e)
         ok[0] = False
         q = xp.where(ok, (2 * np.pi * c / xp.where(ok, e, 1.0)).imag, 0.0)
-        table_q, table_x = offset_table(n, n_grid)
+        table_q, table_x = tables(n, n_grid)
         x = xp.interp(q, xp.asarray(table_q), xp.asarray(table_x))
         out.append(xp.asarray(nu, dtype=np.float64) + x / step_A[axis])
     return out[0], out[1]

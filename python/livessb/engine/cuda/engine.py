@@ -477,6 +477,7 @@ class CUDAEngine:
         t0 = time.perf_counter()
         self._closing = True
         self.memory.buffers.clear()
+        self.memory.constants.clear()
         self._geometry.clear()
         self._k_px = None
         self._life.close(self.release)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -132,7 +132,7 @@ def memory_report(memory: DeviceMemory, counts: Any, live: list[Any],
 
     counts_b = 0 if counts is None else int(counts.nbytes)
     spectra = sum(int(s.G.nbytes) for s in live if s.G is not None)
-    cached = memory.buffers.nbytes()
+    cached = memory.buffers.nbytes() + device_bytes(memory.constant_arrays(), cp.ndarray)
     geometry = device_bytes([*geometry_arrays, *(a for s in live for a in s.part.arrays())],
                             cp.ndarray)
     pool = memory.pool_bytes()
@@ -183,7 +183,21 @@ class DeviceMemory:
         self._cp = cp
         self.staging_bytes = staging_bytes
         self.buffers = SpectraBuffers(cp)
+        # Small device arrays every window of a shape reads (frequency axes, offset
+        # tables): uploaded once, not per map tile; cleared when the engine closes.
+        self.constants: dict[tuple[Any, ...], Any] = {}
         self.baseline = self.pool_bytes()
+
+    def constant_arrays(self) -> list[Any]:
+        return [a for v in self.constants.values()
+                for a in (v if isinstance(v, tuple) else (v,))]
+
+    def constant(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """``make()``'s device value, made once per ``key`` (until ``constants`` clears)."""
+        value = self.constants.get(key)
+        if value is None:
+            value = self.constants[key] = make()
+        return value
 
     def pool_bytes(self) -> dict[str, int]:
         pool = self._cp.get_default_memory_pool()

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ...physics.frequencies import frequencies_from_sums, sums_by_axis
+from ...physics.frequencies import frequencies_from_sums, offset_table, sums_by_axis
 from ...results import Bounds
 from ...xp import to_host
 from .. import cuda_kernels as ck
@@ -157,8 +157,15 @@ def device_effective_frequencies(
                              np.int32(per), parts))
     # parts.sum: a fixed-order reduction, the same sums on every run
     energy, cross = sums_by_axis(parts.sum(axis=0))
-    return frequencies_from_sums(energy, cross, shape, data_shape, step,
-                                 *device_half_plane_grid(cp, shape, step), xp=cp)
+    grid_r, grid_c = memory.constant(("half_plane_grid", shape, step),
+                                     lambda: device_half_plane_grid(cp, shape, step))
+
+    def tables(n: int, n_grid: int) -> tuple[Any, Any]:
+        return memory.constant(("offset_table", n, n_grid), lambda: tuple(
+            cp.asarray(t) for t in offset_table(n, n_grid)))
+
+    return frequencies_from_sums(energy, cross, shape, data_shape, step, grid_r, grid_c,
+                                 xp=cp, tables=tables)
 
 
 def support_masks(
