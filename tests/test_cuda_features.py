@@ -138,6 +138,26 @@ def test_map_tiles_errors_and_blend_match_cpu(thick: Dataset4D) -> None:
     assert np.abs(d).max() < PHASE_ATOL
 
 
+def test_map_tiles_in_two_download_groups_give_the_one_groups_records(
+        thick: Dataset4D, monkeypatch: pytest.MonkeyPatch) -> None:
+    """fit.lockstep with groups=2 (the GPU default: one group's asynchronous download in
+    flight while the other takes its turns) = every tile waiting for one download."""
+    from livessb.fit import maps as map_strategy
+
+    fits = {}
+    with Session(thick, device="cuda") as s:
+        s.fit(trials=40, seed=3, progress=False)
+        for groups in (1, 2):
+            monkeypatch.setattr(map_strategy, "lockstep_groups", lambda engine, g=groups: g)
+            m = s.fit_map(tile=(16, 16), trials=40, seed=3, progress=False)
+            assert m.timings["lockstep_groups"] == groups and m.timings["lockstep_width"] == 4
+            fits[groups] = [f for row in m.fits for f in row]
+    for one, two in zip(fits[1], fits[2], strict=True):
+        assert one.params == two.params and one.loss == two.loss
+        assert one.trials == two.trials and one.newton == two.newton
+        assert one.errors == two.errors
+
+
 @pytest.mark.parametrize(("upsample", "method"), [(1, "ssb"), (2, "ssb"), (2, "wiener")])
 def test_batched_reconstruction_gives_each_tiles_own_image(
         thick: Dataset4D, upsample: int, method: str) -> None:

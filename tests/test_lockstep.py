@@ -50,6 +50,21 @@ def test_width_bounds_the_fits_in_flight() -> None:
     assert log.index((2, 0)) > log.index((0, 1))  # fit 2 starts once fit 0 is done
 
 
+def test_two_groups_alternate_their_downloads_and_give_the_same_results() -> None:
+    """groups=2 (the GPU's maps): one group's download in flight while the other group
+    takes its turns, so the device never waits for the whole width at once."""
+    log: list[tuple[int, int]] = []
+    lock: Lockstep[int] = Lockstep(width=4, groups=2)
+    lengths = (3, 3, 3, 3, 2)
+    with counting() as count:
+        results = lock.run([_downloads(n, i, log) for i, n in enumerate(lengths)])
+    assert results == [sum(i * 100 + s for s in range(n)) for i, n in enumerate(lengths)]
+    assert log[:6] == [(0, 0), (1, 0), (2, 0), (3, 0), (0, 1), (1, 1)]  # A, B, then A again
+    assert count.round_trips == count["site:lockstep"] == lock.rounds
+    assert lock.rounds == 8  # two groups × three downloads, then fit 4's two alone
+    assert Lockstep[int](width=1, groups=2).groups == 1
+
+
 def test_a_failing_fit_abandons_the_others_and_its_error_is_raised() -> None:
     released: list[int] = []
 
@@ -143,6 +158,12 @@ def test_a_map_in_lockstep_equals_tiles_fitted_one_after_another(
         as_on_the_gpu = partial(maps.fit_map, width=4)
         monkeypatch.setattr(session_module, "fit_map", as_on_the_gpu)
         together = s.fit_map(tile=(16, 16), trials=24, seed=3, progress=False)
+        monkeypatch.setattr(maps, "lockstep_groups", lambda engine: 2)  # as on the GPU
+        grouped = s.fit_map(tile=(16, 16), trials=24, seed=3, progress=False)
+    assert grouped.timings["lockstep_groups"] == 2 and together.timings["lockstep_groups"] == 1
+    assert all(a.trials == b.trials and a.newton == b.newton and a.errors == b.errors
+               for ra, rb in zip(grouped.fits, alone.fits, strict=True)
+               for a, b in zip(ra, rb, strict=True))
     assert together.shape == alone.shape == (2, 2)
     assert together.timings["lockstep_width"] == 4 and alone.timings["lockstep_width"] == 1
     for name in together.params:

@@ -65,6 +65,9 @@ def bar(desc: str, total: float | None = None, unit: str = "it") -> Any:
 @contextlib.contextmanager
 def stage(desc: str) -> Iterator[Any]:
     """A one-step bar around a stage that reports no progress of its own."""
+    if not enabled():  # no bar to show: skip tqdm's set-up (a map tile runs four stages)
+        yield None
+        return
     with bar(desc, total=1, unit="stage") as b:
         yield b
         b.update(1)

@@ -13,6 +13,7 @@ with the problem (tests/test_host_syncs.py).
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -92,6 +93,67 @@ def downloads_through(deferred: Any) -> Iterator[None]:
 def download_many(arrays: list[Any], site: str = "?") -> list[np.ndarray]:
     """Every array of ``arrays`` on the host, the device ones packed into ONE transfer
     (one counted round trip, as many arrays as there are)."""
+    return start_download_many(arrays, site).wait()
+
+
+class PendingDownload:
+    """A ``download_many`` under way: ``wait()`` blocks until its copy has landed (only
+    as long as the device needs to reach it in stream order) and returns the arrays."""
+
+    def __init__(self, out: list[Any], packed: list[tuple[int, int, Any, tuple[int, ...]]],
+                 host: np.ndarray | None, done: Any = None, keep: Any = None) -> None:
+        self._out, self._packed, self._host, self._done = out, packed, host, done
+        self._keep = keep  # the packed device buffer, alive until the copy has landed
+
+    def wait(self) -> list[np.ndarray]:
+        if self._done is not None:
+            self._done.synchronize()
+            self._done = self._keep = None
+        if self._host is not None:
+            for i, start, dtype, shape in self._packed:
+                n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+                self._out[i] = self._host[start:start + n].view(dtype).reshape(shape).copy()
+            _STAGING.give(self._host)
+            self._host = None
+        return self._out
+
+
+class _PinnedStaging:
+    """Page-locked host buffers for asynchronous downloads, reused (a map's rounds need
+    two at a time), kept for the process: not CuPy's pinned pool, which a session's
+    close frees block by block."""
+
+    KEEP_BYTES = 64 << 20  # larger ones are freed after use
+
+    def __init__(self) -> None:
+        self._free: list[np.ndarray] = []
+        self._lock = threading.Lock()
+
+    def take(self, nbytes: int) -> np.ndarray:
+        with self._lock:
+            for i, buf in enumerate(self._free):
+                if buf.size >= nbytes:
+                    return self._free.pop(i)
+        import cupy as cp
+
+        size = max(nbytes, 1 << 20)
+        # Outside CuPy's pinned pool; the array keeps the pointer (and its memory) alive.
+        pointer = cp.cuda.PinnedMemoryPointer(cp.cuda.PinnedMemory(size), 0)
+        return np.ndarray((size,), dtype=np.uint8, buffer=pointer)
+
+    def give(self, buf: np.ndarray) -> None:
+        if buf.size <= self.KEEP_BYTES:
+            with self._lock:
+                self._free.append(buf)
+
+
+_STAGING = _PinnedStaging()
+
+
+def start_download_many(arrays: list[Any], site: str = "?") -> PendingDownload:
+    """``download_many`` begun: the device arrays packed into one buffer and its copy to
+    page-locked host memory queued on the current stream (one counted round trip); the
+    host goes on until ``wait()``. Host arrays are passed through."""
     _record("transfer", site)
     out: list[Any] = [None] * len(arrays)
     packed: list[tuple[int, int, Any, tuple[int, ...]]] = []
@@ -107,12 +169,16 @@ def download_many(arrays: list[Any], site: str = "?") -> list[np.ndarray]:
         pieces += [flat] if not pad else [flat, xp.zeros(pad, dtype=xp.uint8)]
         packed.append((i, offset, a.dtype, tuple(a.shape)))
         offset += flat.size + pad
-    if packed:
-        host = np.asarray(module_of(pieces[0]).concatenate(pieces).get())
-        for i, start, dtype, shape in packed:
-            n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-            out[i] = host[start:start + n].view(dtype).reshape(shape).copy()
-    return out
+    if not packed:
+        return PendingDownload(out, [], None)
+    xp = module_of(pieces[0])
+    device = xp.concatenate(pieces)
+    host = _STAGING.take(offset)
+    stream = xp.cuda.get_current_stream()
+    device.data.copy_to_host_async(ctypes.c_void_p(host.ctypes.data), offset, stream)
+    done = xp.cuda.Event(disable_timing=True)
+    done.record(stream)
+    return PendingDownload(out, packed, host, done, keep=device)
 
 
 def to_host(x: Any, site: str = "?", dtype: Any = None) -> np.ndarray:

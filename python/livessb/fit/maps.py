@@ -18,6 +18,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from ..engine.protocol import Engine
+from ..gc_pause import gc_paused
 from ..maps import MapResult
 from ..memory import cuda_free_bytes, host_free_bytes
 from ..physics.geometry import fft_friendly_size
@@ -32,6 +33,7 @@ from .region import WindowSpec, fit_window
 # 1.35 s, bound it from 16 on; 64 held a 50 GB pool).
 MAX_LOCKSTEP = 16
 LOCKSTEP_MEMORY_FRACTION = 0.25  # of the free memory, for the tiles in flight
+LOCKSTEP_GROUPS = 2  # on the GPU: one group's download in flight while the other runs
 # Per spectrum (BF pixel × padded half-plane frequency) of a tile in flight: its complex64
 # spectra and the loss kernels' split partials (measured 780 MB per 64² tile on the H200).
 WINDOW_BYTES_PER_SPECTRUM = 48
@@ -112,6 +114,13 @@ def lockstep_width(engine: Engine, tile: tuple[int, int], tiles: int) -> int:
     return 1 if engine.name == "cpu" else memory_lockstep_width(engine, tile, tiles)
 
 
+def lockstep_groups(engine: Engine) -> int:
+    """Groups of the tiles in flight whose downloads alternate (``fit.lockstep``): on the
+    GPU two, so the device runs one group's launches while the host takes the other's
+    turns instead of waiting for every tile at each round; on the CPU one (no device)."""
+    return 1 if engine.name == "cpu" else LOCKSTEP_GROUPS
+
+
 def memory_lockstep_width(engine: Engine, tile: tuple[int, int], tiles: int) -> int:
     """How many tiles fit at once: their spectra (BF pixels × padded half plane, with the
     derivative partials) within a quarter of the engine's free memory, at most
@@ -124,6 +133,7 @@ def memory_lockstep_width(engine: Engine, tile: tuple[int, int], tiles: int) -> 
     return max(1, min(MAX_LOCKSTEP, tiles, int(LOCKSTEP_MEMORY_FRACTION * free) // window))
 
 
+@gc_paused  # no full collection in the middle of a fit (livessb.gc_pause)
 def fit_map(
     engine: Engine, grid: TileGrid, theta: float, rotation_deg: float, transpose: bool,
     spec: WindowSpec, provenance: dict[str, Any], progress: Progress = True,
@@ -142,7 +152,7 @@ def fit_map(
                                   {**provenance, "mode": "map_tile"}, label=f"tile {b}")
 
     lanes = lockstep_width(engine, grid.tile, total) if width is None else width
-    lockstep: Lockstep[FitResult] = Lockstep(lanes)
+    lockstep: Lockstep[FitResult] = Lockstep(lanes, lockstep_groups(engine))
     with tqdm(total=total, desc="map", disable=progress is not True, leave=False) as bar:
         finished = [0]
 
@@ -165,7 +175,8 @@ def fit_map(
                "prepare_s": sum(f.timings["prepare_s"] for row in fits for f in row),
                "search_s": sum(f.timings.get("search_s", 0.0) for row in fits for f in row),
                "newton_s": sum(f.timings.get("newton_s", 0.0) for row in fits for f in row),
-               "lockstep_width": float(lanes), "lockstep_rounds": float(lockstep.rounds),
+               "lockstep_width": float(lanes), "lockstep_groups": float(lockstep.groups),
+               "lockstep_rounds": float(lockstep.rounds),
                "lockstep_host_s": lockstep.host_s, "lockstep_download_s": lockstep.download_s}
     return MapResult.from_fits(
         fits, tile=grid.tile, step=grid.step, fixed=spec.held, rotation_deg=rotation_deg,
