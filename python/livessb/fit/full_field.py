@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from ..gc_pause import gc_paused
 from ..physics.geometry import estimate_rotation
 from ..physics.objective import phase_skewness
 from ..results import FitResult
@@ -52,7 +51,6 @@ def stored_theta(theta: float) -> float:
     return math.radians(math.degrees(theta) % 360.0)
 
 
-@gc_paused  # no full collection in the middle of a fit (livessb.gc_pause)
 def fit_full_field(
     model_at: ModelAt, bf_center_of_mass: Callable[[], np.ndarray],
     scan_step_A: tuple[float, float], spec: FullFieldSearch, provenance: dict[str, Any],

@@ -18,7 +18,6 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from ..engine.protocol import Engine
-from ..gc_pause import gc_paused
 from ..maps import MapResult
 from ..memory import cuda_free_bytes, host_free_bytes
 from ..physics.geometry import fft_friendly_size
@@ -133,7 +132,6 @@ def memory_lockstep_width(engine: Engine, tile: tuple[int, int], tiles: int) -> 
     return max(1, min(MAX_LOCKSTEP, tiles, int(LOCKSTEP_MEMORY_FRACTION * free) // window))
 
 
-@gc_paused  # no full collection in the middle of a fit (livessb.gc_pause)
 def fit_map(
     engine: Engine, grid: TileGrid, theta: float, rotation_deg: float, transpose: bool,
     spec: WindowSpec, provenance: dict[str, Any], progress: Progress = True,

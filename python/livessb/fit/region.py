@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engine.protocol import Engine
-from ..gc_pause import gc_paused
 from ..results import Bounds, FitResult
 from .fixed import FreeView
 from .joint import joint_fit
@@ -35,7 +34,6 @@ class WindowSpec:
     dataset: Any = None  # for the noise level of the errors (None: no assessment)
 
 
-@gc_paused  # no full collection in the middle of a fit (livessb.gc_pause)
 def fit_window(
     engine: Engine, bounds: Bounds, theta: float, rotation_deg: float, transpose: bool,
     spec: WindowSpec, provenance: dict[str, Any], progress: Progress = False,
