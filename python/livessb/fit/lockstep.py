@@ -108,9 +108,10 @@ class Lockstep(Generic[T]):
                         [j.queued for j in waiting], SITE)))
                     self.rounds += 1
                 # Wait for the oldest download once no fit is left to run, or once as
-                # many groups are in flight as there are: the device works through the
-                # newer group's launches while the host runs the older one's turns.
-                while in_flight and (not ready or len(in_flight) >= self.groups):
+                # many groups are in flight as there are (never more: one is issued per
+                # pass): the device works through the newer group's launches while the
+                # host runs the older one's turns.
+                if in_flight and (not ready or len(in_flight) >= self.groups):
                     arrived, pending = in_flight.popleft()
                     t0 = time.perf_counter()
                     hosts = pending.wait()
@@ -118,8 +119,6 @@ class Lockstep(Generic[T]):
                     for job, host in zip(arrived, hosts, strict=True):
                         job.queued, job.host = None, host
                     ready += arrived
-                    if len(in_flight) < self.groups:
-                        break
         except BaseException as exc:
             failure = exc
             raise

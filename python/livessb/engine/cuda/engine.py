@@ -55,6 +55,7 @@ from .launch import (
     eval_launches,
     freq_blocks,
     launch,
+    padded_count,
     pixel_rows,
     pixel_split,
     recon_launches,
@@ -261,7 +262,7 @@ class CUDAEngine:
         M, B = sp.part.M, sp.n_bf
         # Each launch's block partials in rows of one array (a batch of 25 is two launches):
         # one download, one wait, one lockstep round.
-        padded = [-(-(sl.stop - sl.start) // kc) * kc for sl, kc, _ in launches]
+        padded = [padded_count(sl.stop - sl.start, kc) for sl, kc, _ in launches]
         starts = np.cumsum([0, *padded])
         part = self.cp.empty((int(starts[-1]), freq_blocks(M)), dtype=self.cp.float64)
         for (sl, kc, min_blocks), a, b in zip(launches, starts[:-1], starts[1:], strict=True):

@@ -392,11 +392,16 @@ def recon_launches(K: int) -> list[slice]:
     return out
 
 
+def padded_count(K: int, pad_to: int) -> int:
+    """K rounded up to whole groups of ``pad_to`` (a launch's candidate rows)."""
+    return -(-K // pad_to) * pad_to
+
+
 def candidate_table(candidates: np.ndarray, pad_to: int = 1) -> np.ndarray:
     """(K, 8) float64 rows: C10, C12, cos 2φ, sin 2φ, τr (rad), τc (rad), Δ, 0."""
     c = np.asarray(candidates, dtype=np.float64).reshape(-1, N_JOINT)
     K = len(c)
-    Kp = -(-K // pad_to) * pad_to
+    Kp = padded_count(K, pad_to)
     out = np.zeros((Kp, 8))
     out[:K, 0] = c[:, 0]
     out[:K, 1] = c[:, 1]
