@@ -43,7 +43,8 @@ def test_driver_launches_give_cupys_bits(thick: Dataset4D,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     with Session(thick, device="cuda"):
         pass
-    assert driver_launch.ACTIVE is not None  # a CUDA machine has the driver library
+    # A CUDA machine has the driver library and the kernels' handles.
+    assert driver_launch.ACTIVE is not None, driver_launch.INACTIVE_REASON
     driver = _run(thick)
     monkeypatch.setattr(driver_launch, "ACTIVE", None)
     assert repr(_run(thick)) == repr(driver)  # repr: NaN errors compare equal, bits exact

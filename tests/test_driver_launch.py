@@ -80,6 +80,18 @@ def test_every_record_fits_the_parameter_buffer() -> None:
     assert max(dl.layout_of(r, vars(la)).packer.size for r in la.ARG_RECORDS) <= 4096
 
 
+def test_handle_of_reads_a_raw_kernels_loaded_function() -> None:
+    class Function:
+        ptr = 0xABC
+
+    class RawKernel:  # what RawModule.get_function gives: the Function is its .kernel
+        kernel = Function()
+
+    assert dl.handle_of(RawKernel()) == 0xABC == dl.handle_of(Function())
+    with pytest.raises(AttributeError):
+        dl.handle_of(object())
+
+
 def test_pointer_of_reads_arrays_and_nulls() -> None:
     assert dl.pointer_of(_DeviceArray(1234)) == 1234
     assert dl.pointer_of(la.NULL_POINTER) == 0
@@ -91,9 +103,10 @@ def test_without_the_driver_library_launches_keep_cupys_call(
         raise OSError(f"{name}: cannot open shared object file")
 
     monkeypatch.setattr(dl, "ACTIVE", None)
+    monkeypatch.setattr(dl, "INACTIVE_REASON", "")
     monkeypatch.setattr(ctypes, "CDLL", missing)
     dl.activate(object(), vars(la), probe=object())  # (no CUfunction handle either)
-    assert dl.ACTIVE is None
+    assert dl.ACTIVE is None and dl.INACTIVE_REASON.startswith("AttributeError")
     calls: list[tuple[Any, ...]] = []
 
     def kernel(grid: Any, block: Any, args: Any, shared_mem: int = 0) -> None:

@@ -58,6 +58,12 @@ def pointer_of(value: Any) -> int:
     return int(data.ptr) if data is not None and hasattr(data, "ptr") else int(value)
 
 
+def handle_of(kernel: Any) -> int:
+    """The CUfunction of a compiled kernel: ``RawModule.get_function`` gives a RawKernel,
+    whose ``kernel`` is the loaded ``cupy.cuda.Function`` (``ptr``: the handle)."""
+    return int(getattr(kernel, "kernel", kernel).ptr)
+
+
 def pack(layout: Layout, values: tuple[Any, ...]) -> bytes:
     """The parameter bytes of one launch."""
     vals = list(values)
@@ -85,7 +91,7 @@ class DriverLauncher:
     where this was built (bound in every other thread before its first launch)."""
 
     def __init__(self, cp: Any, namespace: dict[str, Any], probe: Any) -> None:
-        int(probe.ptr)  # a compiled kernel's CUfunction handle (AttributeError: none)
+        handle_of(probe)  # a compiled kernel's CUfunction handle (AttributeError: none)
         lib = ctypes.CDLL("libcuda.so.1")
         self._launch = lib.cuLaunchKernel
         self._launch.restype = ctypes.c_int
@@ -122,7 +128,7 @@ class DriverLauncher:
         buf.size.value = layout.packer.size
         g = (*grid, 1, 1)
         b = (*block, 1, 1)
-        rc = self._launch(kernel.ptr, int(g[0]), int(g[1]), int(g[2]), int(b[0]), int(b[1]),
+        rc = self._launch(handle_of(kernel), int(g[0]), int(g[1]), int(g[2]), int(b[0]), int(b[1]),
                           int(b[2]), int(shared_mem), self._cp.cuda.get_current_stream().ptr,
                           None, buf.extra_address)
         if rc != 0:
@@ -132,16 +138,18 @@ class DriverLauncher:
                                f"({(name.value or b'?').decode()})")
 
 
-# The process's launcher once a CUDA engine made one (None: CuPy's own call).
+# The process's launcher once a CUDA engine made one (None: CuPy's own call), and why
+# there is none where making it failed.
 ACTIVE: DriverLauncher | None = None
+INACTIVE_REASON = "no CUDA engine made yet"
 
 
 def activate(cp: Any, namespace: dict[str, Any], probe: Any) -> None:
     """Make the driver launcher once per process (``probe``: a compiled kernel); where
     the driver library or the kernels' handles are not there, launches keep CuPy's call."""
-    global ACTIVE
+    global ACTIVE, INACTIVE_REASON
     if ACTIVE is None:
         try:
             ACTIVE = DriverLauncher(cp, namespace, probe)
-        except (OSError, AttributeError, RuntimeError):
-            ACTIVE = None
+        except (OSError, AttributeError, RuntimeError) as exc:
+            ACTIVE, INACTIVE_REASON = None, f"{type(exc).__name__}: {exc}"
