@@ -3,7 +3,6 @@ then Newton from the best few."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -53,15 +52,12 @@ def joint_fit(
     Newton."""
     b, report = box, callback_of(progress)
     t0 = time.perf_counter()
-    # No bar asked for (a map's tiles, regions): no tqdm set-up (~0.3 ms a fit).
-    bar_cm = (tqdm(total=trials, desc=label + compile_note(view.model.engine), leave=False)
-              if progress is True else contextlib.nullcontext(None))
-    with bar_cm as bar:
+    with tqdm(total=trials, desc=label + compile_note(view.model.engine),
+              disable=progress is not True, leave=False) as bar:
         scored = [0]
 
         def on_batch(n: int) -> None:
-            if bar is not None:
-                bar.update(n)
+            bar.update(n)
             if report is not None:
                 scored[0] += n
                 report("search", scored[0], trials)

@@ -42,7 +42,7 @@ def derivative_launch(engine: CUDAEngine, sp: DeviceSpectra, cand: np.ndarray,
     fin = ck.function("vp_derivs_finish", smem)
     # Few candidates (a Newton start refined last) fill the device only split.
     per, nsplit = pixel_split(M, sp.n_bf, min_blocks=FILL_BLOCKS_DERIV // (2 * K))
-    table = engine.memory.upload(candidate_table(cand))
+    table = cp.asarray(candidate_table(cand))
     raw = cp.empty((2 * K, nsplit, 3 + ck.NA, M) if nsplit > 1 else 1, dtype=cp.float64)
     if sp.part.lobe_masks is None:  # per rotation
         sp.part.lobe_masks = support_masks(cp, engine.memory, sp.n_bf, g, w.nu_r, w.nu_c, M,

@@ -19,7 +19,6 @@ from ...params import MRAD, N_JOINT
 from ...physics.geometry import BFPixels, scan_frame_frequencies
 from ...physics.optics import aperture
 from .. import cuda_kernels as ck
-from . import driver_launch
 
 # Frequency blocks × pixel splits that fill the device for a launch of few candidates:
 # about five waves of resident blocks (H200: 132 SMs × 6 of vp_eval<1>, × 3 of vp_derivs).
@@ -46,21 +45,11 @@ class KernelArgs:
 
 def launch(kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], args: KernelArgs,
            shared_mem: int = 0) -> None:
-    """One launch of a compiled kernel with a record's arguments (through the driver with
-    one packed parameter buffer where ``driver_launch`` is active, else CuPy's call)."""
-    fast = driver_launch.ACTIVE
-    if fast is not None:
-        fast(kernel, grid, block, args, shared_mem)
-    elif shared_mem:
+    """One launch of a compiled kernel with a record's arguments."""
+    if shared_mem:
         kernel(grid, block, args.args(), shared_mem=shared_mem)
     else:
         kernel(grid, block, args.args())
-
-
-def activate_driver_launches(cp: Any) -> None:
-    """Launch the records through the driver from now on (``driver_launch``; once per
-    process, where the driver library is there)."""
-    driver_launch.activate(cp, globals(), ck.function("vp_eval_finish"))
 
 
 @dataclass(frozen=True)

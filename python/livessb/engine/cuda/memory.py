@@ -15,7 +15,6 @@ from ...physics.geometry import BFPixels
 from .. import cuda_kernels as ck
 from ..protocol import DeviceMemoryError
 from .launch import GatherBFArgs, launch
-from .uploads import TableUploads
 
 MAX_PLANS = 16
 HOST_SLAB_BYTES = 64 << 20  # whole patterns per upload of host counts
@@ -191,14 +190,7 @@ class DeviceMemory:
 
     def constant_arrays(self) -> list[Any]:
         return [a for v in self.constants.values()
-                for a in (v if isinstance(v, tuple) else
-                          v.arrays() if isinstance(v, TableUploads) else (v,))]
-
-    def upload(self, table: np.ndarray) -> Any:
-        """A small host table on the device through the engine's upload rings
-        (``uploads.TableUploads``: asynchronous, no blocking copy)."""
-        rings: TableUploads = self.constant(("table_uploads",), lambda: TableUploads(self._cp))
-        return rings.put(table)
+                for a in (v if isinstance(v, tuple) else (v,))]
 
     def constant(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
         """``make()``'s device value, made once per ``key`` (until ``constants`` clears)."""
