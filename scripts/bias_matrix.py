@@ -12,7 +12,10 @@ JSON record next to it.
 ``--only NAME...`` fits a subset; ``--loss`` picks the objective. ``--dose E`` simulates
 every case at E electrons per pattern instead (its own cache subfolder and table): at
 10¹⁰ the counts' noise is negligible and what is left of Δ is the model's bias, not the
-realisation's noise.
+realisation's noise. ``--fine-detector`` takes instead the defocus series on a 4×-finer
+detector (BF radius 25 px, its own cache subfolder): binned in software
+(``scripts/bias_profiles.py --pixels --bin 2|4``) its pixels integrate 2×2 or 4×4 point
+samples, as a real detector's do (docs/bias-matrix.md §5).
 """
 
 from __future__ import annotations
@@ -63,6 +66,12 @@ def cases() -> list[dict[str, Any]]:
             _case("sto1_step0.6", 161, step_A=0.6)]
     out += [_case("sto1_dose1e4", 170, dose=1e4), _case("sto1_dose1e6", 171, dose=1e6)]
     return out
+
+
+def fine_detector_cases() -> list[dict[str, Any]]:
+    """The defocus series on a detector sampled 4× finer than BASE's (BF radius 25 px)."""
+    return [_case(f"sto1_fine8_C10{c:+.0f}", 180 + i, abtem_C10=float(c), cells_lateral=8)
+            for i, c in enumerate((-150, -80, -40, -20, 20, 80, 150))]
 
 
 def simulate_missing(all_cases: list[dict[str, Any]], cache: Path, abtem_python: str) -> None:
@@ -166,16 +175,24 @@ def main() -> None:
                     choices=("grid", "effective", "both"))
     ap.add_argument("--dose", type=float, default=None,
                     help="electrons per pattern for every case (e.g. 1e10: noise-free)")
+    ap.add_argument("--fine-detector", action="store_true",
+                    help="the defocus series on a 4x-finer detector (fine_detector_cases)")
     args = ap.parse_args()
-    chosen = [c for c in cases() if args.only is None or c["name"] in args.only]
+    pool = fine_detector_cases() if args.fine_detector else cases()
+    chosen = [c for c in pool if args.only is None or c["name"] in args.only]
+    name = "bias-matrix"  # the table's name and the cache's subfolders follow the options
+    if args.fine_detector:
+        args.cache = args.cache / "fine8"
+        name += "-fine8"
     if args.dose is not None:
         chosen = [{**c, "dose": args.dose} for c in chosen]
         tag = f"{args.dose:g}".replace("+", "")  # 1e+10 -> 1e10
         args.cache = args.cache / f"dose{tag}"
-        if args.out == ap.get_default("out"):
-            args.out = args.out.with_name(f"bias-matrix-dose{tag}-table.md")
+        name += f"-dose{tag}"
+    if args.out == ap.get_default("out"):
+        args.out = args.out.with_name(f"{name}-table.md")
     if not chosen:
-        sys.exit(f"no case named {args.only}: choose from {[c['name'] for c in cases()]}")
+        sys.exit(f"no case named {args.only}: choose from {[c['name'] for c in pool]}")
     simulate_missing(chosen, args.cache, args.abtem_python)
     modes = ("grid", "effective") if args.scan_frequencies == "both" else (args.scan_frequencies,)
     sections, record = [], {}

@@ -14,9 +14,12 @@ window's own kernel (the package's table); and both with the aliases of an under
 resolved (``alias_loss``, a prototype of docs/bias-matrix.md §2b).
 
 ``--pixels`` prints instead the C10 minimum with Γ at each pixel's centre (the package's
-model) and averaged over 4×4 sub-samples of the pixel with a sharp aperture (what a
-detector that integrates its pixels measures, docs/bias-matrix.md §4); ``--bin B`` first
-sums B×B detector pixels of the case (a coarser integrating detector made in software).
+model), averaged over 4×4 sub-samples of the pixel with a sharp aperture (what a
+detector that integrates its pixels measures, docs/bias-matrix.md §4), and with each
+pair's phase at the centroid of the pixel's lit part (``centroid_loss``: the candidate
+engine model, one offset per disc that cuts the pixel; first for the pixel's own disc
+only, then for both); ``--bin B`` first sums B×B detector pixels of the case (a coarser
+integrating detector made in software).
 
 A crystal whose lattice is not commensurate with the scan window puts each Bragg
 frequency g between bins; the bin then carries the k-dependence of Γ(k, g), not Γ(k, ν),
@@ -97,6 +100,41 @@ def integrated_loss(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any,
     return _lobe_loss(case, gam / sub**2, nu_r, nu_c)
 
 
+def lit_centroid_offset(qr: Any, qc: Any, case: Case) -> tuple[Any, Any]:
+    """Where the lit part of the pixel centred at q (relative to a disc's centre) has its
+    centroid, relative to the pixel's centre: with the aperture's linear edge one pixel w
+    wide, a ∈ (0, 1) is the lit fraction of a pixel cut by a straight edge, and the lit
+    part's centroid lies w(1 − a)/2 inward, along −q̂ (0 for a pixel fully lit or dark)."""
+    ka, w = case["k_alpha"], case["px"]
+    a = aperture(qr, qc, ka, w)
+    r = np.maximum(np.sqrt(qr**2 + qc**2), 1e-30)
+    s = np.where((a > 0) & (a < 1), w * (1 - a) / 2, 0.0)
+    return -s * qr / r, -s * qc / r
+
+
+def centroid_loss(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any,
+                  shifted_disc: bool = True) -> float:
+    """The per-lobe loss with the amplitudes at the pixel centres and each pair's phase
+    χ(q ∓ ν) − χ(q) at q = the centroid of the pixel's lit part: the pair's phase is
+    linear in q across a pixel (χ quadratic), so that is its pixel integral to first
+    order. Offsets from the pixel's own disc (|k| = kα) and, with ``shifted_disc``, from
+    the other disc of the pair (|k ∓ ν| = kα) add."""
+    kr, kc = case["k"][:, :1], case["k"][:, 1:]
+    coeffs = {"C10": p["C10"], "C12": p["C12"], "phi12": p["phi12"]}
+    a0 = aperture(kr, kc, case["k_alpha"], case["px"])
+    own_r, own_c = lit_centroid_offset(kr, kc, case)
+    gam: Any = 0
+    for sign in (-1, 1):  # P(k−ν)P*(k) − P*(k+ν)P(k)
+        sr, sc = kr + sign * nu_r, kc + sign * nu_c
+        other_r, other_c = lit_centroid_offset(sr, sc, case) if shifted_disc else (0, 0)
+        qr, qc = kr + own_r + other_r, kc + own_c + other_c
+        phase = (chi(qr + sign * nu_r, qc + sign * nu_c, case["lam"], coeffs)
+                 - chi(qr, qc, case["lam"], coeffs))
+        term = aperture(sr, sc, case["k_alpha"], case["px"]) * a0 * np.exp(-1j * phase)
+        gam = gam + (term if sign < 0 else -np.conj(term))
+    return _lobe_loss(case, gam, nu_r, nu_c)
+
+
 def _lobe_loss(case: Case, gam: Any, nu_r: Any, nu_c: Any, lobes: bool = True) -> float:
     """1 − the explained energy of Γ = ``gam`` with a free object per trotter lobe (one
     per trotter where not ``lobes``), membership at each pixel's centre."""
@@ -168,11 +206,16 @@ def effective_frequencies(case: Case) -> tuple[Any, Any]:
 
 
 def c10_minimum(case: Case, nu_r: Any, nu_c: Any, lobes: bool = True,
-                aliases: bool = False, integrated: bool = False) -> float:
+                aliases: bool = False, integrated: bool = False,
+                centroid: str = "") -> float:
+    """The conditional C10 minimum minus the truth; ``centroid`` "own" / "both" picks
+    ``centroid_loss`` with one or both discs' offsets."""
     t = case["truth"]
 
     def at(c10: float) -> float:
         p = {**t, "C10": c10}
+        if centroid:
+            return centroid_loss(case, p, nu_r, nu_c, shifted_disc=centroid == "both")
         if integrated:
             return integrated_loss(case, p, nu_r, nu_c)
         return alias_loss(case, p, nu_r, nu_c) if aliases else loss(case, p, nu_r, nu_c, lobes)
@@ -193,11 +236,13 @@ def main() -> None:
     args = ap.parse_args()
     if args.pixels:
         print("| case | bin | truth C10 | Γ at the pixel centre | Γ integrated over the pixel |"
-              "\n|---|---|---|---|---|")
+              " centroid, own disc | centroid, both discs |\n|---|---|---|---|---|---|---|")
         for path in args.cases:
             case = load(path, args.bin)
             eff = effective_frequencies(case)
-            cells = [c10_minimum(case, *eff), c10_minimum(case, *eff, integrated=True)]
+            cells = [c10_minimum(case, *eff), c10_minimum(case, *eff, integrated=True),
+                     c10_minimum(case, *eff, centroid="own"),
+                     c10_minimum(case, *eff, centroid="both")]
             print(f"| {path.stem} | {args.bin} | {case['truth']['C10']:.2f} | "
                   + " | ".join(f"{v:+.2f}" for v in cells) + " |", flush=True)
         return
