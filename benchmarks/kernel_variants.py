@@ -1,9 +1,13 @@
-"""Time the hot kernels compiled with different register budgets (-D*_MINB) on one dataset.
+"""Time the hot kernels compiled with other -D options on one dataset: a warp's tile of
+frequencies (-DTILE_R/-DTILE_C, walk.cu's slot_bin), register budgets (-D*_MINB).
 
 Usage: python3 benchmarks/kernel_variants.py OUT.json [scan]
 Each variant: evaluate (100 candidates, eval groups 2/4), derivatives (3 candidates) and
-one Auto reconstruction; results must be bit-identical across variants (launch bounds do
-not change arithmetic), which the script records.
+one Auto reconstruction on the full field, and evaluate and derivatives on a 128² region
+window (scan/4). Launch bounds do not change arithmetic: their results must be
+bit-identical to the default's, which the script records (hashes). Another tile groups
+other frequencies into blocks and warps, so its block partials add in another order and
+its recurrences re-anchor elsewhere: hashes differ in the last bits there.
 """
 
 from __future__ import annotations
@@ -23,9 +27,11 @@ from livessb.engine import cuda_kernels as ck
 
 VARIANTS = {  # the first compiled module's timings run cold: "warmup" absorbs that
     "warmup": (),
-    "default": (),
-    "recon_minb6": ("-DRECON_MINB=6",),
-    "recon_minb4": ("-DRECON_MINB=4",),
+    "default": (),  # tiles of 4 × 8 frequencies
+    "tile_1x32": ("-DTILE_R=1", "-DTILE_C=32"),  # (one row of 32: the layout before tiles)
+    "tile_2x16": ("-DTILE_R=2", "-DTILE_C=16"),
+    "tile_8x4": ("-DTILE_R=8", "-DTILE_C=4"),
+    "default_again": (),  # drift of the lease over the run
 }
 
 
@@ -67,9 +73,16 @@ def main() -> None:
     info = eng.spectra_info(sp)
     result: dict[str, Any] = {"pairs": info["trotter_pairs"], "M": info["half_plane"],
                               "B": sp.n_bf}
+    assert sp.rotation is not None
+    q = n // 4  # a region window of the benchmark's 128² region at 512²
+    region = eng.prepare((3 * q // 2, 5 * q // 2, 3 * q // 2, 5 * q // 2))
+    eng.set_rotation(region, *sp.rotation)
     for name, opts in VARIANTS.items():
         mod = compile_variant(opts)
         ck.module = lambda mod=mod: mod  # type: ignore[assignment]
+        for part in (sp.part, region.part):  # per-warp masks follow the tile shape
+            part.lobe_masks = None
+            part.fine_masks = None
         row: dict[str, Any] = {}
         for kc in ck.EVAL_GROUPS[1:]:
             eng.eval_group = kc
@@ -85,6 +98,11 @@ def main() -> None:
         row["reconstruct_hash"] = rec.phase_hash()
         t, _ = timed(lambda: eng.evaluate(sp, cand[:1]), 5)
         row["eval_1_candidate_ms"] = t * 1e3
+        t, losses = timed(lambda: eng.evaluate(region, cand), 3)
+        row["region_eval_per_candidate_ms"] = t / K * 1e3
+        row["region_eval_hash"] = digest(losses)
+        t, d = timed(lambda: eng.derivatives(region, dcand), 3)
+        row["region_derivatives_3_ms"] = t * 1e3
         result[name] = row
         print(name, json.dumps(row), flush=True)
     s.close()

@@ -360,6 +360,18 @@ def test_support_masks_skip_only_pixels_outside_every_trotter(thick: Simulated) 
         eng.close()
 
 
+def test_slot_bins_kernel_is_its_python_mirror() -> None:
+    """The ν-parallel kernels' thread → bin map (slot_bin) is the one the CPU tests check
+    (a bijection whose warps are compact tiles: tests/test_cuda_source.py)."""
+    from livessb.engine.cuda.prepare import slot_bin_map
+    from test_cuda_source import SLOT_GRIDS
+
+    for rows, H in SLOT_GRIDS:
+        got = slot_bin_map(cp, rows, H, extra=40)  # slots past the grid: inactive threads
+        np.testing.assert_array_equal(got[:rows * H], ck.slot_bins(rows, H))
+        assert (got[rows * H:] >= rows * H).all()
+
+
 def test_lobe_masks_skip_only_pixels_outside_each_lobe(thick: Simulated) -> None:
     """vp_derivs walks only the pixels its lobe masks list: same bits as every pixel."""
     ds, _ = thick

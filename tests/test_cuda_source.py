@@ -3,6 +3,7 @@
 import re
 
 import numpy as np
+import pytest
 
 from livessb.engine import cuda_kernels as ck
 
@@ -35,3 +36,32 @@ def test_device_bytes_count_shared_geometry_once() -> None:
                       energies={(0.1, False): (1.0, 2)})
     arrays = [*rows.arrays(), *full.arrays(), *region.arrays()]
     assert device_bytes(arrays, np.ndarray) == 1600 + 1600 + 16 + 80 + 48 + 200 + 32 + 24
+
+
+# Half planes of the engine's grids: the benchmark (512², its 3× Auto grid), regions and
+# map tiles, 5-smooth sizes that leave rows and columns outside whole tiles, tiny scans.
+SLOT_GRIDS = ((512, 257), (1536, 769), (128, 65), (64, 33), (135, 68), (126, 61), (6, 4),
+              (4, 8), (3, 2), (1, 1))
+
+
+def test_kernel_tile_shape_matches_its_python_mirror() -> None:
+    src = ck.source()
+    for name, value in (("TILE_R", ck.TILE_R), ("TILE_C", ck.TILE_C)):
+        assert re.search(rf"^#define {name} {value}\b", src, re.MULTILINE), name
+
+
+@pytest.mark.parametrize("rows, H", SLOT_GRIDS)
+def test_slot_bins_are_a_bijection_whose_warps_are_tiles(rows: int, H: int) -> None:
+    """Every bin has one slot (launches keep ceil(M / NT) blocks), and the warps of the
+    rows and columns that whole tiles cover each own one TILE_R × TILE_C tile."""
+    bins = ck.slot_bins(rows, H)
+    assert bins.shape == (rows * H,)
+    np.testing.assert_array_equal(np.sort(bins), np.arange(rows * H))
+    r, c = np.divmod(bins, H)
+    n_tiled = (rows - rows % ck.TILE_R) * (H - H % ck.TILE_C)
+    assert n_tiled % 32 == 0
+    for w in range(n_tiled // 32):
+        wr, wc = r[32 * w:32 * w + 32], c[32 * w:32 * w + 32]
+        assert np.ptp(wr) == ck.TILE_R - 1 and np.ptp(wc) == ck.TILE_C - 1
+        assert wr.min() % ck.TILE_R == 0 and wc.min() % ck.TILE_C == 0
+        np.testing.assert_array_equal(wc[:ck.TILE_C], wc.min() + np.arange(ck.TILE_C))

@@ -40,6 +40,26 @@ BT = 128  # BF pixels per tile (matches the source)
 GATHER_TILE = 64  # positions and BF pixels per block of gather_bf (GT in the source)
 
 ANCHOR_PIXELS = 16  # vp_eval re-anchors its phase recurrences at least this often in a row
+TILE_R, TILE_C = 4, 8  # a warp's frequencies: a tile of rows × columns (slot_bin)
+
+
+def slot_bins(rows: int, H: int) -> np.ndarray:
+    """The ν-parallel kernels' ``slot_bin`` (walk.cu) of every slot of a (rows, H) half
+    plane: thread slot s owns bin ``out[s]`` (row-major m = row·H + col). Warps take
+    TILE_R × TILE_C tiles; the columns right of the last whole tile, then the rows below
+    it, take the rest, column by column and row by row."""
+    Hm, Rm = H - H % TILE_C, rows - rows % TILE_R
+    s = np.arange(Rm * Hm)
+    t, lane = s // 32, s % 32
+    per_band = max(Hm // TILE_C, 1)
+    tiled = ((t // per_band) * TILE_R + lane // TILE_C) * H + (t % per_band) * TILE_C \
+        + lane % TILE_C
+    e = np.arange(rows * (H - Hm))
+    right = (e % rows) * H + Hm + e // rows
+    e = np.arange((rows - Rm) * Hm)
+    below = (Rm + e // max(Hm, 1)) * H + e % max(Hm, 1)
+    out: np.ndarray = np.concatenate([tiled, right, below]).astype(np.int64)
+    return out
 
 
 def _follows(rows: np.ndarray, cols: np.ndarray) -> np.ndarray:
@@ -86,7 +106,7 @@ def _names() -> list[str]:
     names += [eval_kernel_name(ROTATION_GROUP, rotations=True)]
     names += [reconstruct_kernel_name(k, t) for k in RECON_GROUPS for t in (False, True)]
     names += ["vp_derivs", "vp_eval_finish", "vp_derivs_finish", "energy_kernel", "support_mask",
-              "fma_peak", "effective_sums"]
+              "fma_peak", "effective_sums", "slot_bins"]
     for t in COUNT_TYPES.values():
         names += [f"stage_window<{t}>", f"window_mean<{t}>", f"bf_com<{t}>", f"gather_bf<{t}>",
                   f"detector_sums<{t}>", f"descan_moments<{t}>"]

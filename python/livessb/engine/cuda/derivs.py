@@ -46,7 +46,7 @@ def derivative_launch(engine: CUDAEngine, sp: DeviceSpectra, cand: np.ndarray,
     raw = cp.empty((2 * K, nsplit, 3 + ck.NA, M) if nsplit > 1 else 1, dtype=cp.float64)
     if sp.part.lobe_masks is None:  # per rotation
         sp.part.lobe_masks = support_masks(cp, engine.memory, sp.n_bf, g, w.nu_r, w.nu_c, M,
-                                           engine._kgeo, lobes=(0, 1))
+                                           int(w.Nc) // 2 + 1, engine._kgeo, lobes=(0, 1))
     masks, tiles = sp.part.lobe_masks
     split = nsplit > 1
     # The epilogue runs in the finish kernel when split, else in vp_derivs itself.

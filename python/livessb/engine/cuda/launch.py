@@ -275,6 +275,7 @@ class SupportMaskArgs(KernelArgs):
     KERNEL: ClassVar[str] = "support_mask"
     B: np.int32
     M: np.int32
+    H: np.int32  # the grid's columns (M = rows·H): its slots' bins, slot_bin
     nu_r: Any
     nu_c: Any
     px: Any
@@ -313,10 +314,19 @@ class ReconstructArgs(KernelArgs):
     out: Any
 
 
+@dataclass(frozen=True)
+class SlotBinsArgs(KernelArgs):  # the slot→bin map itself (tests/test_cuda_features.py)
+    KERNEL: ClassVar[str] = "slot_bins"
+    n: np.int32
+    rows: np.int32
+    H: np.int32
+    out: Any
+
+
 ARG_RECORDS: tuple[type[KernelArgs], ...] = (
     GatherBFArgs, BFComArgs, WindowMeanArgs, StageWindowArgs, VpEvalArgs, VpEvalFinishArgs,
     VpDerivsArgs, VpDerivsFinishArgs, EnergyArgs, SupportMaskArgs, ReconstructArgs,
-    DetectorSumsArgs, DescanMomentsArgs, EffectiveSumsArgs)
+    DetectorSumsArgs, DescanMomentsArgs, EffectiveSumsArgs, SlotBinsArgs)
 
 
 # -- builders of the records the scoring kernels share ---------------------------------

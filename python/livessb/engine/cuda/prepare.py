@@ -18,6 +18,7 @@ from .launch import (
     BFComArgs,
     EffectiveSumsArgs,
     KernelGeo,
+    SlotBinsArgs,
     StageWindowArgs,
     SupportMaskArgs,
     WindowMeanArgs,
@@ -170,11 +171,12 @@ def device_effective_frequencies(
 
 def support_masks(
     cp: Any, memory: DeviceMemory, n_bf: int, rows: RotationGeometry, nu_r: Any, nu_c: Any,
-    M: int, geo: KernelGeo, lobes: tuple[int, ...] = (-1,),
+    M: int, H: int, geo: KernelGeo, lobes: tuple[int, ...] = (-1,),
 ) -> tuple[Any, int]:
     """Per-warp masks of the pixels that may be in the trotter (lobe -1) or one trotter
     lobe (0: k-ν, 1: k+ν) of some frequency of the warp, for the M frequencies (ν_r,
-    ν_c) at the current rotation, one block of rows per entry of ``lobes``: (uint32
+    ν_c) of a grid of H columns at the current rotation (a warp's frequencies: the
+    kernels' ``slot_bin`` tile), one block of rows per entry of ``lobes``: (uint32
     (len(lobes)·rows·tiles·4), tiles per row)."""
     nblk = freq_blocks(M)
     tiles = -(-n_bf // ck.BT)
@@ -183,9 +185,22 @@ def support_masks(
         masks = cp.empty(len(lobes) * words, dtype=cp.uint32)
     for i, lobe in enumerate(lobes):
         launch(ck.function("support_mask"), (nblk,), (ck.NT,),
-               SupportMaskArgs(np.int32(n_bf), np.int32(M), nu_r, nu_c, rows.px,
+               SupportMaskArgs(np.int32(n_bf), np.int32(M), np.int32(H), nu_r, nu_c, rows.px,
                                geo.g_ka2, geo.g_ka, np.int32(lobe), masks[i * words:]))
     return masks, tiles
+
+
+def slot_bin_map(cp: Any, rows: int, H: int, extra: int = 0) -> np.ndarray:
+    """The bin each thread slot of a ν-parallel launch over a (rows, H) half plane owns
+    (the kernels' ``slot_bin``), for rows·H + ``extra`` slots: a check of the device
+    code against its mirror ``cuda_kernels.slot_bins`` (slots past the grid get bins
+    ≥ rows·H: inactive threads)."""
+    n = rows * H + extra
+    out = cp.full(n, -1, dtype=cp.int32)
+    launch(ck.function("slot_bins"), (-(-n // ck.NT),), (ck.NT,),
+           SlotBinsArgs(np.int32(n), np.int32(rows), np.int32(H), out))
+    got: np.ndarray = to_host(out, "slot_bin_map")
+    return got
 
 
 def subset_mask_words(keep: np.ndarray, tiles: int) -> np.ndarray:

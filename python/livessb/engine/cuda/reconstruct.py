@@ -58,7 +58,7 @@ class Reconstructor:
         fine = part.fine[f]
         if part.fine_masks is None or part.fine_masks.upsample != f:  # per rotation
             part.fine_masks = FineMasks(f, *support_masks(
-                cp, self.memory, sp.n_bf, g, fine.nu_r, fine.nu_c, Fr * Hf, self.kgeo))
+                cp, self.memory, sp.n_bf, g, fine.nu_r, fine.nu_c, Fr * Hf, Hf, self.kgeo))
         masks = part.fine_masks
         words, n_sum = masks.masks, sp.n_bf
         if keep is not None:  # a BF-pixel subset: the walk skips the others' pairs

@@ -2,7 +2,8 @@
 // spectra staging and COM. Compiled at run time by CuPy (NVRTC); see cuda_kernels.py.
 //
 // Layout: G is (B, M) complex64, M = Nr * Hc the flattened rfft half plane (row-major).
-// One thread owns one frequency ν and loops over the BF pixels b in index order
+// One thread owns one frequency ν (a warp a compact tile of them, slot_bin in walk.cu)
+// and loops over the BF pixels b in index order
 // (float partials flushed to float64 every BT pixels), so every per-ν sum has a fixed order.
 // Per-block partial sums are reduced by a fixed tree in shared memory and written
 // to a partial array; the host reduces those rows (numpy, fixed order). No atomics.

@@ -13,7 +13,7 @@ __global__ void __launch_bounds__(NT) energy_kernel(
     const int BL = blockIdx.y * bsplit, BH = min(B, BL + bsplit);
     const size_t out_at = (size_t)blockIdx.y * gridDim.x + blockIdx.x;
     const int Hc = Nc / 2 + 1;
-    const int m = blockIdx.x * NT + threadIdx.x;
+    const int m = slot_bin(blockIdx.x * NT + threadIdx.x, Nr, Hc);  // the blocks of vp_eval
     double nr = 0.0, nc = 0.0;
     bool active = m < M;
     if (active) { nr = nu_r[m]; nc = nu_c[m]; }  // per-bin tables, as grid_nu reads them
@@ -33,10 +33,10 @@ __global__ void __launch_bounds__(NT) energy_kernel(
 }
 
 // ---------------------------------------------------------------------------------
-// Support masks for a masked walk over a frequency grid (nu_r rows, nu_c of H columns,
-// M = rows·H; thread m ↔ ν = (nu_r[m], nu_c[m]), per-bin tables as in the consumer): bit t of
-// masks[(m/32)·ntiles + tile] is set unless pixel tile·BT + t is provably outside the
-// trotter of every active frequency of warp m/32 (active: |ν| ≤ 2kα, the consumer's
+// Support masks for a masked walk over a frequency grid (M = rows·H bins; slot s ↔ bin
+// m = slot_bin(s, rows, H) ↔ ν = (nu_r[m], nu_c[m]), per-bin tables as in the consumer):
+// bit t of masks[(s/32)·ntiles + tile] is set unless pixel tile·BT + t is provably outside
+// the trotter of every active frequency of warp s/32 (active: |ν| ≤ 2kα, the consumer's
 // rule): either outside both disks |k ∓ ν| ≤ kα for all of them, or inside both. Tested
 // against the bounding box of the warp's frequencies with a margin of 1e-3 kα, far
 // wider than rounding, so the exact per-pair test still decides every set bit.
@@ -57,13 +57,14 @@ __device__ __forceinline__ float box_far2(float x, float y, float4 bx) {
 }
 
 __global__ void __launch_bounds__(NT) support_mask(
-    int B, int M, const double* __restrict__ nu_r, const double* __restrict__ nu_c,
+    int B, int M, int H, const double* __restrict__ nu_r, const double* __restrict__ nu_c,
     const float4* __restrict__ px, double ka2, float ka, int lobe, uint4* __restrict__ masks) {
     const unsigned FULL = 0xffffffffu;
     const int lane = threadIdx.x & 31;
-    const size_t m = (size_t)blockIdx.x * NT + threadIdx.x, row = m >> 5;
+    const int s = blockIdx.x * NT + threadIdx.x;
+    const size_t row = (size_t)(s >> 5);  // the consumer's warp
     double nr, nc;
-    const bool active = grid_nu((int)m, M, nu_r, nu_c, ka2, nr, nc);
+    const bool active = grid_nu(slot_bin(s, M / H, H), M, nu_r, nu_c, ka2, nr, nc);
     const float BIG = 3.0e38f;  // empty box (NVRTC has no INFINITY)
     float4 bx = make_float4(BIG, -BIG, BIG, -BIG);
     if (active) bx = make_float4((float)nr, (float)nr, (float)nc, (float)nc);

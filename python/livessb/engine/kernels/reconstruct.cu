@@ -29,7 +29,8 @@ __global__ void __launch_bounds__(NT, RECON_MINB_FOR(K)) reconstruct_kernel(
     const Geo geo = make_geo(g_ka2, g_ka, g_inv_w, g_twopilam);
     const int Hc = Nc / 2 + 1, Hf = Fc / 2 + 1;
     const int MF = Fr * Hf;
-    const int m = blockIdx.x * NT + threadIdx.x;
+    const int slot = blockIdx.x * NT + threadIdx.x;
+    const int m = slot_bin(slot, Fr, Hf);
     double nr, nc;
     const bool active = grid_nu(m, MF, nu_r, nu_c, geo.ka2, nr, nc);
     int src = 0;
@@ -54,7 +55,7 @@ __global__ void __launch_bounds__(NT, RECON_MINB_FOR(K)) reconstruct_kernel(
     float fr_[K], fi_[K], fd_[K];
 #pragma unroll
     for (int k = 0; k < K; ++k) { aR[k] = aI[k] = aD[k] = 0.0; fr_[k] = fi_[k] = fd_[k] = 0.f; }
-    const uint4* wmask = masks + (size_t)(m >> 5) * mask_stride;  // this warp's row
+    const uint4* wmask = masks + (size_t)(slot >> 5) * mask_stride;  // this warp's row
     walk_pairs<true, false>(G, M, src, active, 0, B, k64, px, wmask, nr, nc, geo, NoPixel(),
         [&](float kr, float kc, float2 g, float am, float ap, bool) {
             if (cj) g.y = -g.y;

@@ -118,15 +118,16 @@ __device__ void derivs_epilogue(const double* sh, const double* dN, bool active,
 }
 
 
-// A thread of the derivative kernels: frequency m of the half plane (blockIdx.y blocks of
-// NT) and trotter lobe of candidate blockIdx.x / 2; grid (2K, nblk). The objective keeps
+// A thread of the derivative kernels: frequency m = slot_bin(slot) of the half plane
+// (slot: blockIdx.y blocks of NT; its warp's row of the lobe masks is slot / 32) and
+// trotter lobe of candidate blockIdx.x / 2; grid (2K, nblk). The objective keeps
 // one object per lobe (physics/objective.py), so each lobe has its own N, D and sums
 // (the epilogue's algebra holds per lobe); ci = blockIdx.x indexes the (candidate, lobe)
 // rows of partial and raw, the k-ν lobe (pair_geo's minus) first. The loss terms of the
 // two lobes add up on the host. (Per-lobe sums in one thread would double the NA float
 // accumulators and their float64 shared copies: registers and occupancy.)
 struct DerivThread {
-    int M, Hc, m, ci, nblk;
+    int M, Hc, slot, m, ci, nblk;
     const double* cd;  // the candidate's row of the table
     double nr, nc;
     bool active;
@@ -134,7 +135,8 @@ struct DerivThread {
     __device__ __forceinline__ DerivThread(int M, int Nc, const double* __restrict__ nu_r,
                                            const double* __restrict__ nu_c,
                                            const double* __restrict__ cand, double ka2)
-        : M(M), Hc(Nc / 2 + 1), m(blockIdx.y * NT + threadIdx.x), ci(blockIdx.x), nblk(gridDim.y),
+        : M(M), Hc(Nc / 2 + 1), slot(blockIdx.y * NT + threadIdx.x),
+          m(slot_bin(slot, M / Hc, Hc)), ci(blockIdx.x), nblk(gridDim.y),
           cd(cand + 8 * (blockIdx.x >> 1)), minus((blockIdx.x & 1) == 0) {
         active = grid_nu(m, M, nu_r, nu_c, ka2, nr, nc);
     }
@@ -272,7 +274,7 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
     // rotation) list the pixels that may be in this lobe for some lane of the warp; a
     // lobe is sparse where |ν| is large, and a dense walk would step every pixel.
     const size_t rows = (size_t)gridDim.y * (NT / 32);
-    const uint4* wmask = masks + ((th.minus ? 0 : rows) + (m >> 5)) * mask_stride;
+    const uint4* wmask = masks + ((th.minus ? 0 : rows) + (th.slot >> 5)) * mask_stride;
     walk_pairs<true, false>(G, M, m, th.active, BL, BH, k64, px, wmask, nr, nc, geo, NoPixel(),
         [&](float kr, float kc, float2 g, float am, float ap, bool minus) {
             if (minus != th.minus) return;  // the other lobe's thread sums this pair

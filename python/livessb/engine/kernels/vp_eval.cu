@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
 #define RARE_(j, q) rare_all[((j) * RARE + (q)) * NT + threadIdx.x]
     const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
     const int Hc = Nc / 2 + 1;
-    const int m = blockIdx.y * NT + threadIdx.x;
+    const int m = slot_bin(blockIdx.y * NT + threadIdx.x, Nr, Hc);
     const int c0 = blockIdx.x * KC;
     const int nblk = gridDim.y;
     // (exact for θ_r = θ₀: cos 1, sin 0 turn nothing)
@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(NT) vp_eval_finish(const double* __restrict__ 
                                                     int M, int Nc, double* __restrict__ partial) {
     __shared__ double red[NT];
     const int Hc = Nc / 2 + 1;
-    const int m = blockIdx.y * NT + threadIdx.x;
+    const int m = slot_bin(blockIdx.y * NT + threadIdx.x, M / Hc, Hc);  // vp_eval's blocks
     const int c = blockIdx.x;
     double v = 0.0;
     if (m < M) {

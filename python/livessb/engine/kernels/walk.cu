@@ -9,6 +9,44 @@ __device__ __forceinline__ double half_weight(int ic, int Nc) {
     return 2.0;
 }
 
+// Half-plane bin m of thread slot s (blockIdx · NT + threadIdx) on a (rows, H) grid
+// (m = row·H + col): a bijection of [0, rows·H), so launches keep ceil(M / NT) blocks.
+// A warp's 32 slots take a tile of TILE_R rows × TILE_C columns (each row 8 adjacent bins:
+// 64-byte loads) instead of 32 bins along a row, which wraps into the next row once per
+// row (from its last column to its first) and spans a long strip of ν. In a compact tile
+// the lanes of a warp fall in the same trotter lobe of a pixel far more often (less
+// divergence in the pixel loops), and a warp's support-mask box is small (fewer masked
+// visits). The columns right of the last whole tile, then the rows below it, take the
+// remaining slots as runs along a column / a row. Slots past the grid give m ≥ rows·H.
+#ifndef TILE_R  // (-D overrides: benchmarks/kernel_variants.py times other shapes)
+#define TILE_R 4
+#endif
+#ifndef TILE_C
+#define TILE_C 8
+#endif
+static_assert(TILE_R * TILE_C == 32, "a tile is one warp");
+__device__ __forceinline__ int slot_bin(int s, int rows, int H) {
+    const int Hm = H - H % TILE_C, Rm = rows - rows % TILE_R;
+    const int tiled = Rm * Hm;  // a multiple of 32
+    if (s < tiled) {
+        const int t = s >> 5, l = s & 31, per_band = Hm / TILE_C;
+        return ((t / per_band) * TILE_R + l / TILE_C) * H + (t % per_band) * TILE_C
+               + l % TILE_C;
+    }
+    s -= tiled;
+    const int right = rows * (H - Hm);  // columns [Hm, H), column by column
+    if (s < right) return (s % rows) * H + Hm + s / rows;
+    s -= right;
+    if (s < (rows - Rm) * Hm) return (Rm + s / Hm) * H + s % Hm;  // rows [Rm, rows)
+    return rows * H + s;
+}
+
+// slot_bin of every slot [0, n) into out (tests compare it with its Python mirror).
+__global__ void __launch_bounds__(NT) slot_bins(int n, int rows, int H, int* __restrict__ out) {
+    const int s = blockIdx.x * NT + threadIdx.x;
+    if (s < n) out[s] = slot_bin(s, rows, H);
+}
+
 // Frequency of thread m on a (rows, H) grid, read from per-bin tables (M each, row-major:
 // the grid's own frequencies or each bin's effective one, physics/frequencies.py); false
 // for m ≥ M and beyond |ν| = 2kα, where no pixel is in the trotter (the ν-parallel
