@@ -82,7 +82,7 @@ def main() -> None:
         ck.module = lambda mod=mod: mod  # type: ignore[assignment]
         for part in (sp.part, region.part):  # per-warp masks follow the tile shape
             part.lobe_masks = None
-            part.fine_masks = None
+            part.fine_masks.clear()
         row: dict[str, Any] = {}
         for kc in ck.EVAL_GROUPS[1:]:
             eng.eval_group = kc

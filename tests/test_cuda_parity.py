@@ -349,12 +349,12 @@ def test_support_masks_skip_only_pixels_outside_every_trotter(thick: Simulated) 
         _, sp = ch.prepared(eng, ds)
         params = dict(truth.params)
         masked = eng.reconstruct(sp, params, 3, "ssb")
-        fm = sp.part.fine_masks
+        (tile_rows, fm), = sp.part.fine_masks.items()
         f, words, tiles = fm.upsample, fm.masks, fm.tiles
         rows = words.size // (4 * tiles)
         set_bits = int(np.unpackbits(cp.asnumpy(words).view(np.uint8)).sum())
-        assert f == 3 and 0 < set_bits < rows * sp.n_bf  # it does skip pixels
-        sp.part.fine_masks = FineMasks(3, ch.every_pixel_mask(tiles, sp.n_bf), 0)
+        assert f == 3 and tile_rows == 1 and 0 < set_bits < rows * sp.n_bf  # it skips pixels
+        sp.part.fine_masks[1] = FineMasks(3, 1, ch.every_pixel_mask(tiles, sp.n_bf), 0)
         np.testing.assert_array_equal(masked, eng.reconstruct(sp, params, 3, "ssb"))
     finally:
         eng.close()
@@ -367,8 +367,9 @@ def test_slot_bins_kernel_is_its_python_mirror() -> None:
     from test_cuda_source import SLOT_GRIDS
 
     for rows, H in SLOT_GRIDS:
-        got = slot_bin_map(cp, rows, H, extra=40)  # slots past the grid: inactive threads
-        np.testing.assert_array_equal(got[:rows * H], ck.slot_bins(rows, H))
+        for tile_rows in (ck.TILE_R, 1):  # the scoring kernels', one candidate's strips
+            got = slot_bin_map(cp, rows, H, tile_rows, extra=40)  # (past the grid: inactive)
+            np.testing.assert_array_equal(got[:rows * H], ck.slot_bins(rows, H, tile_rows))
         assert (got[rows * H:] >= rows * H).all()
 
 

@@ -31,7 +31,7 @@ def test_device_bytes_count_shared_geometry_once() -> None:
                             np.zeros(2))
     nu = np.zeros(10), np.zeros(6)
     full = CUDAPart(*nu, M=60, geometry=rows,
-                    fine_masks=FineMasks(3, np.zeros(50, dtype=np.uint32), 7))
+                    fine_masks={1: FineMasks(3, 1, np.zeros(50, dtype=np.uint32), 7)})
     region = CUDAPart(np.zeros(4), np.zeros(3), M=12, geometry=rows,
                       energies={(0.1, False): (1.0, 2)})
     arrays = [*rows.arrays(), *full.arrays(), *region.arrays()]
@@ -44,24 +44,30 @@ SLOT_GRIDS = ((512, 257), (1536, 769), (128, 65), (64, 33), (135, 68), (126, 61)
               (4, 8), (3, 2), (1, 1))
 
 
-def test_kernel_tile_shape_matches_its_python_mirror() -> None:
+def test_kernel_tile_shapes_match_their_python_mirrors() -> None:
     src = ck.source()
-    for name, value in (("TILE_R", ck.TILE_R), ("TILE_C", ck.TILE_C)):
+    for name, value in (("TILE_R", ck.TILE_R), ("TILE_C", ck.TILE_C),
+                        ("RECON_STRIP_MAX_K", ck.RECON_STRIP_MAX_K)):
         assert re.search(rf"^#define {name} {value}\b", src, re.MULTILINE), name
+    assert [ck.recon_tile_rows(k) for k in ck.RECON_GROUPS] == [1, ck.TILE_R, ck.TILE_R]
 
 
+@pytest.mark.parametrize("tile_rows", [ck.TILE_R, 1])
 @pytest.mark.parametrize("rows, H", SLOT_GRIDS)
-def test_slot_bins_are_a_bijection_whose_warps_are_tiles(rows: int, H: int) -> None:
+def test_slot_bins_are_a_bijection_whose_warps_are_tiles(rows: int, H: int,
+                                                         tile_rows: int) -> None:
     """Every bin has one slot (launches keep ceil(M / NT) blocks), and the warps of the
-    rows and columns that whole tiles cover each own one TILE_R × TILE_C tile."""
-    bins = ck.slot_bins(rows, H)
+    rows and columns that whole tiles cover each own one tile (tile_rows × 32/tile_rows,
+    each of its rows adjacent bins)."""
+    tr, tc = tile_rows, 32 // tile_rows
+    bins = ck.slot_bins(rows, H, tile_rows)
     assert bins.shape == (rows * H,)
     np.testing.assert_array_equal(np.sort(bins), np.arange(rows * H))
     r, c = np.divmod(bins, H)
-    n_tiled = (rows - rows % ck.TILE_R) * (H - H % ck.TILE_C)
+    n_tiled = (rows - rows % tr) * (H - H % tc)
     assert n_tiled % 32 == 0
     for w in range(n_tiled // 32):
         wr, wc = r[32 * w:32 * w + 32], c[32 * w:32 * w + 32]
-        assert np.ptp(wr) == ck.TILE_R - 1 and np.ptp(wc) == ck.TILE_C - 1
-        assert wr.min() % ck.TILE_R == 0 and wc.min() % ck.TILE_C == 0
-        np.testing.assert_array_equal(wc[:ck.TILE_C], wc.min() + np.arange(ck.TILE_C))
+        assert np.ptp(wr) == tr - 1 and np.ptp(wc) == tc - 1
+        assert wr.min() % tr == 0 and wc.min() % tc == 0
+        np.testing.assert_array_equal(wc[:tc], wc.min() + np.arange(tc))

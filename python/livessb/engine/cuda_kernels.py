@@ -41,19 +41,26 @@ GATHER_TILE = 64  # positions and BF pixels per block of gather_bf (GT in the so
 
 ANCHOR_PIXELS = 16  # vp_eval re-anchors its phase recurrences at least this often in a row
 TILE_R, TILE_C = 4, 8  # a warp's frequencies: a tile of rows × columns (slot_bin)
+RECON_STRIP_MAX_K = 1  # reconstructions of up to this many candidates take strips of 32
 
 
-def slot_bins(rows: int, H: int) -> np.ndarray:
+def recon_tile_rows(group: int) -> int:
+    """Rows of a warp's tile in reconstruct_kernel<group> (RECON_TILE_R in the source):
+    strips where one candidate's light pairs make the loads the cost, tiles above."""
+    return 1 if group <= RECON_STRIP_MAX_K else TILE_R
+
+
+def slot_bins(rows: int, H: int, tile_rows: int = TILE_R) -> np.ndarray:
     """The ν-parallel kernels' ``slot_bin`` (walk.cu) of every slot of a (rows, H) half
     plane: thread slot s owns bin ``out[s]`` (row-major m = row·H + col). Warps take
-    TILE_R × TILE_C tiles; the columns right of the last whole tile, then the rows below
-    it, take the rest, column by column and row by row."""
-    Hm, Rm = H - H % TILE_C, rows - rows % TILE_R
+    tiles of ``tile_rows`` × 32 / ``tile_rows``; the columns right of the last whole
+    tile, then the rows below it, take the rest, column by column and row by row."""
+    tr, tc = tile_rows, 32 // tile_rows
+    Hm, Rm = H - H % tc, rows - rows % tr
     s = np.arange(Rm * Hm)
     t, lane = s // 32, s % 32
-    per_band = max(Hm // TILE_C, 1)
-    tiled = ((t // per_band) * TILE_R + lane // TILE_C) * H + (t % per_band) * TILE_C \
-        + lane % TILE_C
+    per_band = max(Hm // tc, 1)
+    tiled = ((t // per_band) * tr + lane // tc) * H + (t % per_band) * tc + lane % tc
     e = np.arange(rows * (H - Hm))
     right = (e % rows) * H + Hm + e // rows
     e = np.arange((rows - Rm) * Hm)

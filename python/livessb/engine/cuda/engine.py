@@ -202,7 +202,8 @@ class CUDAEngine:
     def _rotate(self, sp: DeviceSpectra, theta: float, transpose: bool) -> None:
         part = sp.part
         part.geometry = self._geometry_at(theta, transpose)
-        part.fine_masks = part.lobe_masks = None  # masks belong to the old θ
+        part.fine_masks.clear()  # masks belong to the old θ
+        part.lobe_masks = None
         seen = part.energies
         if (theta, transpose) not in seen:
             seen[theta, transpose] = self._energy(sp, part.geometry)

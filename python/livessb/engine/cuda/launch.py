@@ -276,6 +276,7 @@ class SupportMaskArgs(KernelArgs):
     B: np.int32
     M: np.int32
     H: np.int32  # the grid's columns (M = rows·H): its slots' bins, slot_bin
+    tile_r: np.int32  # rows of the consumer's warp tile (slot_bin)
     nu_r: Any
     nu_c: Any
     px: Any
@@ -320,6 +321,7 @@ class SlotBinsArgs(KernelArgs):  # the slot→bin map itself (tests/test_cuda_fe
     n: np.int32
     rows: np.int32
     H: np.int32
+    tile_r: np.int32
     out: Any
 
 

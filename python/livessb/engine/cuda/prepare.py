@@ -172,12 +172,14 @@ def device_effective_frequencies(
 def support_masks(
     cp: Any, memory: DeviceMemory, n_bf: int, rows: RotationGeometry, nu_r: Any, nu_c: Any,
     M: int, H: int, geo: KernelGeo, lobes: tuple[int, ...] = (-1,),
+    tile_rows: int = ck.TILE_R,
 ) -> tuple[Any, int]:
     """Per-warp masks of the pixels that may be in the trotter (lobe -1) or one trotter
     lobe (0: k-ν, 1: k+ν) of some frequency of the warp, for the M frequencies (ν_r,
     ν_c) of a grid of H columns at the current rotation (a warp's frequencies: the
-    kernels' ``slot_bin`` tile), one block of rows per entry of ``lobes``: (uint32
-    (len(lobes)·rows·tiles·4), tiles per row)."""
+    kernels' ``slot_bin`` tile of ``tile_rows`` rows, as the consumer takes them), one
+    block of rows per entry of ``lobes``: (uint32 (len(lobes)·rows·tiles·4), tiles per
+    row)."""
     nblk = freq_blocks(M)
     tiles = -(-n_bf // ck.BT)
     words = nblk * ck.NT // 32 * tiles * 4
@@ -185,20 +187,21 @@ def support_masks(
         masks = cp.empty(len(lobes) * words, dtype=cp.uint32)
     for i, lobe in enumerate(lobes):
         launch(ck.function("support_mask"), (nblk,), (ck.NT,),
-               SupportMaskArgs(np.int32(n_bf), np.int32(M), np.int32(H), nu_r, nu_c, rows.px,
+               SupportMaskArgs(np.int32(n_bf), np.int32(M), np.int32(H), np.int32(tile_rows),
+                               nu_r, nu_c, rows.px,
                                geo.g_ka2, geo.g_ka, np.int32(lobe), masks[i * words:]))
     return masks, tiles
 
 
-def slot_bin_map(cp: Any, rows: int, H: int, extra: int = 0) -> np.ndarray:
+def slot_bin_map(cp: Any, rows: int, H: int, tile_rows: int, extra: int = 0) -> np.ndarray:
     """The bin each thread slot of a ν-parallel launch over a (rows, H) half plane owns
-    (the kernels' ``slot_bin``), for rows·H + ``extra`` slots: a check of the device
-    code against its mirror ``cuda_kernels.slot_bins`` (slots past the grid get bins
-    ≥ rows·H: inactive threads)."""
+    with warp tiles of ``tile_rows`` rows (the kernels' ``slot_bin``), for rows·H +
+    ``extra`` slots: a check of the device code against its mirror
+    ``cuda_kernels.slot_bins`` (slots past the grid get bins ≥ rows·H: inactive threads)."""
     n = rows * H + extra
     out = cp.full(n, -1, dtype=cp.int32)
     launch(ck.function("slot_bins"), (-(-n // ck.NT),), (ck.NT,),
-           SlotBinsArgs(np.int32(n), np.int32(rows), np.int32(H), out))
+           SlotBinsArgs(np.int32(n), np.int32(rows), np.int32(H), np.int32(tile_rows), out))
     got: np.ndarray = to_host(out, "slot_bin_map")
     return got
 

@@ -56,17 +56,19 @@ class Reconstructor:
         if f not in part.fine:
             part.fine[f] = fine_grid(cp, part, sp.shape, self.step, f)
         fine = part.fine[f]
-        if part.fine_masks is None or part.fine_masks.upsample != f:  # per rotation
-            part.fine_masks = FineMasks(f, *support_masks(
-                cp, self.memory, sp.n_bf, g, fine.nu_r, fine.nu_c, Fr * Hf, Hf, self.kgeo))
-        masks = part.fine_masks
+        K = len(params)
+        tile_rows = ck.recon_tile_rows(K)
+        masks = part.fine_masks.get(tile_rows)
+        if masks is None or masks.upsample != f:  # per rotation
+            masks = part.fine_masks[tile_rows] = FineMasks(f, tile_rows, *support_masks(
+                cp, self.memory, sp.n_bf, g, fine.nu_r, fine.nu_c, Fr * Hf, Hf, self.kgeo,
+                tile_rows=tile_rows))
         words, n_sum = masks.masks, sp.n_bf
         if keep is not None:  # a BF-pixel subset: the walk skips the others' pairs
             with self.memory.guard("masking the BF-pixel subset", int(words.nbytes)):
                 words = (words.reshape(-1, masks.tiles * 4) & cp.asarray(
                     subset_mask_words(keep, masks.tiles))).ravel()
             n_sum = int(np.count_nonzero(keep))
-        K = len(params)
         vec = np.stack([to_vector(p, JOINT, default=0.0) for p in params])
         MF = Fr * Hf
         kg = self.kgeo

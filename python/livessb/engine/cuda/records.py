@@ -34,6 +34,7 @@ class FineMasks:
     """Per-warp support masks of the reconstruction grid at the current rotation."""
 
     upsample: int
+    tile_rows: int  # the warps' tiles they were built for (cuda_kernels.recon_tile_rows)
     masks: Any  # uint32 (rows·tiles·4)
     tiles: int  # tiles of BT pixels per mask row
 
@@ -51,7 +52,9 @@ class CUDAPart:
     energies: dict[tuple[float, bool], tuple[float, int]] = field(default_factory=dict)
     pairs: int = 0  # in-trotter (b, ν) pairs at the current rotation
     fine: dict[int, FineGrid] = field(default_factory=dict)  # by upsampling factor
-    fine_masks: FineMasks | None = None  # the current rotation's (set_rotation drops it)
+    # The current rotation's reconstruction masks by warp tile rows (strips for one
+    # candidate, tiles for a map's batches); set_rotation drops them.
+    fine_masks: dict[int, FineMasks] = field(default_factory=dict)
     # vp_derivs' per-lobe masks of this window's grid at the current rotation (likewise):
     # (uint32 masks of lobe 0 then lobe 1, tiles per row)
     lobe_masks: tuple[Any, int] | None = None
@@ -67,8 +70,7 @@ class CUDAPart:
             out += self.geometry.arrays()
         for g in self.fine.values():
             out += [g.nu_r, g.nu_c, g.alias]
-        if self.fine_masks is not None:
-            out.append(self.fine_masks.masks)
+        out += [fm.masks for fm in self.fine_masks.values()]
         if self.lobe_masks is not None:
             out.append(self.lobe_masks[0])
         if self.pending_mean is not None:

@@ -34,7 +34,8 @@ __global__ void __launch_bounds__(NT) energy_kernel(
 
 // ---------------------------------------------------------------------------------
 // Support masks for a masked walk over a frequency grid (M = rows·H bins; slot s ↔ bin
-// m = slot_bin(s, rows, H) ↔ ν = (nu_r[m], nu_c[m]), per-bin tables as in the consumer):
+// m = slot_bin(s, rows, H, tile_r) ↔ ν = (nu_r[m], nu_c[m]), per-bin tables and warp
+// tiles as in the consumer):
 // bit t of masks[(s/32)·ntiles + tile] is set unless pixel tile·BT + t is provably outside
 // the trotter of every active frequency of warp s/32 (active: |ν| ≤ 2kα, the consumer's
 // rule): either outside both disks |k ∓ ν| ≤ kα for all of them, or inside both. Tested
@@ -57,14 +58,15 @@ __device__ __forceinline__ float box_far2(float x, float y, float4 bx) {
 }
 
 __global__ void __launch_bounds__(NT) support_mask(
-    int B, int M, int H, const double* __restrict__ nu_r, const double* __restrict__ nu_c,
+    int B, int M, int H, int tile_r, const double* __restrict__ nu_r,
+    const double* __restrict__ nu_c,
     const float4* __restrict__ px, double ka2, float ka, int lobe, uint4* __restrict__ masks) {
     const unsigned FULL = 0xffffffffu;
     const int lane = threadIdx.x & 31;
     const int s = blockIdx.x * NT + threadIdx.x;
     const size_t row = (size_t)(s >> 5);  // the consumer's warp
     double nr, nc;
-    const bool active = grid_nu(slot_bin(s, M / H, H), M, nu_r, nu_c, ka2, nr, nc);
+    const bool active = grid_nu(slot_bin(s, M / H, H, tile_r), M, nu_r, nu_c, ka2, nr, nc);
     const float BIG = 3.0e38f;  // empty box (NVRTC has no INFINITY)
     float4 bx = make_float4(BIG, -BIG, BIG, -BIG);
     if (active) bx = make_float4((float)nr, (float)nr, (float)nc, (float)nc);

@@ -17,6 +17,14 @@
 // THIN: every candidate has depth 0 (the host checks), so S = sinc(0) = 1 exactly and the
 // outside-band pairs skip the sinc (its argument x = X - hd q is exactly ±0 there): the
 // same bits as THIN = false, without one sine and one reciprocal per pair and candidate.
+// A warp's frequencies (walk.cu slot_bin): one candidate's pairs are light (a sincos and
+// a few fmas), so its launch is bound by the spectra's loads and takes strips of 32 bins
+// (whole sectors); K > RECON_STRIP_MAX_K candidates per thread share each load and take
+// the scoring kernels' compact tiles (less divergence). The masks follow (support_mask).
+#ifndef RECON_STRIP_MAX_K
+#define RECON_STRIP_MAX_K 1
+#endif
+#define RECON_TILE_R(K) ((K) <= RECON_STRIP_MAX_K ? 1 : TILE_R)
 template <int K, bool THIN>
 __global__ void __launch_bounds__(NT, RECON_MINB_FOR(K)) reconstruct_kernel(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc, int Fr, int Fc,
@@ -30,7 +38,7 @@ __global__ void __launch_bounds__(NT, RECON_MINB_FOR(K)) reconstruct_kernel(
     const int Hc = Nc / 2 + 1, Hf = Fc / 2 + 1;
     const int MF = Fr * Hf;
     const int slot = blockIdx.x * NT + threadIdx.x;
-    const int m = slot_bin(slot, Fr, Hf);
+    const int m = slot_bin(slot, Fr, Hf, RECON_TILE_R(K));
     double nr, nc;
     const bool active = grid_nu(m, MF, nu_r, nu_c, geo.ka2, nr, nc);
     int src = 0;

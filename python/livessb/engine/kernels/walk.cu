@@ -11,13 +11,17 @@ __device__ __forceinline__ double half_weight(int ic, int Nc) {
 
 // Half-plane bin m of thread slot s (blockIdx · NT + threadIdx) on a (rows, H) grid
 // (m = row·H + col): a bijection of [0, rows·H), so launches keep ceil(M / NT) blocks.
-// A warp's 32 slots take a tile of TILE_R rows × TILE_C columns (each row 8 adjacent bins:
-// 64-byte loads) instead of 32 bins along a row, which wraps into the next row once per
-// row (from its last column to its first) and spans a long strip of ν. In a compact tile
-// the lanes of a warp fall in the same trotter lobe of a pixel far more often (less
-// divergence in the pixel loops), and a warp's support-mask box is small (fewer masked
-// visits). The columns right of the last whole tile, then the rows below it, take the
-// remaining slots as runs along a column / a row. Slots past the grid give m ≥ rows·H.
+// A warp's 32 slots take a tile of tr rows × 32/tr columns. The scoring kernels take
+// TILE_R × TILE_C (each row 8 adjacent bins: 64-byte loads) rather than 32 bins along a
+// row, which spans a long strip of ν (and wraps into the next row once per row, from its
+// last column to its first): in a compact tile the lanes of a warp fall in the same
+// trotter lobe of a pixel far more often (less divergence where the arithmetic per pair
+// dominates), and a warp's support-mask box is small (fewer masked visits). A strip
+// (tr = 1) loads each pixel's spectra in fewer, whole sectors (the rows of G are not
+// 32-byte aligned), which is what counts where a pair's arithmetic is light (one
+// candidate's reconstruction). The columns right of the last whole tile, then the rows
+// below it, take the remaining slots as runs along a column / a row. Slots past the grid
+// give m ≥ rows·H (inactive threads).
 #ifndef TILE_R  // (-D overrides: benchmarks/kernel_variants.py times other shapes)
 #define TILE_R 4
 #endif
@@ -25,13 +29,13 @@ __device__ __forceinline__ double half_weight(int ic, int Nc) {
 #define TILE_C 8
 #endif
 static_assert(TILE_R * TILE_C == 32, "a tile is one warp");
-__device__ __forceinline__ int slot_bin(int s, int rows, int H) {
-    const int Hm = H - H % TILE_C, Rm = rows - rows % TILE_R;
+__device__ __forceinline__ int slot_bin(int s, int rows, int H, int tr = TILE_R) {
+    const int tc = 32 / tr;
+    const int Hm = H - H % tc, Rm = rows - rows % tr;
     const int tiled = Rm * Hm;  // a multiple of 32
     if (s < tiled) {
-        const int t = s >> 5, l = s & 31, per_band = Hm / TILE_C;
-        return ((t / per_band) * TILE_R + l / TILE_C) * H + (t % per_band) * TILE_C
-               + l % TILE_C;
+        const int t = s >> 5, l = s & 31, per_band = Hm / tc;
+        return ((t / per_band) * tr + l / tc) * H + (t % per_band) * tc + l % tc;
     }
     s -= tiled;
     const int right = rows * (H - Hm);  // columns [Hm, H), column by column
@@ -42,9 +46,10 @@ __device__ __forceinline__ int slot_bin(int s, int rows, int H) {
 }
 
 // slot_bin of every slot [0, n) into out (tests compare it with its Python mirror).
-__global__ void __launch_bounds__(NT) slot_bins(int n, int rows, int H, int* __restrict__ out) {
+__global__ void __launch_bounds__(NT) slot_bins(int n, int rows, int H, int tile_r,
+                                                int* __restrict__ out) {
     const int s = blockIdx.x * NT + threadIdx.x;
-    if (s < n) out[s] = slot_bin(s, rows, H);
+    if (s < n) out[s] = slot_bin(s, rows, H, tile_r);
 }
 
 // Frequency of thread m on a (rows, H) grid, read from per-bin tables (M each, row-major:
