@@ -14,7 +14,7 @@ for r in $(seq 1 "$ROUNDS"); do
     python3 - "$OUT/ab_${v}_$r.json" "$v $r" <<'PY'
 import json, sys
 t = json.load(open(sys.argv[1]))["times_s"]
-print(sys.argv[2], {k: round(v["warm_median_s"] * 1e3, 1) for k, v in t.items()})
+print(sys.argv[2], {k: round(v["warm_median"] * 1e3, 1) for k, v in t.items()})
 PY
   done
 done
