@@ -9,6 +9,8 @@ so astigmatism crossing zero is a smooth move, not a wall.
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -35,9 +37,31 @@ class NewtonOptions:
     merge_model_rel: float = 1e-6
 
 
-def trust_region_step(g: np.ndarray, H: np.ndarray, radius: float) -> np.ndarray:
-    """argmin gᵀs + ½ sᵀHs with ‖s‖ ≤ radius (Moré–Sorensen on a 6×6 eigensystem)."""
-    evals, evecs = np.linalg.eigh(H)
+def symmetric_eigh(H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.linalg.eigh(H)`` of a small finite symmetric float64 matrix, the same LAPACK
+    call and bits without the wrapper's checks and error-state set-up (most of its ~30 µs;
+    a map's tiles take ~2000 of these). Anything else goes through ``np.linalg.eigh``."""
+    if _EIGH_LO is not None and H.dtype == np.float64 and np.isfinite(H).all():
+        w, v = _EIGH_LO(H, signature="d->dd")
+        return w, v
+    w, v = np.linalg.eigh(H)
+    return w, v
+
+
+# numpy's own gufunc behind eigh(UPLO="L") (numpy.linalg._umath_linalg, there since 1.8)
+_EIGH_LO = getattr(getattr(np.linalg, "_umath_linalg", None), "eigh_lo", None)
+
+
+def norm(v: np.ndarray) -> float:
+    """``np.linalg.norm`` of a real vector: the same dot product and square root."""
+    return math.sqrt(v.dot(v))
+
+
+def trust_region_step(g: np.ndarray, H: np.ndarray, radius: float,
+                      eig: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """argmin gᵀs + ½ sᵀHs with ‖s‖ ≤ radius (Moré–Sorensen on a 6×6 eigensystem);
+    ``eig``: H's eigensystem when already known."""
+    evals, evecs = symmetric_eigh(H) if eig is None else eig
     gt = evecs.T @ g
 
     def step(lam: float) -> np.ndarray:
@@ -45,10 +69,10 @@ def trust_region_step(g: np.ndarray, H: np.ndarray, radius: float) -> np.ndarray
 
     if evals[0] > 0:
         s = step(0.0)
-        if np.linalg.norm(s) <= radius:
+        if norm(s) <= radius:
             return s
     lo = max(0.0, -evals[0]) + 1e-12 * max(1.0, abs(evals[-1]))
-    hi = lo + np.linalg.norm(g) / radius + abs(evals[-1]) + 1.0
+    hi = lo + norm(g) / radius + abs(evals[-1]) + 1.0
     s = step(_bisect_multiplier(np.ascontiguousarray(evals, dtype=np.float64),
                                 np.ascontiguousarray(gt * gt, dtype=np.float64),
                                 float(radius), float(lo), float(hi)))
@@ -79,19 +103,42 @@ def _bisect_multiplier(evals: np.ndarray, gt2: np.ndarray, radius: float, lo: fl
     return hi
 
 
+@dataclass(frozen=True)
+class _Angle:
+    """One angle of a box, as ``fold_into_box`` treats it."""
+
+    index: int
+    magnitude: int | None  # its C_nm's index (None: held)
+    half_period: float
+    period: float
+    wraps: bool  # the box spans a whole period
+    low: float
+
+
+@functools.lru_cache(maxsize=64)
+def _angles(names: tuple[str, ...], low: bytes, high: bytes) -> tuple[_Angle, ...]:
+    box = Box(np.frombuffer(low), np.frombuffer(high), names)
+    out = []
+    for i, name in enumerate(names):
+        if name in PERIODS:
+            magnitude = "C" + name[3:]
+            out.append(_Angle(i, names.index(magnitude) if magnitude in names else None,
+                              PERIODS[name] / 2, PERIODS[name], box.full_period(name),
+                              box.low[i]))
+    return tuple(out)
+
+
 def fold_into_box(v: np.ndarray, box: Box) -> np.ndarray:
     """Fold each C_nm sign into its angle (C < 0 ≡ φ + π/m), wrap angles, clip the rest."""
     v = v.copy()
-    for i, name in enumerate(box.names):
-        if name not in PERIODS:
-            continue
-        magnitude = "C" + name[3:]
-        i_c = box.names.index(magnitude) if magnitude in box.names else None  # None: held
+    for a in _angles(box.names, box.low.tobytes(), box.high.tobytes()):
+        i, i_c = a.index, a.magnitude
         if i_c is not None and v[i_c] < 0:
             v[i_c] = -v[i_c]
-            v[i] += PERIODS[name] / 2
-        v[i] = box.wrap(name, v[i])
-    return np.clip(v, box.low, box.high)
+            v[i] += a.half_period
+        if a.wraps:  # Box.wrap's formula
+            v[i] = float(a.low + np.mod(v[i] - a.low, a.period))
+    return np.minimum(np.maximum(v, box.low), box.high)  # np.clip's result, less overhead
 
 
 @staged("Newton")
@@ -110,6 +157,7 @@ def newton_refine(
     """
     opt = options or NewtonOptions()
     scale = scale_of(box.names)
+    scale2 = np.outer(scale, scale)
     x = np.array([fold_into_box(s, box) for s in starts])
     loss, grad, hess = derivatives(x)
     radius = np.full(len(x), opt.initial_radius)
@@ -117,11 +165,15 @@ def newton_refine(
     record: list[dict[str, Any]] = [
         _step_entry(box.names, i, 0, x[i], loss[i], grad[i] * scale, radius[i], True, None)
         for i in range(len(x))]
+    # Gradients and Hessians in scaled coordinates, and the eigensystems of those the
+    # last pruning took: the next steps start from them (the same arrays, the same bits).
+    grad_s, hess_s = grad * scale, hess * scale2
+    eig: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for it in range(1, opt.max_iterations + 1):
         steps = {}
         for i in np.flatnonzero(active):
-            g_s, H_s = grad[i] * scale, hess[i] * np.outer(scale, scale)
-            s = trust_region_step(g_s, H_s, radius[i])
+            g_s, H_s = grad_s[i], hess_s[i]
+            s = trust_region_step(g_s, H_s, radius[i], eig.get(int(i)))
             y = fold_into_box(x[i] + s * scale, box)
             # Re-measure the step actually taken after folding/clipping for the model.
             s_taken = _taken_step(x[i], y, box.names) / scale
@@ -141,7 +193,7 @@ def newton_refine(
             actual = loss[i] - t_loss[n]
             rho = actual / predicted[n] if predicted[n] > 0 else -1.0
             ok = bool(rho > 1e-4 and actual > 0)
-            step_norm = float(np.linalg.norm(_taken_step(x[i], trial[n], box.names) / scale))
+            step_norm = norm(_taken_step(x[i], trial[n], box.names) / scale)
             if rho < 0.25:
                 radius[i] = 0.25 * max(step_norm, 1e-12)
             elif rho > 0.75 and step_norm >= 0.99 * radius[i]:
@@ -154,9 +206,10 @@ def newton_refine(
             if radius[i] < opt.min_radius:
                 active[i] = False
         record += entries
-        _prune_hopeless(active, loss, grad * scale, hess * np.outer(scale, scale))
-        _merge_duplicates(active, x, loss, box.names, scale, grad * scale,
-                          hess * np.outer(scale, scale), opt.merge_model_rel)
+        grad_s, hess_s = grad * scale, hess * scale2
+        eig = _prune_hopeless(active, loss, grad_s, hess_s)
+        _merge_duplicates(active, x, loss, box.names, scale, grad_s, hess_s,
+                          opt.merge_model_rel)
         if on_iteration is not None:
             on_iteration()
     return x, loss, record, hess
@@ -176,42 +229,48 @@ def _merge_duplicates(active: np.ndarray, x: np.ndarray, loss: np.ndarray,
         for j in order[:n]:
             d = _taken_step(x[j], x[i], names) / scale
             predicted = loss[j] + grad[j] @ d + 0.5 * d @ hess[j] @ d
-            if (np.linalg.norm(d) < 1.0
+            if (norm(d) < 1.0
                     or abs(predicted - loss[i]) <= model_rel * abs(loss[j])):
                 active[i] = False
                 break
 
 
 def _prune_hopeless(active: np.ndarray, loss: np.ndarray, grad: np.ndarray,
-                    hess: np.ndarray) -> None:
+                    hess: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Stop starts whose local quadratic model cannot reach the best loss so far
-    (``grad``/``hess`` in scaled coordinates).
+    (``grad``/``hess`` in scaled coordinates); returns the eigensystems it computed, by
+    start.
 
     With a positive definite Hessian the model's minimum is L - ½ gᵀH⁻¹g; a start
     whose model minimum lies above the current best loss is in a worse basin, and
     further derivatives there are wasted. Indefinite starts are kept.
     """
     best = int(np.argmin(loss))
+    eig = {}
     for i in np.flatnonzero(active):
         if i == best:
             continue
         H, g = hess[i], grad[i]
-        evals, evecs = np.linalg.eigh(H)
+        evals, evecs = eig[int(i)] = symmetric_eigh(H)
         if evals[0] <= 0:
             continue
         decrement = 0.5 * float(np.sum((evecs.T @ g) ** 2 / evals))
         if loss[i] - 2.0 * decrement > loss[best]:
             active[i] = False
+    return eig
 
 
 def _taken_step(x: np.ndarray, y: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
     """y - x with angle differences taken on their circles."""
     d = y - x
-    for i, name in enumerate(names):
-        if name in PERIODS:
-            period = PERIODS[name]
-            d[i] = (d[i] + period / 2) % period - period / 2
+    for i, period in _periods(names):
+        d[i] = (d[i] + period / 2) % period - period / 2
     return d
+
+
+@functools.lru_cache(maxsize=64)
+def _periods(names: tuple[str, ...]) -> tuple[tuple[int, float], ...]:
+    return tuple((i, PERIODS[n]) for i, n in enumerate(names) if n in PERIODS)
 
 
 def _step_entry(
@@ -223,6 +282,6 @@ def _step_entry(
         "start": start, "iteration": iteration,
         "params": {p: float(x) for p, x in zip(names, v, strict=True)},
         "loss": float(loss),
-        "grad_norm": None if grad is None else float(np.linalg.norm(grad)),
+        "grad_norm": None if grad is None else norm(grad),
         "radius": float(radius), "accepted": accepted, "rho": rho,
     }
