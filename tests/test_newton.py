@@ -87,3 +87,23 @@ def test_starts_in_different_basins_are_not_merged() -> None:
     assert calls[1] == 2
     best = int(np.argmin(loss))
     assert abs(x[best, 0] - (CENTER[0] - 100.0)) < 1.0
+
+
+def test_symmetric_eigh_gives_numpys_bits_and_its_errors() -> None:
+    """The short path to the eigensystem is numpy's own: the same bits (Newton's steps,
+    and so the golden record, depend on them); a non-finite matrix takes numpy's path,
+    which refuses it."""
+    import pytest
+
+    from livessb.fit.newton import norm, symmetric_eigh
+
+    rng = np.random.default_rng(7)
+    for _ in range(50):
+        a = rng.normal(size=(6, 6)) * rng.uniform(1e-3, 1e3)
+        H = a + a.T
+        for got, want in zip(symmetric_eigh(H), np.linalg.eigh(H), strict=True):
+            np.testing.assert_array_equal(got, want)
+        v = a[0]
+        assert norm(v) == np.linalg.norm(v)
+    with pytest.raises(np.linalg.LinAlgError):
+        symmetric_eigh(np.full((6, 6), np.nan))
