@@ -312,3 +312,15 @@ def test_bf_pixel_subset_reconstruction_matches_cpu(
     assert np.abs(dh).max() < 1e-3
     np.testing.assert_array_equal(every, full)
     assert not np.array_equal(og, full)
+
+
+def test_cropped_reconstruction_is_the_cut_of_the_whole(thick: Dataset4D) -> None:
+    """A region's crop is cut on the device (only its bytes come down): the whole
+    image's part bit for bit, on the fast path and the reference path."""
+    params = {"C10": -35.0, "C12": 10.0, "phi12": 0.5}
+    with ch.both_prepared(thick) as (_cpu, gpu, _rot, _sc, sg):
+        for p, f in ((params, 2), ({**params, "C30": 2e4}, 1)):
+            whole = gpu.reconstruct(sg, p, f, "ssb")
+            part = gpu.reconstruct(sg, p, f, "ssb", crop=(5, 29, 3, 19))  # (a 32² scan)
+            assert part.shape == (24, 16)
+            np.testing.assert_array_equal(part, whole[5:29, 3:19])

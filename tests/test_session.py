@@ -126,6 +126,23 @@ def test_reconstruct_options_and_errors(fitted: livessb.Session) -> None:
         fitted.reconstruct(method="magic")
 
 
+def test_reconstruct_crop_is_the_crop_of_the_full_reconstruction(
+        fitted: livessb.Session) -> None:
+    """``crop=`` cuts inside the engine (on a GPU only the crop crosses): the same object,
+    origin and metadata as ``reconstruct(...).crop(bounds)``, for the fast path and the
+    reference path (higher orders); bad bounds are refused as a region's are."""
+    assert fitted.full_fit is not None
+    for params, f in ((fitted.full_fit.params, "auto"), ({"C10": -30.0, "C30": 1e4}, 1)):
+        full = fitted.reconstruct(params, upsample=f).crop((3, 20, 5, 31))
+        part = fitted.reconstruct(params, upsample=f, crop=(3, 20, 5, 31))
+        np.testing.assert_array_equal(part.object, full.object)
+        assert part.object.flags.c_contiguous and part.origin_px == full.origin_px
+        assert (part.upsample, part.sampling_A, part.params) == \
+            (full.upsample, full.sampling_A, full.params)
+    with pytest.raises(livessb.session.RegionError):
+        fitted.reconstruct(crop=(3, 40, 5, 31))
+
+
 def test_reconstruction_phase_matches_true_object(
         small: tuple[Dataset4D, SimulationTruth], fitted: livessb.Session) -> None:
     _, truth = small

@@ -99,7 +99,7 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
             say("\n".join(fit_lines(f"region {tuple(region)}", reg.fit)))
             doc["region"] = reg.fit.to_dict()
             rec = reg.crop if upsample == "auto" else s.reconstruct(
-                reg.params, upsample=upsample).crop(region)
+                reg.params, upsample=upsample, crop=region)
         doc["upsample"] = rec.upsample
         doc["phase_sha256"] = rec.phase_hash()
         written = []

@@ -257,10 +257,9 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         t_fit = time.perf_counter()
         if report is not None:
             report("reconstruct", 0, 1)
-        rec = self.reconstruct(result.params)
+        crop = self.reconstruct(result.params, crop=b)
         if report is not None:
             report("reconstruct", 1, 1)
-        crop = rec.crop(b)
         t_end = time.perf_counter()
         timings = {**result.timings, "reconstruct_crop_s": t_end - t_fit,
                    "total_s": t_end - t0}
@@ -409,10 +408,12 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
     @staged("reconstruct")
     def reconstruct(
         self, params: Mapping[str, float] | None = None, upsample: int | str = "auto",
-        method: str = "ssb", bf_pixels: int | None = None,
+        method: str = "ssb", bf_pixels: int | None = None, crop: Bounds | None = None,
     ) -> Reconstruction:
         """Full-scan reconstruction (Auto upsampling by default) with ``params``; with
-        ``bf_pixels`` only that many BF pixels, the nearest the disk centre, enter it."""
+        ``bf_pixels`` only that many BF pixels, the nearest the disk centre, enter it;
+        ``crop`` (scan-px bounds, as a region's): ``Reconstruction.crop`` of the result,
+        cut where it is computed (a GPU sends only the crop)."""
         self._check_open()
         if params is None:
             if self.full_fit is None:
@@ -426,13 +427,14 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
                              "phi56: livessb.params.TABLE)")
         f = self._upsample_factor(upsample)
         check_reconstruct_memory(self, f)  # refuse before allocating the f-times grid
-        model = self._full_model(self._theta, bool(self.transpose))
-        obj = model.reconstruct(dict(params), f, method, bf_pixels=bf_pixels)
         (rows, cols), step = self.dataset.scan_shape, self.dataset.scan_step_A
-        return Reconstruction(
-            object=np.ascontiguousarray(obj[:f * rows, :f * cols]), params=dict(params),
-            upsample=f, sampling_A=(step[0] / f, step[1] / f), method=method,
-            bf_pixels=bf_pixels)
+        r0, r1, c0, c1 = (0, rows, 0, cols) if crop is None else self.check_bounds(crop)
+        model = self._full_model(self._theta, bool(self.transpose))
+        obj = model.reconstruct(dict(params), f, method, bf_pixels=bf_pixels,
+                                crop=(r0 * f, r1 * f, c0 * f, c1 * f))
+        return Reconstruction(object=np.ascontiguousarray(obj), params=dict(params), upsample=f,
+                              sampling_A=(step[0] / f, step[1] / f), method=method,
+                              origin_px=(r0 * f, c0 * f), bf_pixels=bf_pixels)
 
     def _upsample_factor(self, upsample: int | str) -> int:
         if upsample == "auto":

@@ -75,7 +75,7 @@ def restore_results(session: Session, path: str | Path, doc: dict[str, Any]) -> 
     session.rotation_deg, session.transpose, session.full_fit = rotation_deg, transpose, full_fit
     for rid, fit in fits:
         b = session.check_bounds(fit.bounds)
-        crop = session.reconstruct(fit.params).crop(b)
+        crop = session.reconstruct(fit.params, crop=b)
         session.regions[rid] = RegionResult(id=rid, bounds=b, fit=fit, crop=crop)
     for m in maps:
         for b in m.tile_bounds():

@@ -54,6 +54,7 @@ from .reference import (
     Reference,
     bf_center_of_mass,
     check_method,
+    cropped,
     evaluate_rotations_per_theta,
     host_bf_counts,
 )
@@ -297,6 +298,7 @@ class CPUEngine:
     def reconstruct(
         self, spectra: Spectra, params: dict[str, float], upsample: int = 1,
         method: str = "ssb", resident: bool = False, bf_pixels: int | None = None,
+        crop: Bounds | None = None,
     ) -> np.ndarray:
         sp = self._life.live(spectra)
         check_method(method)
@@ -308,6 +310,7 @@ class CPUEngine:
             f = int(upsample)
             O = self.object_spectrum(sp, params, f, method, keep)
             image = self.reference.object_spectrum_to_image(sp, O, f).astype(np.complex64)
+        image = cropped(image, crop)
         # Host memory is resident here; the hand-over is counted where a device engine
         # downloads (livessb.xp: the guard counts on the CPU what the GPU would wait for).
         return image if resident else to_host(image, "reconstruct")

@@ -111,12 +111,15 @@ class Engine(Protocol):
     def reconstruct(
         self, spectra: Spectra, params: dict[str, float], upsample: int = 1,
         method: str = "ssb", resident: bool = False, bf_pixels: int | None = None,
+        crop: Bounds | None = None,
     ) -> Any:
         """Complex object on the (f·Nr, f·Nc) grid, complex64, on the host (``resident``:
         left in the engine's array module, a device array on CUDA: what a map's blend adds
         up before its one download). ``bf_pixels``: only that many BF pixels, the nearest
         the disk centre (``physics.geometry.nearest_bf_pixels``), enter the sums and their
-        normalisation; None: all (a count equal to all: the same bits)."""
+        normalisation; None: all (a count equal to all: the same bits). ``crop``: (row
+        start, stop, col start, stop) of the output grid, only that part of the image,
+        cut before it leaves the engine (a region's crop: its bytes alone cross)."""
 
     def reconstruct_many(self, spectra: Spectra, params: Sequence[dict[str, float]],
                          upsample: int = 1, method: str = "ssb") -> list[Any]:

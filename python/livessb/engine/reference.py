@@ -356,6 +356,14 @@ def check_method(method: str) -> None:
         raise ValueError(f"unknown method {method!r}: use 'ssb' or 'wiener'")
 
 
+def cropped(image: Any, crop: tuple[int, int, int, int] | None) -> Any:
+    """The (row start, stop, col start, stop) part of an image, a view (None: all)."""
+    if crop is None:
+        return image
+    r0, r1, c0, c1 = crop
+    return image[r0:r1, c0:c1]
+
+
 def evaluate_rotations_per_theta(
     engine: Engine, spectra: Spectra, thetas: np.ndarray, transpose: bool,
     candidate: np.ndarray, names: tuple[str, ...] = JOINT,

@@ -67,9 +67,10 @@ class ThickSampleModel:
         return self._live().misfit_terms(self.spectra, candidate, names)
 
     def reconstruct(self, params: dict[str, float], upsample: int, method: str,
-                    resident: bool = False, bf_pixels: int | None = None) -> Any:
+                    resident: bool = False, bf_pixels: int | None = None,
+                    crop: Bounds | None = None) -> Any:
         return self._live().reconstruct(self.spectra, params, upsample, method, resident,
-                                        bf_pixels)
+                                        bf_pixels, crop)
 
     def reconstruct_many(self, params: Sequence[dict[str, float]], upsample: int,
                          method: str) -> list[Any]:

@@ -169,6 +169,6 @@ class RegionJobs:
         reg = w.session.regions[rid]
         crop = reg.crop
         if crop is None or getattr(crop, "object", None) is None or crop.object.size == 0:
-            crop = w.session.reconstruct(reg.params).crop(reg.bounds)
+            crop = w.session.reconstruct(reg.params, crop=reg.bounds)
             reg.crop = crop
         self.publish(rid, gen, reg, phase_to_png(crop.phase), 0.0)

@@ -43,6 +43,7 @@ from ..records import DatasetGeometry, PreparedSpectra, ReferenceGeometry, same_
 from ..reference import (
     Reference,
     check_method,
+    cropped,
     evaluate_rotations_per_theta,
 )
 from .derivs import derivative_launch
@@ -395,6 +396,7 @@ class CUDAEngine:
     def reconstruct(
         self, spectra: Spectra, params: dict[str, float], upsample: int = 1,
         method: str = "ssb", resident: bool = False, bf_pixels: int | None = None,
+        crop: Bounds | None = None,
     ) -> Any:
         sp = self._life.live(spectra)
         check_method(method)
@@ -402,8 +404,11 @@ class CUDAEngine:
         if has_higher_order(params):  # leaves the quadratic fast path: the reference
             ref = self._reference_geometry(sp)
             image = self.reference.reconstruct(sp, ref, params, upsample, method, keep)
+            image = cropped(image, crop)
             return image if resident else to_host(image, "reconstruct")
-        image = self._reconstruct(sp, [params], int(upsample), method, resident, keep)
+        w, g = self._at_rotation(sp)
+        image = self._recon.images(sp, w, g, [params], int(upsample), method, resident, keep,
+                                   crop)
         return image[0] if resident else image
 
     @timed("reconstruct_many", len)

@@ -14,10 +14,11 @@ from typing import Any
 import numpy as np
 
 from ...params import JOINT, to_vector
+from ...results import Bounds
 from ...xp import to_host
 from .. import cuda_kernels as ck
 from ..records import PreparedSpectra
-from ..reference import RECON_EPS, Reference
+from ..reference import RECON_EPS, Reference, cropped
 from .launch import KernelGeo, ReconstructArgs, Window, candidate_table, launch
 from .memory import DeviceMemory
 from .prepare import fine_grid, subset_mask_words, support_masks
@@ -44,10 +45,10 @@ class Reconstructor:
 
     def images(self, sp: PreparedSpectra[CUDAPart], w: Window, g: RotationGeometry,
                params: list[dict[str, float]], f: int, method: str, resident: bool,
-               keep: np.ndarray | None = None) -> Any:
+               keep: np.ndarray | None = None, crop: Bounds | None = None) -> Any:
         """Images of len(params) ∈ ck.RECON_GROUPS candidates from one launch (device
         arrays where ``resident``, else the one image downloaded); ``keep``: the BF
-        pixels that enter the sums (None: all)."""
+        pixels that enter the sums (None: all); ``crop``: each image's part (output px)."""
         cp = self.cp
         Nr, Nc = sp.shape
         Fr, Fc = f * Nr, f * Nc
@@ -85,8 +86,8 @@ class Reconstructor:
                        kg.g_twopilam, kg.pilam, np.float32(RECON_EPS),
                        np.int32(0 if method == "ssb" else 1), np.int32(n_sum), O))
             ev[1].record()
-            images = [self.reference.object_spectrum_to_image(sp, O[k], f).astype(np.complex64)
-                      for k in range(K)]
+            images = [cropped(self.reference.object_spectrum_to_image(sp, O[k], f),
+                              crop).astype(np.complex64) for k in range(K)]
             ev[2].record()
             if resident:  # stays on the device (a map's blend): no download, no wait
                 return images
