@@ -29,9 +29,10 @@ VARIANTS = {  # the first compiled module's timings run cold: "warmup" absorbs t
     "warmup": (),
     "default": (),  # tiles of 4 × 8 frequencies
     "tile_1x32": ("-DTILE_R=1", "-DTILE_C=32"),  # (one row of 32: the layout before tiles)
-    "tile_2x16": ("-DTILE_R=2", "-DTILE_C=16"),
-    "tile_8x4": ("-DTILE_R=8", "-DTILE_C=4"),
-    "default_again": (),  # drift of the lease over the run
+    "eval_minb3": ("-DEVAL_MINB4=3",),  # vp_eval<4>'s resident blocks per SM (default 4)
+    "eval_minb5": ("-DEVAL_MINB4=5",),
+    "deriv_minb2": ("-DDERIV_MINB=2",),  # vp_derivs' (default 3)
+    "deriv_minb4": ("-DDERIV_MINB=4",),
 }
 
 

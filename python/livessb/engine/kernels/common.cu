@@ -24,8 +24,11 @@
 #define PI_D 3.141592653589793
 #define MRAD_D 1e-3
 // Minimum resident blocks per SM of the hot kernels (register budget; -D overrides).
+#ifndef EVAL_MINB4  // four candidates per thread (the search's launches)
+#define EVAL_MINB4 4
+#endif
 #ifndef EVAL_MINB_FOR  // by candidates per thread: more of them need more registers
-#define EVAL_MINB_FOR(KC) ((KC) <= 2 ? 6 : 4)
+#define EVAL_MINB_FOR(KC) ((KC) <= 2 ? 6 : EVAL_MINB4)
 #endif
 #ifndef DERIV_MINB
 #define DERIV_MINB 3
