@@ -13,7 +13,7 @@ __global__ void __launch_bounds__(NT) energy_kernel(
     const int BL = blockIdx.y * bsplit, BH = min(B, BL + bsplit);
     const size_t out_at = (size_t)blockIdx.y * gridDim.x + blockIdx.x;
     const int Hc = Nc / 2 + 1;
-    const int m = slot_bin(blockIdx.x * NT + threadIdx.x, Nr, Hc);  // the blocks of vp_eval
+    const int m = slot_bin(blockIdx.x * NT + threadIdx.x, Nr, Hc, 1);  // the θ grid's blocks
     double nr = 0.0, nc = 0.0;
     bool active = m < M;
     if (active) { nr = nu_r[m]; nc = nu_c[m]; }  // per-bin tables, as grid_nu reads them

@@ -76,6 +76,13 @@ __device__ __forceinline__ float sinc_rec(float x, float s) {
                             : __fdividef(s, x);
 }
 
+// A warp's frequencies (walk.cu slot_bin): recurrent candidates (KC ≥ 2) share each
+// pixel's loads and arithmetic is what they cost, so they take the compact tiles (less
+// divergence); the direct form of one candidate, the θ grid and the energy (which must
+// add up in the θ grid's order: its loss at θ₀ is evaluate's, bit for bit) take strips
+// of 32 bins, whose loads cost fewer sectors (H200: one candidate 7.4 -> 9.3 ms, the
+// energy +1.4 ms a rotation with tiles).
+#define EVAL_TILE_R(KC, ROT) ((KC) == 1 || (ROT) ? 1 : TILE_R)
 template <int KC, bool ROT>
 __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc,
@@ -96,7 +103,7 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
 #define RARE_(j, q) rare_all[((j) * RARE + (q)) * NT + threadIdx.x]
     const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
     const int Hc = Nc / 2 + 1;
-    const int m = slot_bin(blockIdx.y * NT + threadIdx.x, Nr, Hc);
+    const int m = slot_bin(blockIdx.y * NT + threadIdx.x, Nr, Hc, EVAL_TILE_R(KC, ROT));
     const int c0 = blockIdx.x * KC;
     const int nblk = gridDim.y;
     // (exact for θ_r = θ₀: cos 1, sin 0 turn nothing)
@@ -256,7 +263,7 @@ __global__ void __launch_bounds__(NT) vp_eval_finish(const double* __restrict__ 
                                                     int M, int Nc, double* __restrict__ partial) {
     __shared__ double red[NT];
     const int Hc = Nc / 2 + 1;
-    const int m = slot_bin(blockIdx.y * NT + threadIdx.x, M / Hc, Hc);  // vp_eval's blocks
+    const int m = slot_bin(blockIdx.y * NT + threadIdx.x, M / Hc, Hc, 1);  // (any order)
     const int c = blockIdx.x;
     double v = 0.0;
     if (m < M) {

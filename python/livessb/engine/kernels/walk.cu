@@ -11,17 +11,17 @@ __device__ __forceinline__ double half_weight(int ic, int Nc) {
 
 // Half-plane bin m of thread slot s (blockIdx · NT + threadIdx) on a (rows, H) grid
 // (m = row·H + col): a bijection of [0, rows·H), so launches keep ceil(M / NT) blocks.
-// A warp's 32 slots take a tile of tr rows × 32/tr columns. The scoring kernels take
-// TILE_R × TILE_C (each row 8 adjacent bins: 64-byte loads) rather than 32 bins along a
-// row, which spans a long strip of ν (and wraps into the next row once per row, from its
-// last column to its first): in a compact tile the lanes of a warp fall in the same
-// trotter lobe of a pixel far more often (less divergence where the arithmetic per pair
-// dominates), and a warp's support-mask box is small (fewer masked visits). A strip
-// (tr = 1) loads each pixel's spectra in fewer, whole sectors (the rows of G are not
-// 32-byte aligned), which is what counts where a pair's arithmetic is light (one
-// candidate's reconstruction). The columns right of the last whole tile, then the rows
-// below it, take the remaining slots as runs along a column / a row. Slots past the grid
-// give m ≥ rows·H (inactive threads).
+// A warp's 32 slots take a tile of tr rows × 32/tr columns. Where a pair's arithmetic
+// dominates (several candidates per thread: vp_eval<KC ≥ 2>, vp_derivs, a map's
+// reconstructions) kernels take TILE_R × TILE_C tiles (each row 8 adjacent bins: 64-byte
+// loads) rather than 32 bins along a row, a long strip of ν: in a compact tile the lanes
+// of a warp fall in the same trotter lobe of a pixel far more often (less divergence),
+// and a warp's support-mask box is small (fewer masked visits). Where a pair is light
+// (one candidate's direct form, the energy and the θ grid that must match it, one
+// reconstruction) they take strips (tr = 1): a pixel's spectra come in fewer, whole
+// sectors (the rows of G are not 32-byte aligned), and the loads are the cost. The
+// columns right of the last whole tile, then the rows below it, take the remaining slots
+// as runs along a column / a row. Slots past the grid give m ≥ rows·H (inactive threads).
 #ifndef TILE_R  // (-D overrides: benchmarks/kernel_variants.py times other shapes)
 #define TILE_R 4
 #endif
