@@ -52,15 +52,14 @@ def test_kernel_tile_shapes_match_their_python_mirrors() -> None:
     assert [ck.recon_tile_rows(k) for k in ck.RECON_GROUPS] == [1, ck.TILE_R, ck.TILE_R]
 
 
-@pytest.mark.parametrize("tile_rows", [ck.TILE_R, 1])
 @pytest.mark.parametrize("rows, H", SLOT_GRIDS)
-def test_slot_bins_are_a_bijection_whose_warps_are_tiles(rows: int, H: int,
-                                                         tile_rows: int) -> None:
+def test_slot_bins_are_a_bijection_whose_warps_are_tiles(rows: int, H: int) -> None:
     """Every bin has one slot (launches keep ceil(M / NT) blocks), and the warps of the
-    rows and columns that whole tiles cover each own one tile (tile_rows × 32/tile_rows,
-    each of its rows adjacent bins)."""
-    tr, tc = tile_rows, 32 // tile_rows
-    bins = ck.slot_bins(rows, H, tile_rows)
+    rows and columns that whole tiles cover each own one tile (TILE_R × TILE_C, each of
+    its rows adjacent bins); strips (one row) are the identity."""
+    np.testing.assert_array_equal(ck.slot_bins(rows, H, 1), np.arange(rows * H))
+    tr, tc = ck.TILE_R, ck.TILE_C
+    bins = ck.slot_bins(rows, H)
     assert bins.shape == (rows * H,)
     np.testing.assert_array_equal(np.sort(bins), np.arange(rows * H))
     r, c = np.divmod(bins, H)

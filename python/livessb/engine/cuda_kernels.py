@@ -54,7 +54,10 @@ def slot_bins(rows: int, H: int, tile_rows: int = TILE_R) -> np.ndarray:
     """The ν-parallel kernels' ``slot_bin`` (walk.cu) of every slot of a (rows, H) half
     plane: thread slot s owns bin ``out[s]`` (row-major m = row·H + col). Warps take
     tiles of ``tile_rows`` × 32 / ``tile_rows``; the columns right of the last whole
-    tile, then the rows below it, take the rest, column by column and row by row."""
+    tile, then the rows below it, take the rest, column by column and row by row. One
+    row (strips) is the identity: 32 consecutive bins, aligned in G."""
+    if tile_rows == 1:
+        return np.arange(rows * H, dtype=np.int64)
     tr, tc = tile_rows, 32 // tile_rows
     Hm, Rm = H - H % tc, rows - rows % tr
     s = np.arange(Rm * Hm)

@@ -16,12 +16,14 @@ __device__ __forceinline__ double half_weight(int ic, int Nc) {
 // reconstructions) kernels take TILE_R × TILE_C tiles (each row 8 adjacent bins: 64-byte
 // loads) rather than 32 bins along a row, a long strip of ν: in a compact tile the lanes
 // of a warp fall in the same trotter lobe of a pixel far more often (less divergence),
-// and a warp's support-mask box is small (fewer masked visits). Where a pair is light
-// (one candidate's direct form, the energy and the θ grid that must match it, one
-// reconstruction) they take strips (tr = 1): a pixel's spectra come in fewer, whole
-// sectors (the rows of G are not 32-byte aligned), and the loads are the cost. The
-// columns right of the last whole tile, then the rows below it, take the remaining slots
-// as runs along a column / a row. Slots past the grid give m ≥ rows·H (inactive threads).
+// and a warp's support-mask box is small (fewer masked visits). The columns right of the
+// last whole tile, then the rows below it, take the remaining slots as runs along a
+// column / a row. Where a pair is light (one candidate's direct form, the energy and the
+// θ grid that must match it, one reconstruction) the loads are the cost: tr = 1 is the
+// identity, m = s, whose warps read 256 aligned bytes of G per pixel (8 sectors; M is a
+// multiple of 32), where a row's 8-bin segments or 32 bins from a row start, the rows of
+// G not being 32-byte aligned, take 9-11 (H200 at dd4c94a, strips from row starts: one
+// candidate's evaluation 7.3 -> 8.5 ms). Slots past the grid give m ≥ rows·H (inactive).
 #ifndef TILE_R  // (-D overrides: benchmarks/kernel_variants.py times other shapes)
 #define TILE_R 4
 #endif
@@ -30,6 +32,7 @@ __device__ __forceinline__ double half_weight(int ic, int Nc) {
 #endif
 static_assert(TILE_R * TILE_C == 32, "a tile is one warp");
 __device__ __forceinline__ int slot_bin(int s, int rows, int H, int tr = TILE_R) {
+    if (tr == 1) return s;
     const int tc = 32 / tr;
     const int Hm = H - H % tc, Rm = rows - rows % tr;
     const int tiled = Rm * Hm;  // a multiple of 32
