@@ -406,9 +406,7 @@ class CUDAEngine:
             image = self.reference.reconstruct(sp, ref, params, upsample, method, keep)
             image = cropped(image, crop)
             return image if resident else to_host(image, "reconstruct")
-        w, g = self._at_rotation(sp)
-        image = self._recon.images(sp, w, g, [params], int(upsample), method, resident, keep,
-                                   crop)
+        image = self._reconstruct(sp, [params], int(upsample), method, resident, keep, crop)
         return image[0] if resident else image
 
     @timed("reconstruct_many", len)
@@ -425,9 +423,10 @@ class CUDAEngine:
         return images
 
     def _reconstruct(self, sp: DeviceSpectra, params: list[dict[str, float]], f: int,
-                     method: str, resident: bool, keep: np.ndarray | None = None) -> Any:
+                     method: str, resident: bool, keep: np.ndarray | None = None,
+                     crop: Bounds | None = None) -> Any:
         w, g = self._at_rotation(sp)
-        return self._recon.images(sp, w, g, params, f, method, resident, keep)
+        return self._recon.images(sp, w, g, params, f, method, resident, keep, crop)
 
     # -- the reference operations over CuPy: non-VP objectives, opted-in coefficients --
     def _reference_geometry(self, sp: DeviceSpectra) -> ReferenceGeometry:

@@ -316,7 +316,7 @@ class ReconstructArgs(KernelArgs):
 
 
 @dataclass(frozen=True)
-class SlotBinsArgs(KernelArgs):  # the slot→bin map itself (tests/test_cuda_features.py)
+class SlotBinsArgs(KernelArgs):  # the slot→bin map itself (tests/test_cuda_parity.py)
     KERNEL: ClassVar[str] = "slot_bins"
     n: np.int32
     rows: np.int32
