@@ -82,16 +82,18 @@ def main() -> None:
             engine.at = 0
             return fit_window(*args)
 
-        times = []
+        times, errors_s = [], []
         for _ in range(a.reps):
             t0 = time.perf_counter()
             got = replay()
             times.append(time.perf_counter() - t0)
+            errors_s.append(got.timings["errors_s"])
         assert (got.params, got.errors, got.newton) == \
             (recorded.params, recorded.errors, recorded.newton), "replay changed the fit"
         print(json.dumps({"window": a.tile, "engine_calls": len(engine.calls),
                           "host_ms_median": round(float(np.median(times)) * 1e3, 3),
-                          "host_ms_min": round(min(times) * 1e3, 3)}))
+                          "host_ms_min": round(min(times) * 1e3, 3),
+                          "errors_ms_median": round(float(np.median(errors_s)) * 1e3, 3)}))
         if a.profile:
             prof = cProfile.Profile()
             prof.enable()

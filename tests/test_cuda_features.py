@@ -80,6 +80,27 @@ def test_frequency_gradients_match_cpu_per_frequency(thick: Dataset4D) -> None:
     assert hess_rel < 1e-4
 
 
+def test_region_pixel_totals_come_with_the_first_energy_and_match_the_counts(
+        thick: Dataset4D) -> None:
+    # The errors' Poisson level reads them instead of a device reduction and a wait.
+    from livessb.engine.cuda import CUDAEngine
+    from livessb.fit.uncertainty import window_pixel_totals
+
+    region = (2, 30, 3, 29)
+    gpu = CUDAEngine(thick)
+    try:
+        _, sg = ch.prepared(gpu, thick, region)
+        assert sg.pixel_totals is not None
+        counts = cp.asnumpy(gpu.resident_bf_counts())  # (B, rows, cols)
+        want = counts[:, 2:30, 3:29].sum(axis=(1, 2), dtype=np.float64)
+        worst = float(np.abs(sg.pixel_totals - want).max() / want.max())
+        np.testing.assert_array_equal(window_pixel_totals(gpu, thick, sg), sg.pixel_totals)
+    finally:
+        gpu.close()
+    record("region_pixel_totals", worst_rel=worst)
+    assert worst < 1e-14  # the float64 window mean times h·w: the sum to the last bits
+
+
 def _assert_errors_match(g: FitResult, c: FitResult, name: str) -> None:
     assert g.undetermined == c.undetermined
     comps_g, comps_c = g.provenance["errors_components"], c.provenance["errors_components"]

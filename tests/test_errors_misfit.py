@@ -112,6 +112,23 @@ def test_plus_and_minus_nu_stored_twice_form_one_cluster(shape: tuple[int, int])
     assert clustered.sum() == pytest.approx(g.sum())
 
 
+@pytest.mark.parametrize("shape", [(16, 16), (15, 17), (32, 12), (9, 9)])
+def test_cluster_sums_are_the_bincount_over_the_cluster_index_bit_for_bit(
+        shape: tuple[int, int]) -> None:
+    # The definition: a sum per cluster id in index order, the clusters with a gradient.
+    rng = np.random.default_rng(sum(shape))
+    M = shape[0] * (shape[1] // 2 + 1)
+    g = rng.normal(size=(3, M)) * np.exp(rng.normal(scale=8.0, size=M))
+    g[:, rng.random(M) < 0.3] = 0.0
+    g[:, 0] = 0.0  # the dc's cluster carries nothing
+    index = cluster_index(shape)
+    sums = np.stack([np.bincount(index, weights=row, minlength=M) for row in g])
+    want = sums[:, np.any(sums != 0.0, axis=0)]
+    got = cluster_gradients(g, shape)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(misfit_meat(got), misfit_meat(want))
+
+
 def test_sandwich_gives_the_scatter_of_a_fit_with_errors_coherent_within_clusters() -> None:
     # y_c = A_c θ + e_c over C clusters of n values; e_c = a common offset per cluster
     # (a misfit coherent within it) + white noise. L = Σ|y - Aθ|²/E, θ̂ least squares.

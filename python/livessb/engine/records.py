@@ -34,6 +34,10 @@ class PreparedSpectra(Generic[PartT]):
     part: PartT
     energy: float = 0.0
     rotation: tuple[float, bool] | None = None
+    # Σ_R I(R, k_b) over the measured positions, (B,) float64 on the host, where the engine
+    # has it for free (CUDA: its window mean, downloaded with the first energy); None: the
+    # errors' Poisson level sums the resident counts (fit.uncertainty.window_pixel_totals).
+    pixel_totals: np.ndarray | None = None
 
 
 def own(spectra: object, part_type: type[PartT]) -> PreparedSpectra[PartT]:

@@ -71,13 +71,31 @@ def cluster_index(shape: tuple[int, int]) -> np.ndarray:
     return out
 
 
+@functools.lru_cache(maxsize=16)
+def _partners(shape: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """(-ν, ν) column pairs of the weight-1 columns: the frequencies whose cluster is
+    another's (``cluster_index`` ≠ own index) and that cluster."""
+    index = cluster_index(shape)
+    src = np.flatnonzero(index != np.arange(index.size))
+    dst = index[src]
+    src.setflags(write=False)
+    dst.setflags(write=False)
+    return src, dst
+
+
 def cluster_gradients(per_frequency: np.ndarray, shape: tuple[int, int]) -> np.ndarray:
     """(P, M) per-frequency gradients summed into clusters: (P, C) over the clusters
-    that carry a gradient."""
-    index = cluster_index((int(shape[0]), int(shape[1])))
-    sums = np.stack([np.bincount(index, weights=row, minlength=index.size)
-                     for row in np.asarray(per_frequency, dtype=np.float64)])
-    return np.asarray(sums[:, np.any(sums != 0.0, axis=0)])
+    that carry a gradient, in cluster order.
+
+    A frequency is its own cluster except the few (-ν) of the weight-1 columns, which
+    are added to their partner's column (the sums a bincount over ``cluster_index``
+    gives, the same bits: its partner comes first), without a pass per parameter."""
+    src, dst = _partners((int(shape[0]), int(shape[1])))
+    sums = np.array(per_frequency, dtype=np.float64)
+    sums[:, dst] += sums[:, src]
+    keep = np.any(sums != 0.0, axis=0)
+    keep[src] = False
+    return np.compress(keep, sums, axis=1)
 
 
 def misfit_meat(clusters: np.ndarray) -> np.ndarray:

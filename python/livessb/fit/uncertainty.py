@@ -93,18 +93,21 @@ ERRORS_RULE = ("1-sigma, per parameter sqrt(max(noise, misfit)^2 + systematic^2)
                "significant at p = 0.001); 0 for held")
 
 
-def window_pixel_totals(engine: Any, dataset: Any, bounds: tuple[int, int, int, int],
-                        ) -> np.ndarray:
+def window_pixel_totals(engine: Any, dataset: Any, spectra: Any) -> np.ndarray:
     """Σ_R I(R, k_b) over the window's measured positions for every BF pixel: (B,).
 
-    The full field is the mean pattern times the positions; a region sums the engine's
-    resident BF counts (CPU: scan rows, scan cols, BF pixels; CUDA: BF pixels first).
+    The full field is the mean pattern times the positions; a region takes the sums its
+    engine kept when it prepared the window (``PreparedSpectra.pixel_totals``: CUDA's
+    window mean, no device reduction or wait here), else sums the engine's resident BF
+    counts (CPU: scan rows, scan cols, BF pixels).
     """
-    r0, r1, c0, c1 = bounds
+    r0, r1, c0, c1 = spectra.bounds
     rows, cols = dataset.scan_shape
     bf = _bf_pixels(dataset)
     if (r0, r1, c0, c1) == (0, rows, 0, cols):
         return np.asarray(dataset.mean_pattern[bf.rows, bf.cols] * (rows * cols))
+    if spectra.pixel_totals is not None:
+        return np.asarray(spectra.pixel_totals, dtype=np.float64)
     counts = engine.resident_bf_counts()
     if getattr(engine, "name", "cpu") == "cuda":
         total = counts[:, r0:r1, c0:c1].sum(axis=(1, 2), dtype=np.float64)
@@ -198,7 +201,7 @@ def assess(
     """
     t0 = time.perf_counter()
     model = view.model
-    totals = window_pixel_totals(model.engine, dataset, model.spectra.bounds)
+    totals = window_pixel_totals(model.engine, dataset, model.spectra)
     energy, n_obs, n_object, s2p = window_statistics(model.spectra, dataset, totals)
     kept_hessian = hessian  # None: from the errors' own derivatives call below
     noise = noise_level(loss, energy, n_obs, n_object, len(box.names), s2p)

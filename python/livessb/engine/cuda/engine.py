@@ -69,6 +69,7 @@ from .prepare import (
     reference_geometry,
     stage_spectra,
     window_dc,
+    window_totals,
 )
 from .reconstruct import Reconstructor
 from .records import CUDAPart, RotationGeometry
@@ -244,6 +245,7 @@ class CUDAEngine:
         host = to_host(out, "energy")
         if mean is not None:
             sp.dc = window_dc(host[2 * size:], sp.shape)
+            sp.pixel_totals = window_totals(host[2 * size:], sp.bounds)
             sp.part.pending_mean = None
         return float(np.sum(host[:size])), int(np.sum(host[size:2 * size]))
 

@@ -93,6 +93,13 @@ def window_dc(mean: np.ndarray, shape: tuple[int, int]) -> float:
     return float(mean.mean() * (shape[0] * shape[1]))
 
 
+def window_totals(mean: np.ndarray, bounds: Bounds) -> np.ndarray:
+    """Each BF pixel's count summed over the window's measured positions, from its
+    downloaded mean (``window_mean``: the sum in float64 over h·w, divided by h·w)."""
+    r0, r1, c0, c1 = bounds
+    return np.asarray(mean, dtype=np.float64) * float((r1 - r0) * (c1 - c0))
+
+
 def reference_geometry(reference: Reference, sp: PreparedSpectra[CUDAPart],
                        rows: RotationGeometry) -> ReferenceGeometry:
     """float32 geometry (like the spectra) for the reference path, which stores (B, M)
