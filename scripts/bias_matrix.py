@@ -12,8 +12,10 @@ JSON record next to it.
 ``--only NAME...`` fits a subset; ``--loss`` picks the objective. ``--dose E`` simulates
 every case at E electrons per pattern instead (its own cache subfolder and table): at
 10¹⁰ the counts' noise is negligible and what is left of Δ is the model's bias, not the
-realisation's noise. ``--fine-detector`` takes instead the defocus series on a 4×-finer
-detector (BF radius 25 px, its own cache subfolder): binned in software
+realisation's noise. ``--fine-scan`` takes instead the near-focus series at 0.25 Å
+steps, a scan that samples the BF disc's band (no aliases), weak and strong, and windows
+of whole lattice periods (docs/bias-matrix.md §6). ``--fine-detector`` takes instead the
+defocus series on a 4×-finer detector (BF radius 25 px, its own cache subfolder): binned in software
 (``scripts/bias_profiles.py --pixels --bin 2|4``) its pixels integrate 2×2 or 4×4 point
 samples, as a real detector's do (docs/bias-matrix.md §5).
 """
@@ -72,6 +74,31 @@ def fine_detector_cases() -> list[dict[str, Any]]:
     """The defocus series on a detector sampled 4× finer than BASE's (BF radius 25 px)."""
     return [_case(f"sto1_fine8_C10{c:+.0f}", 180 + i, abtem_C10=float(c), cells_lateral=8)
             for i, c in enumerate((-150, -80, -40, -20, 20, 80, 150))]
+
+
+def fine_scan_cases() -> list[dict[str, Any]]:
+    """The near-focus series at 0.25 Å steps over BASE's 12 Å field (48 positions): the
+    scan samples the BF disc's band (Nyquist 2.0 Å⁻¹ > 2kα = 1.59), so no bin holds an
+    alias; BASE's 0.5 Å steps (Nyquist 1.0) alias (docs/bias-matrix.md §6). Each defocus
+also with the potential scaled to a 0.05 rad peak phase (a weak object)."""
+    defocus = (-80, -40, -20, 20, 40, 80)
+    strong = [_case(f"sto1_scan025_C10{c:+.0f}", 200 + i, abtem_C10=float(c), step_A=0.25,
+                    scan=48) for i, c in enumerate(defocus)]
+    # the same with the potential scaled to 0.05 rad: no second-order terms
+    weak = [_case(f"weak1_scan025_C10{c:+.0f}", 210 + i, abtem_C10=float(c), step_A=0.25,
+                  scan=48, total_phase_rad=0.05) for i, c in enumerate(defocus)]
+    # 48 positions over four lattice periods (0.3254 Å steps): no window leakage either
+    step = 4 * 3.905 / 48
+    periodic = [_case(f"{kind}1_periodic_C10{c:+.0f}", 220 + i + 10 * j, abtem_C10=float(c),
+                      step_A=step, scan=48, **extra)
+                for j, (kind, extra) in enumerate((("weak", {"total_phase_rad": 0.05}),
+                                                   ("sto", {})))
+                for i, c in enumerate((-80, -40, 40, 80))]
+    # the weak object over 3 and 3.5 periods (0.2441, 0.2847 Å steps): integer or not
+    periods = [_case(f"weak1_{n:g}periods_C10{c:+.0f}", 240 + i + 10 * j, abtem_C10=float(c),
+                     step_A=n * 3.905 / 48, scan=48, total_phase_rad=0.05)
+               for j, n in enumerate((3.0, 3.5)) for i, c in enumerate((-80, 80))]
+    return strong + weak + periodic + periods
 
 
 def simulate_missing(all_cases: list[dict[str, Any]], cache: Path, abtem_python: str) -> None:
@@ -177,13 +204,19 @@ def main() -> None:
                     help="electrons per pattern for every case (e.g. 1e10: noise-free)")
     ap.add_argument("--fine-detector", action="store_true",
                     help="the defocus series on a 4x-finer detector (fine_detector_cases)")
+    ap.add_argument("--fine-scan", action="store_true",
+                    help="the near-focus series at 0.25 Å steps, no aliases (fine_scan_cases)")
     args = ap.parse_args()
-    pool = fine_detector_cases() if args.fine_detector else cases()
+    pool = (fine_detector_cases() if args.fine_detector
+            else fine_scan_cases() if args.fine_scan else cases())
     chosen = [c for c in pool if args.only is None or c["name"] in args.only]
     name = "bias-matrix"  # the table's name and the cache's subfolders follow the options
     if args.fine_detector:
         args.cache = args.cache / "fine8"
         name += "-fine8"
+    if args.fine_scan:
+        args.cache = args.cache / "scan025"
+        name += "-scan025"
     if args.dose is not None:
         chosen = [{**c, "dose": args.dose} for c in chosen]
         tag = f"{args.dose:g}".replace("+", "")  # 1e+10 -> 1e10
