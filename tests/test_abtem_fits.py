@@ -85,6 +85,20 @@ def test_thin_srtio3_minimum_at_simulator_aberrations() -> None:
     _assert_inside_two_errors(fit, t, ("C10", "C12", "phi12"))
 
 
+def test_weak_object_over_whole_lattice_periods_is_fitted_exactly() -> None:
+    # Noise-free abTEM, one SrTiO3 cell at 0.05 rad, a scan of 2 whole lattice periods
+    # that samples the BF disc's band: no aliasing, no window leakage, no second-order
+    # terms, the three effects of docs/bias-matrix.md §6. Measured: ΔC10 -0.049 Å, ΔC12
+    # +0.0008 Å, Δphi12 +0.0011 rad, rotation 0.0015°. Each effect switched back on
+    # moves C10 by 0.25-1.4 Å: this holds the model itself (phases, the C10 plane, the
+    # aperture, the k and scan scales) to a twentieth of an ångström.
+    fit, t = _fit("weak1_periodic_C10m80")
+    assert fit.params["C10"] == pytest.approx(t["C10"], abs=0.1)
+    assert fit.params["C12"] == pytest.approx(t["C12"], abs=0.01)
+    assert abs(_deviation("phi12", fit.params["phi12"], t["phi12"])) < 0.005
+    assert abs((fit.rotation_deg + 180) % 360 - 180) < 0.05 and not fit.transpose
+
+
 def test_tilted_weak_slab_recovers_depth_tilt_and_midplane_defocus() -> None:
     fit, t = _fit("weak_slab_148A_tilt")
     p = fit.params
