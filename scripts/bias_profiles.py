@@ -21,6 +21,13 @@ engine model, one offset per disc that cuts the pixel; first for the pixel's own
 only, then for both); ``--bin B`` first sums B×B detector pixels of the case (a coarser
 integrating detector made in software).
 
+``--apodise`` prints instead the C10 minimum on the scan-apodised spectra (a periodic
+Hann h = 1 − cos(2πR/N) over the measured positions, ``apodised``): with the effective
+frequencies of the unapodised data (as the package now), with each bin at its nearest
+lattice frequency (``--lattice-A``), and with each bin's frequency measured under the
+apodisation (``apodised_frequencies``: windows h·w and h·t, a table over ±1.5 bins, the
+main lobe that apodisation spreads a Bragg peak over; docs/bias-matrix.md §6).
+
 A crystal whose lattice is not commensurate with the scan window puts each Bragg
 frequency g between bins; the bin then carries the k-dependence of Γ(k, g), not Γ(k, ν),
 and the fitted C10 is scaled by ≈ g/ν.
@@ -205,6 +212,49 @@ def effective_frequencies(case: Case) -> tuple[Any, Any]:
     return out[0], out[1]
 
 
+def apodised(case: Case) -> Case:
+    """``case`` with its spectra from (I − Ī)·h, h a periodic Hann over the measured
+    positions of each scan axis: a Bragg peak's leakage falls as 1/d³ instead of 1/d."""
+    I = case["I"] - case["I"].mean(axis=(0, 1))
+    h = [1 - np.cos(2 * np.pi * np.arange(n) / n) for n in I.shape[:2]]
+    Ih = I * h[0][:, None, None] * h[1][None, :, None]
+    return {**case, "I": Ih, "apodised": True,
+            "G": np.fft.fft2(Ih, axes=(0, 1)).reshape(-1, I.shape[-1]).T}
+
+
+def _apodised_table(n: int, span_bins: float = 1.5) -> tuple[Any, Any]:
+    """q(x) of ``apodised_frequencies`` for one tone at x cycles per position, |x| up to
+    ``span_bins`` bins (monotonic there: the apodised main lobe is three bins wide)."""
+    r = np.arange(n)
+    phase = 2 * np.pi * r / n
+    h = 1 - np.cos(phase)
+    w, t = h * (1 - np.cos(phase)), h * np.sin(phase)
+    x = np.linspace(-span_bins / n, span_bins / n, 2001)
+    tone = np.exp(2j * np.pi * x[:, None] * r[None, :])
+    q = (2 * np.pi * (tone * t).sum(axis=1) / (tone * w).sum(axis=1)).imag
+    order = np.argsort(q)
+    return q[order], x[order]
+
+
+def apodised_frequencies(case: Case) -> tuple[Any, Any]:
+    """Each bin's signal frequency per axis, measured on apodised data (``apodised``) as
+    ``effective_frequencies`` does on the raw data, with the apodised windows' table."""
+    I = case["I"]  # already (I − Ī)·h
+    out = []
+    for axis, nu in ((0, case["nu_r"]), (1, case["nu_c"])):
+        n, step = I.shape[axis], float(case["step"][axis])
+        shape = [1, 1, 1]
+        shape[axis] = n
+        phase = 2 * np.pi * np.arange(n) / n
+        Gw, Gt = (np.fft.fft2(I * f.reshape(shape), axes=(0, 1)).reshape(-1, I.shape[-1]).T
+                  for f in (1 - np.cos(phase), np.sin(phase)))
+        q = (2 * np.pi * np.sum(np.conj(Gw) * Gt, 0)
+             / (np.sum(np.abs(Gw) ** 2, 0) + 1e-30)).imag
+        table_q, table_x = _apodised_table(n)
+        out.append(nu + np.interp(q, table_q, table_x) / step)
+    return out[0], out[1]
+
+
 def c10_minimum(case: Case, nu_r: Any, nu_c: Any, lobes: bool = True,
                 aliases: bool = False, integrated: bool = False,
                 centroid: str = "") -> float:
@@ -233,7 +283,25 @@ def main() -> None:
     ap.add_argument("--pixels", action="store_true",
                     help="pixel centre against pixel integral (effective ν)")
     ap.add_argument("--bin", type=int, default=1, help="sum BIN×BIN detector pixels first")
+    ap.add_argument("--apodise", action="store_true",
+                    help="Hann-apodised spectra: effective, lattice and apodised-measured ν")
+    ap.add_argument("--lattice-A", type=float, default=3.905,
+                    help="with --apodise: the lattice period whose frequencies are exact")
     args = ap.parse_args()
+    if args.apodise:
+        print("| case | truth C10 | effective ν | apodised, effective ν | apodised, lattice ν |"
+              " apodised, ν measured apodised |\n|---|---|---|---|---|---|")
+        a = args.lattice_A
+        for path in args.cases:
+            case = load(path)
+            eff = effective_frequencies(case)
+            lattice = (np.round(case["nu_r"] * a) / a, np.round(case["nu_c"] * a) / a)
+            apo = apodised(case)
+            cells = [c10_minimum(case, *eff), c10_minimum(apo, *eff),
+                     c10_minimum(apo, *lattice), c10_minimum(apo, *apodised_frequencies(apo))]
+            print(f"| {path.stem} | {case['truth']['C10']:.2f} | "
+                  + " | ".join(f"{v:+.2f}" for v in cells) + " |", flush=True)
+        return
     if args.pixels:
         print("| case | bin | truth C10 | Γ at the pixel centre | Γ integrated over the pixel |"
               " centroid, own disc | centroid, both discs |\n|---|---|---|---|---|---|---|")
