@@ -98,7 +98,14 @@ also with the potential scaled to a 0.05 rad peak phase (a weak object)."""
     periods = [_case(f"weak1_{n:g}periods_C10{c:+.0f}", 240 + i + 10 * j, abtem_C10=float(c),
                      step_A=n * 3.905 / 48, scan=48, total_phase_rad=0.05)
                for j, n in enumerate((3.0, 3.5)) for i, c in enumerate((-80, 80))]
-    return strong + weak + periodic + periods
+    # the weak object over 3.07 and 6.07 periods on a detector of BF radius 25 px (8×8
+    # cells laterally: the scan fits inside the potential): how the leakage falls
+    longer = [_case(f"weak8_{per:g}p_C10{c:+.0f}", 270 + 2 * i + j, abtem_C10=float(c),
+                    step_A=per * 3.905 / scan, scan=scan, cells_lateral=8,
+                    total_phase_rad=0.05)
+              for i, (per, scan) in enumerate(((3.07, 48), (6.07, 96)))
+              for j, c in enumerate((-80, 80))]
+    return strong + weak + periodic + periods + longer
 
 
 def simulate_missing(all_cases: list[dict[str, Any]], cache: Path, abtem_python: str) -> None:
