@@ -191,25 +191,31 @@ def alias_loss(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any) -> float:
     return 1.0 - explained / float(np.sum(np.abs(np.where(used, case["G"], 0)[:, ok]) ** 2))
 
 
-def effective_frequencies(case: Case) -> tuple[Any, Any]:
-    """Each bin's signal frequency per scan axis, on this model's full plane, with the
-    package's weights and offset table (livessb.physics.frequencies: the periodic Hann
-    w = 1 − cos(2πR/N) and t = sin(2πR/N), here as FFTs of the weighted counts)."""
-    I = case["I"] - case["I"].mean(axis=(0, 1))
+def _measured_frequencies(I: Any, case: Case, table: Any) -> tuple[Any, Any]:
+    """Each bin's signal frequency per scan axis from (R, R, B) data ``I`` (mean removed):
+    q = Im(2π·Gt/Gw) of the data weighted by w = 1 − cos(2πR/N) and t = sin(2πR/N), energy
+    weighted over the BF pixels, inverted through ``table(n)`` (q(x), x) of those windows."""
     out = []
     for axis, nu in ((0, case["nu_r"]), (1, case["nu_c"])):
         n, step = I.shape[axis], float(case["step"][axis])
         shape = [1, 1, 1]
         shape[axis] = n
         phase = 2 * np.pi * np.arange(n) / n
-        Gw = np.fft.fft2(I * (1 - np.cos(phase)).reshape(shape), axes=(0, 1))
-        Gt = np.fft.fft2(I * np.sin(phase).reshape(shape), axes=(0, 1))
-        Gw, Gt = (a.reshape(-1, I.shape[-1]).T for a in (Gw, Gt))
+        Gw, Gt = (np.fft.fft2(I * f.reshape(shape), axes=(0, 1)).reshape(-1, I.shape[-1]).T
+                  for f in (1 - np.cos(phase), np.sin(phase)))
         q = (2 * np.pi * np.sum(np.conj(Gw) * Gt, 0)
              / (np.sum(np.abs(Gw) ** 2, 0) + 1e-30)).imag
-        table_q, table_x = offset_table(n, n)
+        table_q, table_x = table(n)
         out.append(nu + np.interp(q, table_q, table_x) / step)
     return out[0], out[1]
+
+
+def effective_frequencies(case: Case) -> tuple[Any, Any]:
+    """Each bin's signal frequency per scan axis, on this model's full plane, with the
+    package's weights and offset table (livessb.physics.frequencies: the periodic Hann
+    w = 1 − cos(2πR/N) and t = sin(2πR/N), here as FFTs of the weighted counts)."""
+    return _measured_frequencies(case["I"] - case["I"].mean(axis=(0, 1)), case,
+                                 lambda n: offset_table(n, n))
 
 
 def apodised(case: Case) -> Case:
@@ -218,8 +224,7 @@ def apodised(case: Case) -> Case:
     I = case["I"] - case["I"].mean(axis=(0, 1))
     h = [1 - np.cos(2 * np.pi * np.arange(n) / n) for n in I.shape[:2]]
     Ih = I * h[0][:, None, None] * h[1][None, :, None]
-    return {**case, "I": Ih, "apodised": True,
-            "G": np.fft.fft2(Ih, axes=(0, 1)).reshape(-1, I.shape[-1]).T}
+    return {**case, "I": Ih, "G": np.fft.fft2(Ih, axes=(0, 1)).reshape(-1, I.shape[-1]).T}
 
 
 def _apodised_table(n: int, span_bins: float = 1.5) -> tuple[Any, Any]:
@@ -237,22 +242,10 @@ def _apodised_table(n: int, span_bins: float = 1.5) -> tuple[Any, Any]:
 
 
 def apodised_frequencies(case: Case) -> tuple[Any, Any]:
-    """Each bin's signal frequency per axis, measured on apodised data (``apodised``) as
-    ``effective_frequencies`` does on the raw data, with the apodised windows' table."""
-    I = case["I"]  # already (I − Ī)·h
-    out = []
-    for axis, nu in ((0, case["nu_r"]), (1, case["nu_c"])):
-        n, step = I.shape[axis], float(case["step"][axis])
-        shape = [1, 1, 1]
-        shape[axis] = n
-        phase = 2 * np.pi * np.arange(n) / n
-        Gw, Gt = (np.fft.fft2(I * f.reshape(shape), axes=(0, 1)).reshape(-1, I.shape[-1]).T
-                  for f in (1 - np.cos(phase), np.sin(phase)))
-        q = (2 * np.pi * np.sum(np.conj(Gw) * Gt, 0)
-             / (np.sum(np.abs(Gw) ** 2, 0) + 1e-30)).imag
-        table_q, table_x = _apodised_table(n)
-        out.append(nu + np.interp(q, table_q, table_x) / step)
-    return out[0], out[1]
+    """Each bin's signal frequency per axis, measured on apodised data (``apodised``: its
+    I is already (I − Ī)·h) as ``effective_frequencies`` does on the raw data, with the
+    apodised windows' table."""
+    return _measured_frequencies(case["I"], case, _apodised_table)
 
 
 def c10_minimum(case: Case, nu_r: Any, nu_c: Any, lobes: bool = True,

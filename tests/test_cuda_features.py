@@ -94,7 +94,7 @@ def test_region_pixel_totals_come_with_the_first_energy_and_match_the_counts(
         counts = cp.asnumpy(gpu.resident_bf_counts())  # (B, rows, cols)
         want = counts[:, 2:30, 3:29].sum(axis=(1, 2), dtype=np.float64)
         worst = float(np.abs(sg.pixel_totals - want).max() / want.max())
-        np.testing.assert_array_equal(window_pixel_totals(gpu, thick, sg), sg.pixel_totals)
+        np.testing.assert_array_equal(window_pixel_totals(thick, sg), sg.pixel_totals)
     finally:
         gpu.close()
     record("region_pixel_totals", worst_rel=worst)

@@ -156,6 +156,8 @@ class CPUEngine:
         spectra = PreparedSpectra(
             shape=shape, bounds=b, n_bf=self.geo.bf.count, G=G,
             dc=float(G[:, 0].real.mean()), part=HostPart(geometry))
+        if b != (0, Rr, 0, Rc):  # (the full field's are the dataset's mean pattern)
+            spectra.pixel_totals = window.sum(axis=(0, 1), dtype=np.float64)
         self._life.spectra.append(spectra)
         return spectra
 

@@ -34,9 +34,10 @@ class PreparedSpectra(Generic[PartT]):
     part: PartT
     energy: float = 0.0
     rotation: tuple[float, bool] | None = None
-    # Σ_R I(R, k_b) over the measured positions, (B,) float64 on the host, where the engine
-    # has it for free (CUDA: its window mean, downloaded with the first energy); None: the
-    # errors' Poisson level sums the resident counts (fit.uncertainty.window_pixel_totals).
+    # Σ_R I(R, k_b) over the measured positions, (B,) float64 on the host, for the errors'
+    # Poisson level (fit.uncertainty.window_pixel_totals): every engine's region windows
+    # have it once their rotation is set (CPU: summed at prepare; CUDA: its window mean,
+    # downloaded with the first energy); None before, and for the CPU's full field.
     pixel_totals: np.ndarray | None = None
 
 

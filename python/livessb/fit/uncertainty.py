@@ -27,7 +27,6 @@ from ..physics.geometry import (
     scan_frequencies_half,
 )
 from ..results import FitResult
-from ..xp import to_host
 from .errors import (
     NoiseLevel,
     misfit_errors,
@@ -93,27 +92,22 @@ ERRORS_RULE = ("1-sigma, per parameter sqrt(max(noise, misfit)^2 + systematic^2)
                "significant at p = 0.001); 0 for held")
 
 
-def window_pixel_totals(engine: Any, dataset: Any, spectra: Any) -> np.ndarray:
+def window_pixel_totals(dataset: Any, spectra: Any) -> np.ndarray:
     """Σ_R I(R, k_b) over the window's measured positions for every BF pixel: (B,).
 
-    The full field is the mean pattern times the positions; a region takes the sums its
-    engine kept when it prepared the window (``PreparedSpectra.pixel_totals``: CUDA's
-    window mean, no device reduction or wait here), else sums the engine's resident BF
-    counts (CPU: scan rows, scan cols, BF pixels).
+    The full field is the mean pattern times the positions; a region's are the sums its
+    engine kept for the window (``PreparedSpectra.pixel_totals``; on CUDA from the window
+    mean it already computed: no device reduction or wait here).
     """
     r0, r1, c0, c1 = spectra.bounds
     rows, cols = dataset.scan_shape
-    bf = _bf_pixels(dataset)
     if (r0, r1, c0, c1) == (0, rows, 0, cols):
+        bf = _bf_pixels(dataset)
         return np.asarray(dataset.mean_pattern[bf.rows, bf.cols] * (rows * cols))
-    if spectra.pixel_totals is not None:
-        return np.asarray(spectra.pixel_totals, dtype=np.float64)
-    counts = engine.resident_bf_counts()
-    if getattr(engine, "name", "cpu") == "cuda":
-        total = counts[:, r0:r1, c0:c1].sum(axis=(1, 2), dtype=np.float64)
-    else:
-        total = counts[r0:r1, c0:c1].sum(axis=(0, 1), dtype=np.float64)
-    return to_host(total, "pixel_totals", np.float64)
+    if spectra.pixel_totals is None:
+        raise RuntimeError("the window's pixel totals are not set yet: its engine keeps them "
+                           "from prepare (CPU) or the first set_rotation (CUDA)")
+    return np.asarray(spectra.pixel_totals, dtype=np.float64)
 
 
 def _bf_pixels(dataset: Any) -> BFPixels:
@@ -201,7 +195,7 @@ def assess(
     """
     t0 = time.perf_counter()
     model = view.model
-    totals = window_pixel_totals(model.engine, dataset, model.spectra)
+    totals = window_pixel_totals(dataset, model.spectra)
     energy, n_obs, n_object, s2p = window_statistics(model.spectra, dataset, totals)
     kept_hessian = hessian  # None: from the errors' own derivatives call below
     noise = noise_level(loss, energy, n_obs, n_object, len(box.names), s2p)
