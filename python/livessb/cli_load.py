@@ -84,6 +84,12 @@ def add_data_arguments(f: argparse.ArgumentParser) -> None:
                         "whose lattice does not fit the scan window), or at the bin's grid "
                         "frequency (grid: the default before 2026-12-02); with "
                         "--calibration, the file's own by default")
+    f.add_argument("--alias-pixels", default=None, choices=["kept", "excluded"],
+                   help="on a scan coarser than the BF band (Nyquist below 2k_alpha): leave "
+                        "out of each frequency's fit the BF pixels an alias also reaches "
+                        "(excluded: removes the near-focus C10 bias of aliasing, CPU only "
+                        "for now) or keep them (kept, the default); with --calibration, the "
+                        "file's own by default")
     f.add_argument("--force", action="store_true",
                    help="accept implausible calibration values (unusual set-ups) and a "
                         "calibration file saved for other data")
@@ -188,7 +194,8 @@ def open_session(args: argparse.Namespace, ds: Dataset4D, preprocessing: Preproc
     from .session import Session
 
     s = Session(ds, device=args.device, calibration=args.calibration, force=args.force,
-                preprocessing=preprocessing, scan_frequencies=args.scan_frequencies)
+                preprocessing=preprocessing, scan_frequencies=args.scan_frequencies,
+                alias_pixels=args.alias_pixels)
     try:
         say(dataset_line(args.path, ds, s.device))
         say(preprocessing_line(s.preprocessing))

@@ -56,13 +56,12 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         staging_budget_MiB: float = 256,
         preprocessing: Preprocessing | None = None,
         scan_frequencies: str | None = None,
+        alias_pixels: str | None = None,
     ) -> None:
         scan = open_scan(dataset, device, calibration, force, staging_budget_MiB,
-                         preprocessing, scan_frequencies)
+                         preprocessing, scan_frequencies, alias_pixels=alias_pixels)
         self._staging_budget_MiB = staging_budget_MiB
-        self._engine: Engine | None = make_engine(
-            scan.engine_dataset, device, staging_budget_MiB=staging_budget_MiB,
-            scan_frequencies=scan.scan_frequencies)
+        self._engine: Engine | None = scan.engine(device, staging_budget_MiB)
         self.device: str = self._engine.name
         self._evaluations_at_close = 0
         self.last_close_s: float | None = None
@@ -72,7 +71,8 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
     def _adopt(self, scan: OpenedScan, calibration: str | Path | None) -> None:
         """The scan's state, nothing fitted yet (or the calibration's results restored)."""
         self.dataset = scan.dataset
-        self.scan_frequencies = scan.scan_frequencies
+        self.scan_frequencies, self.alias_pixels = scan.scan_frequencies, scan.alias_pixels
+        self._engine_options = scan.engine_options
         self.preprocessing: Corrections = scan.preprocessing
         self.upsample_factor = auto_upsample(scan.dataset.scan_step_A, scan.dataset.k_alpha)
         self._full: ThickSampleModel | None = None
@@ -87,6 +87,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
     def load_scan(
         self, dataset: Dataset4D, calibration: str | Path | None = None, force: bool = False,
         preprocessing: Preprocessing | None = None, scan_frequencies: str | None = None,
+        alias_pixels: str | None = None,
     ) -> Session:
         """The next scan on this open session (a series' scans of one geometry): what
         opening paid for stays (compiled kernels, the device memory pool, FFT plans, the
@@ -97,16 +98,14 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         engine = self._check_open()
         scan = open_scan(dataset, self.device, calibration, force, self._staging_budget_MiB,
                          preprocessing, scan_frequencies,
-                         int(engine.memory_info()["live_bytes"]))
+                         int(engine.memory_info()["live_bytes"]), alias_pixels)
         self._full = None
         try:
-            kept = (scan.scan_frequencies == self.scan_frequencies
+            kept = (scan.engine_options == self._engine_options
                     and engine.load_counts(scan.engine_dataset))
-            if not kept:  # another shape or frequency estimator: a new engine
+            if not kept:  # another shape, frequency estimator or pair set: a new engine
                 self.close()
-                self._engine = make_engine(scan.engine_dataset, self.device,
-                                           staging_budget_MiB=self._staging_budget_MiB,
-                                           scan_frequencies=scan.scan_frequencies)
+                self._engine = scan.engine(self.device, self._staging_budget_MiB)
         except BaseException:
             self.close()  # a part-loaded engine is not left behind
             raise
@@ -216,7 +215,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
 
     def _engine_for(self, dataset: Dataset4D) -> Engine:
         return make_engine(self.preprocessing.dataset_for_engine(dataset), self.device,
-                           scan_frequencies=self.scan_frequencies)
+                           **self._engine_options)
 
     def _rebind(self, dataset: Dataset4D) -> Callable[[float, bool], ThickSampleModel]:
         """Continue on ``dataset`` (the same counts at a fitted detector sampling)."""
@@ -495,6 +494,6 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
     ) -> dict[str, Any]:
         return {"livessb": __version__, "device": self.device, "trials": trials, "seed": seed,
                 "objective": objective, "box": box.to_dict(),
-                "scan_frequencies": self.scan_frequencies,
+                "scan_frequencies": self.scan_frequencies, "alias_pixels": self.alias_pixels,
                 "dataset_sha256": self.dataset.signature()["content_sha256"], **extra}
 

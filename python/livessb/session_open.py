@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any
 from .calibration import CalibrationError, load_calibration
 from .dataset import Dataset4D
 from .detector_sampling import restored as restored_sampling
+from .engine import Engine, make_engine
 from .maps import MapResult
 from .memory import CorrectedCountsCheck, check_session_memory
+from .physics.aliases import alias_pixels_for, check_alias_pixels
 from .physics.frequencies import check_scan_frequencies, scan_frequencies_for
 from .preprocess import Corrections, Preprocessing, preprocess_for
 from .results import FitResult, RegionResult
@@ -30,17 +32,28 @@ class OpenedScan:
     doc: dict[str, Any] | None  # the calibration document, checked against the dataset
     scan_frequencies: str
     preprocessing: Corrections
+    alias_pixels: str = "kept"
+
+    @property
+    def engine_options(self) -> dict[str, str]:
+        """The engine's model settings (``make_engine``'s options)."""
+        return {"scan_frequencies": self.scan_frequencies, "alias_pixels": self.alias_pixels}
 
     @property
     def engine_dataset(self) -> Dataset4D:
         """What the engine holds: the counts with the preprocessing's corrections."""
         return self.preprocessing.dataset_for_engine(self.dataset)
 
+    def engine(self, device: str, staging_budget_MiB: float) -> Engine:
+        """A new engine on this scan with its model settings."""
+        return make_engine(self.engine_dataset, device, staging_budget_MiB=staging_budget_MiB,
+                           **self.engine_options)
+
 
 def open_scan(
     dataset: Any, device: str, calibration: str | Path | None, force: bool,
     staging_budget_MiB: float, preprocessing: Preprocessing | None,
-    scan_frequencies: str | None, reusable_bytes: int = 0,
+    scan_frequencies: str | None, reusable_bytes: int = 0, alias_pixels: str | None = None,
 ) -> OpenedScan:
     """Check ``dataset`` (type, memory, the calibration's match) and run its
     preprocessing pass; raises before any engine memory is taken. ``reusable_bytes``:
@@ -51,6 +64,7 @@ def open_scan(
             "counts with livessb.Dataset4D(counts, voltage_kV=..., semiangle_mrad=..., "
             "scan_step_A=...) or use livessb.load(path)")
     check_scan_frequencies(scan_frequencies or "effective")  # a typo: before any pass
+    check_alias_pixels(alias_pixels or "kept")
     check_session_memory(dataset, device, staging_budget_MiB,  # refuse before allocating
                          reusable_bytes=reusable_bytes)
     doc = None if calibration is None else load_calibration(calibration, dataset, force)
@@ -58,7 +72,8 @@ def open_scan(
     check_corrected = CorrectedCountsCheck(dataset, device, staging_budget_MiB, reusable_bytes)
     corrections = preprocess_for(dataset, preprocessing, doc, before_pass=check_corrected)
     check_corrected(corrections.active)  # a descan found in the pass, too
-    return OpenedScan(dataset, doc, scan_frequencies_for(scan_frequencies, doc), corrections)
+    return OpenedScan(dataset, doc, scan_frequencies_for(scan_frequencies, doc), corrections,
+                      alias_pixels_for(alias_pixels, doc))
 
 
 def restore_results(session: Session, path: str | Path, doc: dict[str, Any]) -> None:

@@ -20,6 +20,7 @@ import numpy as np
 from ..dataset import Dataset4D
 from ..params import JOINT, N_JOINT, to_vector
 from ..physics import objective as obj
+from ..physics.aliases import alias_spacing, check_alias_pixels
 from ..physics.frequencies import (
     check_scan_frequencies,
     effective_chunk,
@@ -85,8 +86,10 @@ class CPUEngine:
     def __init__(
         self, dataset: Dataset4D, staging_budget_MiB: float = 256,
         chunk_elements: int = 1 << 18, kernels: bool = True, scan_frequencies: str = "effective",
+        alias_pixels: str = "kept",
     ) -> None:
         self.scan_frequencies = check_scan_frequencies(scan_frequencies)
+        self.alias_pixels = check_alias_pixels(alias_pixels)
         self.kernels = bool(kernels)
         self.staging_bytes = int(staging_budget_MiB * 2**20)
         self.evaluations = 0
@@ -98,7 +101,8 @@ class CPUEngine:
 
     def _bind(self, dataset: Dataset4D) -> None:
         self.geo = DatasetGeometry.of(dataset)
-        self.reference = Reference(self.geo, np, np.float64, self._chunk_elements)
+        spacing = alias_spacing(self.geo.step, self.geo.k_alpha, self.alias_pixels)
+        self.reference = Reference(self.geo, np, np.float64, self._chunk_elements, spacing)
         bf = dataset.bright_field
         # Detector frequency of every detector row/column (1/Å), for the phase tables.
         w = self.geo.edge_width
@@ -106,7 +110,10 @@ class CPUEngine:
         self._col_off = (np.arange(dataset.detector_shape[1]) - bf.center_col) * w
         self._det_r = self.geo.bf.rows.astype(np.int64)
         self._det_c = self.geo.bf.cols.astype(np.int64)
-        self._aperture = aperture_constants(self.geo.k_alpha, w)
+        self._aperture = aperture_constants(self.geo.k_alpha, w)  # every pair: f > 1
+        # The scan's own grid (f = 1: the fit, and reconstructions at it) leaves out the
+        # pixels an alias shares with "excluded" (physics.aliases).
+        self._fit_geo = np.concatenate([self._aperture[:5], spacing])
         self._all_pixels = np.ones(self.geo.bf.count, dtype=bool)  # the kernel's keep: all
         self._bf_counts = None  # the last scan's, freed before the next is read
         self._bf_counts = self.upload_bf_counts(dataset.counts)
@@ -336,7 +343,7 @@ class CPUEngine:
         C, N, D = _kernels().reconstruction_sums(
             sp.G.T, kg.k_r, kg.k_c, kg.a_k, fine.nu_r, fine.nu_c,
             self._pack(kg, f, fine.nu_r, fine.nu_c), fine.alias, fine.alias_conj,
-            self._aperture, np.pi * self.geo.wavelength, to_vector(params, JOINT, default=0.0),
+            self._geo_for(f), np.pi * self.geo.wavelength, to_vector(params, JOINT, default=0.0),
             RECON_EPS, self._det_r, self._det_c, self._row_off, self._col_off, kg.to_det,
             self._all_pixels if keep is None else keep)
         n = sp.n_bf if keep is None else int(np.count_nonzero(keep))
@@ -355,7 +362,11 @@ class CPUEngine:
     def _kernel_args(self, sp: HostSpectra, kg: KernelGeometry, f: int) -> tuple[Any, ...]:
         g = sp.part.geometry
         return (sp.G.T, kg.k_r, kg.k_c, kg.a_k, g.nu_r, g.nu_c, self._pack(kg, f, g.nu_r, g.nu_c),
-                self._aperture, np.pi * self.geo.wavelength)
+                self._geo_for(f), np.pi * self.geo.wavelength)
+
+    def _geo_for(self, f: int) -> np.ndarray:
+        """The kernels' geometry constants for the f-times grid (``_trotter_pairs``)."""
+        return self._fit_geo if f == 1 else self._aperture
 
     def _pack(self, kg: KernelGeometry, f: int, nu_r: np.ndarray,
               nu_c: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -373,7 +384,7 @@ class CPUEngine:
                             other.packs.clear()
                             other.uses.clear()
                 fits = self._pack_bytes() + need <= PAIR_CACHE_BYTES
-                kg.packs[f] = self._build_pack(kg, nu_r, nu_c) if fits else None
+                kg.packs[f] = self._build_pack(kg, nu_r, nu_c, f) if fits else None
         pack = kg.packs.get(f)
         return _NO_PACK if pack is None else pack.arrays()
 
@@ -388,14 +399,15 @@ class CPUEngine:
         return sum(p.nbytes for k in self._kernel_states() for p in k.packs.values()
                    if p is not None)
 
-    def _build_pack(self, kg: KernelGeometry, nu_r: np.ndarray, nu_c: np.ndarray) -> PairPack:
+    def _build_pack(self, kg: KernelGeometry, nu_r: np.ndarray, nu_c: np.ndarray,
+                    f: int) -> PairPack:
         k = _kernels()
-        counts = k.pair_counts(kg.k_r, kg.k_c, kg.a_k, nu_r, nu_c, self._aperture)
+        counts = k.pair_counts(kg.k_r, kg.k_c, kg.a_k, nu_r, nu_c, self._geo_for(f))
         indptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         n = int(indptr[-1])
         pack = PairPack(indptr, np.empty(n, dtype=np.int32), np.empty(n), np.empty(n),
                         np.empty(n, dtype=bool))
-        k.fill_pack(kg.k_r, kg.k_c, kg.a_k, nu_r, nu_c, self._aperture, *pack.arrays())
+        k.fill_pack(kg.k_r, kg.k_c, kg.a_k, nu_r, nu_c, self._geo_for(f), *pack.arrays())
         return pack
 
     # -- lifetime and diagnostics ------------------------------------------------------
@@ -434,7 +446,7 @@ class CPUEngine:
         g, kg = sp.part.geometry, sp.part.kernel
         if kg is not None:
             pairs = int(_kernels().pair_counts(kg.k_r, kg.k_c, kg.a_k, g.nu_r, g.nu_c,
-                                               self._aperture).sum())
+                                               self._fit_geo).sum())
         else:
             pairs = sum(int(((grid.amp_minus != 0) | (grid.amp_plus != 0)).sum())
                         for grid in g.grids)
@@ -462,13 +474,14 @@ def _kernels() -> Any:
 
 
 def aperture_constants(k_alpha: float, edge_width: float) -> np.ndarray:
-    """(k_α, k_α², edge width, inner², outer²) for the kernels' aperture: k_α² as
-    ``trotter_support`` computes it; inside |q| ≤ k_α - w the soft-edged aperture is 1 and
-    outside |q| ≥ k_α + w it is 0 (a full edge width from the 0.5 crossing: exact)."""
+    """(k_α, k_α², edge width, inner², outer², 0, 0, 0, 0) for the kernels' aperture: k_α²
+    as ``trotter_support`` computes it; inside |q| ≤ k_α - w the soft-edged aperture is 1
+    and outside |q| ≥ k_α + w it is 0 (a full edge width from the 0.5 crossing: exact);
+    the zeros: no alias orders (``physics.aliases.alias_spacing`` of "kept")."""
     w = float(edge_width)
     inner = k_alpha - w
     return np.array([k_alpha, k_alpha**2, w, inner * inner if inner > 0 else -1.0,
-                     (k_alpha + w) ** 2])
+                     (k_alpha + w) ** 2, 0.0, 0.0, 0.0, 0.0])
 
 
 def _kept(grids: Any) -> list[Any]:

@@ -40,8 +40,11 @@ def _aperture(d2: float, ka: float, w: float, inner2: float, outer2: float) -> f
 def _trotter_pairs(nr, nc, k_r, k_c, a_k, geo, idx, amp_m, amp_p, minus):  # type: ignore[no-untyped-def]
     """Fill the pairs of ν = (nr, nc) inside its trotter, b ascending: pixel ``idx``, the
     aperture products A(k∓ν)A(k) and whether k-ν is in the disc (the k-ν lobe); returns
-    how many. ``geo`` = (k_α, k_α², edge width, inner², outer²) (``aperture_constants``)."""
+    how many. ``geo`` = (k_α, k_α², edge width, inner², outer², 1/step_r, 1/step_c, m_r,
+    m_c) (``aperture_constants`` and ``physics.aliases.alias_spacing``): with orders
+    m_r, m_c > 0 a pixel that also lies in an alias's trotter is left out."""
     ka, ka2, w, inner2, outer2 = geo[0], geo[1], geo[2], geo[3], geo[4]
+    aliased = geo[7] > 0.0 or geo[8] > 0.0
     n = 0
     for b in range(k_r.shape[0]):
         qr, qc = k_r[b] - nr, k_c[b] - nc
@@ -51,6 +54,8 @@ def _trotter_pairs(nr, nc, k_r, k_c, a_k, geo, idx, amp_m, amp_p, minus):  # typ
         in_minus = dm2 <= ka2
         if in_minus == (dp2 <= ka2):
             continue  # in both discs or in neither: not single sideband
+        if aliased and _in_alias_support(nr, nc, k_r[b], k_c[b], geo):
+            continue  # the pixel carries an alias's signal too (physics.aliases)
         am = _aperture(dm2, ka, w, inner2, outer2) * a_k[b]
         ap = _aperture(dp2, ka, w, inner2, outer2) * a_k[b]
         if am == 0.0 and ap == 0.0:
@@ -61,6 +66,23 @@ def _trotter_pairs(nr, nc, k_r, k_c, a_k, geo, idx, amp_m, amp_p, minus):  # typ
         minus[n] = in_minus
         n += 1
     return n
+
+
+@njit(cache=True, inline="always")
+def _in_alias_support(nr, nc, kr, kc, geo):  # type: ignore[no-untyped-def]
+    """``physics.aliases.in_alias_support`` for one pixel and frequency."""
+    ka2, s_r, s_c, m_r, m_c = geo[1], geo[5], geo[6], int(geo[7]), int(geo[8])
+    for mr in range(-m_r, m_r + 1):
+        for mc in range(-m_c, m_c + 1):
+            if mr == 0 and mc == 0:
+                continue
+            ar, ac = nr + mr * s_r, nc + mc * s_c
+            qr, qc = kr - ar, kc - ac
+            in_minus = qr * qr + qc * qc <= ka2
+            qr, qc = kr + ar, kc + ac
+            if in_minus != (qr * qr + qc * qc <= ka2):
+                return True
+    return False
 
 
 CHUNKS = 256  # blocks of consecutive frequencies the parallel loops hand out

@@ -49,6 +49,7 @@ class Detachable(Protocol):
 
 class Engine(Protocol):
     name: str  # "cpu" | "cuda"
+    alias_pixels: str  # physics.aliases.ALIAS_PIXELS: the fit's pairs on an undersampled scan
     evaluations: int  # candidate evaluations so far (loss or derivatives)
     models: list[Detachable]  # models bound to this engine (the engine↔model cycle)
     # The NumPy/CuPy reference operations over this engine's geometry and array module

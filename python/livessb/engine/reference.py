@@ -21,6 +21,7 @@ import numpy as np
 from ..mapped_pages import release_pages
 from ..params import JOINT, from_vector
 from ..physics import objective as obj
+from ..physics.aliases import alias_map, fit_support
 from ..physics.geometry import (
     BFPixels,
     half_plane_weights,
@@ -54,10 +55,12 @@ class Reference:
 
     def __init__(
         self, geo: DatasetGeometry, xp: Any, real_dtype: Any, chunk_elements: int,
+        alias_spacing: np.ndarray | None = None,
         irfft2: Callable[[Any, tuple[int, int]], Any] | None = None,
         grid_cache_bytes: int = GRID_CACHE_BYTES,
     ) -> None:
         self.geo = geo
+        self.alias_spacing = np.zeros(4) if alias_spacing is None else alias_spacing
         self.grid_cache_bytes = grid_cache_bytes
         self.xp = xp
         self.real_dtype = real_dtype
@@ -121,10 +124,12 @@ class Reference:
         step = max(1, self.chunk_elements // m)
         return [slice(s, min(s + step, n_bf)) for s in range(0, n_bf, step)]
 
-    def grid(self, k: Any, nu_r: Any, nu_c: Any) -> tuple[Any, OverlapGrid]:
-        """Trotter support and overlap geometry of BF frequencies ``k`` on (ν_r, ν_c)."""
+    def grid(self, k: Any, nu_r: Any, nu_c: Any, fine: bool = False) -> tuple[Any, OverlapGrid]:
+        """Trotter support and overlap geometry of BF frequencies ``k`` on (ν_r, ν_c): the
+        scan grid's (the fit's pairs), or a ``fine`` reconstruction grid's (every pair)."""
         geo = self.geo
-        mask = trotter_support(k, nu_r, nu_c, geo.k_alpha, self.xp)
+        mask = self.support(k, nu_r, nu_c) if not fine else trotter_support(
+            k, nu_r, nu_c, geo.k_alpha, self.xp)
         return mask, overlap_grid(k, nu_r, nu_c, mask, geo.wavelength, geo.k_alpha,
                                   geo.edge_width, self.xp)
 
@@ -140,19 +145,24 @@ class Reference:
         ref.grids = self.lazy_grids(k, ref.nu_r, ref.nu_c, slices)
         energy = 0.0
         for sl in slices:
-            mask = trotter_support(k[sl], ref.nu_r, ref.nu_c, self.geo.k_alpha, xp)
+            mask = self.support(k[sl], ref.nu_r, ref.nu_c)
             Gc = self.rows(G, sl)
             energy += float(xp.sum(mask * (Gc.real**2 + Gc.imag**2) * ref.weights))
         return energy
 
+    def support(self, k: Any, nu_r: Any, nu_c: Any) -> Any:
+        """The scan grid's pairs the fit uses (``physics.aliases.fit_support``: without the
+        pixels an alias shares where ``alias_spacing`` has orders; fine grids keep them)."""
+        return fit_support(k, nu_r, nu_c, self.geo.k_alpha, self.alias_spacing, self.xp)
+
     def lazy_grids(self, k: Any, nu_r: Any, nu_c: Any, slices: list[slice],
-                   cache: bool | None = None) -> LazyGrids:
+                   cache: bool | None = None, fine: bool = False) -> LazyGrids:
         """The overlap grids of BF chunks ``slices`` of ``k`` on (ν_r, ν_c), built when used;
         kept (``cache``) by default when they take at most ``grid_cache_bytes``."""
         if cache is None:
             cache = int(k.shape[0]) * int(nu_r.size) * GRID_BYTES_PER_PAIR <= (
                 self.grid_cache_bytes)
-        return LazyGrids(lambda sl: self.grid(k[sl], nu_r, nu_c)[1], slices, cache)
+        return LazyGrids(lambda sl: self.grid(k[sl], nu_r, nu_c, fine)[1], slices, cache)
 
     # -- scoring -------------------------------------------------------------------------
     def evaluate(
@@ -279,7 +289,8 @@ class Reference:
             return ref.grids, None, None
         nu_r, nu_c, index, conj = self.fine_frequencies(spectra, f)
         slices = self.chunks(spectra.n_bf, int(nu_r.size))
-        return self.lazy_grids(ref.k, nu_r, nu_c, slices, cache=False), index, conj
+        return (self.lazy_grids(ref.k, nu_r, nu_c, slices, cache=False, fine=True), index,
+                conj)
 
     def fine_frequencies(self, spectra: AnySpectra, f: int) -> tuple[Any, Any, Any, Any]:
         """(ν_r, ν_c) of the f-times finer half plane and its map to the coarse spectra."""
@@ -476,20 +487,3 @@ def half_plane_grid(
     R, C = np.meshgrid(nr, nc, indexing="ij")
     return R.ravel(), C.ravel()
 
-
-def alias_map(
-    coarse: tuple[int, int], fine: tuple[int, int]
-) -> tuple[np.ndarray, np.ndarray]:
-    """For each fine half-plane frequency: index into the coarse half plane, and conj flag.
-
-    Fine and coarse grids share the frequency spacing, so fine index n maps to n mod N;
-    columns past the coarse half plane are read from -ν by Hermitian symmetry.
-    """
-    Nr, Nc = coarse
-    nr = np.round(np.fft.fftfreq(fine[0]) * fine[0]).astype(np.int64) % Nr
-    nc = np.arange(fine[1] // 2 + 1) % Nc
-    R, C = np.meshgrid(nr, nc, indexing="ij")
-    conj = C > Nc // 2
-    R = np.where(conj, (-R) % Nr, R)
-    C = np.where(conj, Nc - C, C)
-    return (R * (Nc // 2 + 1) + C).ravel(), conj.ravel()

@@ -37,6 +37,11 @@ class ThickSampleModel:
         self._live()
         return self.spectra.bounds
 
+    @property
+    def alias_pixels(self) -> str:
+        """Which pairs the engine's fit uses (``physics.aliases``)."""
+        return self._live().alias_pixels
+
     def _live(self) -> Engine:
         if self.engine is None:
             raise ModelDetachedError("this model's session was closed; open a new Session")

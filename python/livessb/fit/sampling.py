@@ -227,7 +227,7 @@ def refit_detector_sampling(
     def counts(mrad: float, engine: Engine, spectra: Any) -> tuple[float, float, float]:
         at = with_detector_sampling(dataset, mrad)
         _, n_obs, n_object, s2p = window_statistics(
-            spectra, at, window_pixel_totals(at, spectra))
+            spectra, at, window_pixel_totals(at, spectra), engine.alias_pixels)
         return n_obs, n_object, s2p
 
     theta, transpose = math.radians(result.rotation_deg), result.transpose

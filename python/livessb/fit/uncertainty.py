@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from ..physics.aliases import alias_spacing, kept_pair_fraction
 from ..physics.geometry import (
     BFPixels,
     bright_field_pixels,
@@ -145,7 +146,7 @@ POISSON_SAMPLE_PIXELS = 1024  # exact trotter counts on this many BF pixels at m
 
 
 def window_statistics(spectra: Any, dataset: Any, pixel_totals: np.ndarray,
-                      ) -> tuple[float, float, float, float]:
+                      alias_pixels: str = "kept") -> tuple[float, float, float, float]:
     """(energy E, n_obs, n_object, Poisson σ²) of a prepared window at its rotation.
 
     n_obs and n_object from the trotter areas (fit.errors.observation_counts, within a
@@ -161,6 +162,12 @@ def window_statistics(spectra: Any, dataset: Any, pixel_totals: np.ndarray,
     n_obs, n_object = _observations(tuple(spectra.shape), (float(step[0]), float(step[1])),
                                     int(spectra.n_bf), float(k_alpha))
     k = scan_frame_frequencies(_bf_pixels(dataset).k_det, theta, transpose)
+    spacing = alias_spacing(step, k_alpha, alias_pixels)
+    if spacing.any():  # the pairs an alias shares are not observations of this fit
+        sample = np.ascontiguousarray(k, dtype=np.float64)
+        n_obs *= kept_pair_fraction(sample.tobytes(), len(sample), tuple(spectra.shape),
+                                    (float(step[0]), float(step[1])), float(k_alpha),
+                                    tuple(float(v) for v in spacing))
     s2p = 0.0
     if len(pixel_totals) == len(k):
         stride = max(1, -(-len(k) // POISSON_SAMPLE_PIXELS))
@@ -196,7 +203,8 @@ def assess(
     t0 = time.perf_counter()
     model = view.model
     totals = window_pixel_totals(dataset, model.spectra)
-    energy, n_obs, n_object, s2p = window_statistics(model.spectra, dataset, totals)
+    energy, n_obs, n_object, s2p = window_statistics(model.spectra, dataset, totals,
+                                                     model.alias_pixels)
     kept_hessian = hessian  # None: from the errors' own derivatives call below
     noise = noise_level(loss, energy, n_obs, n_object, len(box.names), s2p)
     kept_params, kept_loss, kept_noise, kept_box = dict(params), float(loss), noise, box

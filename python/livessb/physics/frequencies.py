@@ -47,13 +47,19 @@ def scan_frequencies_for(value: str | None, calibration: dict[str, Any] | None) 
     return "effective"
 
 
+def check_setting(name: str, value: str, choices: tuple[str, ...], meaning: str) -> str:
+    """``value`` when it is one of a model setting's ``choices``; else an error that names
+    the setting, the choices and what each ``meaning`` is."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}: {meaning}")
+    return value
+
+
 def check_scan_frequencies(value: str) -> str:
-    if value not in SCAN_FREQUENCIES:
-        raise ValueError(f"scan_frequencies must be one of {SCAN_FREQUENCIES}, got {value!r}: "
+    return check_setting("scan_frequencies", value, SCAN_FREQUENCIES,
                          "'grid' evaluates the overlaps at each FFT bin's frequency, "
                          "'effective' at the frequency its signal has (a crystal whose "
                          "lattice does not fit the scan window)")
-    return value
 
 
 @functools.lru_cache(maxsize=32)  # every window of a map shares its shape: made once

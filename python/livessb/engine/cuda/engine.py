@@ -30,6 +30,7 @@ import numpy as np
 from ...dataset import Dataset4D
 from ...params import JOINT, N_JOINT
 from ...physics import objective as obj
+from ...physics.aliases import alias_pixels_on_cuda
 from ...physics.frequencies import check_scan_frequencies
 from ...physics.geometry import fft_friendly_size, nearest_bf_pixels
 from ...physics.optics import has_higher_order
@@ -91,9 +92,10 @@ class CUDAEngine:
     def __init__(
         self, dataset: Dataset4D, staging_budget_MiB: float = 256, eval_group: int = 4,
         chunk_elements: int = 1 << 24,  # the reference (fallback) path only
-        scan_frequencies: str = "effective",
+        scan_frequencies: str = "effective", alias_pixels: str = "kept",
     ) -> None:
         self.scan_frequencies = check_scan_frequencies(scan_frequencies)
+        self.alias_pixels = alias_pixels_on_cuda(alias_pixels)
         import cupy as cp
 
         self.cp = cp
