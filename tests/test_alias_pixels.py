@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import livessb
-from livessb.engine.cpu import CPUEngine
+from livessb.engine.cpu import CPUEngine, HostSpectra
 from livessb.physics.aliases import (
     alias_orders,
     alias_spacing,
@@ -66,10 +66,13 @@ def test_a_kept_pixel_lies_in_no_aliass_trotter_and_every_other_one_does(step: f
         assert (support & shared).any()  # the test has something to leave out
 
 
+Engines = dict[tuple[str, bool], tuple[CPUEngine, HostSpectra]]
+
+
 @pytest.fixture(scope="module")
-def thin_engines() -> dict[tuple[str, bool], tuple[CPUEngine, object]]:
+def thin_engines() -> Engines:
     ds = _fixture("srtio3_thin", scan=12)  # 0.6 Å steps: aliased
-    out = {}
+    out: Engines = {}
     for mode in ("kept", "excluded"):
         for kernels in (True, False):
             e = CPUEngine(ds, kernels=kernels, alias_pixels=mode)
@@ -82,7 +85,7 @@ def thin_engines() -> dict[tuple[str, bool], tuple[CPUEngine, object]]:
 CANDIDATES = np.array([[-38.0, 20.0, 0.6, 0.5, -0.3, 3.0], [-45.0, 15.0, 0.5, 0.0, 0.0, 0.0]])
 
 
-def test_kernels_and_reference_leave_out_the_same_pixels(thin_engines: dict) -> None:
+def test_kernels_and_reference_leave_out_the_same_pixels(thin_engines: Engines) -> None:
     (ek, sk), (er, sr) = thin_engines["excluded", True], thin_engines["excluded", False]
     (kk, kks) = thin_engines["kept", True]
     assert sk.energy == pytest.approx(sr.energy, rel=1e-12)
@@ -97,7 +100,7 @@ def test_kernels_and_reference_leave_out_the_same_pixels(thin_engines: dict) -> 
     assert not np.allclose(ek.evaluate(sk, CANDIDATES), kk.evaluate(kks, CANDIDATES))
 
 
-def test_the_fine_reconstruction_grid_keeps_every_pair(thin_engines: dict) -> None:
+def test_the_fine_reconstruction_grid_keeps_every_pair(thin_engines: Engines) -> None:
     # Upsampled (Auto on this scan: 2x), the fine grid's alias selection is its own: the
     # option changes the fit's pairs only.
     (ek, sk), (kk, kks) = thin_engines["excluded", True], thin_engines["kept", True]
@@ -119,7 +122,7 @@ def test_a_scan_that_samples_the_band_is_fitted_as_before() -> None:
     np.testing.assert_array_equal(losses[0][2], losses[1][2])
 
 
-def test_the_errors_count_the_pairs_the_fit_keeps(thin_engines: dict) -> None:
+def test_the_errors_count_the_pairs_the_fit_keeps(thin_engines: Engines) -> None:
     # kept_pair_fraction samples pixels and frequency rows; the engine counts every pair.
     (ek, sk), (kk, kks) = thin_engines["excluded", True], thin_engines["kept", True]
     ds = ek.geo
@@ -131,8 +134,9 @@ def test_the_errors_count_the_pairs_the_fit_keeps(thin_engines: dict) -> None:
                         (sk.shape[0], sk.shape[1] // 2 + 1)).ravel()
     from livessb.engine import cpu_kernels as ck
 
-    def weighted_pairs(e: CPUEngine, sp: object) -> float:
-        kg, g = sp.part.kernel, sp.part.geometry  # type: ignore[attr-defined]
+    def weighted_pairs(e: CPUEngine, sp: HostSpectra) -> float:
+        kg, g = sp.part.kernel, sp.part.geometry
+        assert kg is not None
         return float(np.sum(w * ck.pair_counts(kg.k_r, kg.k_c, kg.a_k, g.nu_r, g.nu_c,
                                                e._geo_for(1))))
 

@@ -153,7 +153,8 @@ def window_statistics(spectra: Any, dataset: Any, pixel_totals: np.ndarray,
     few 1e-4 of the exact masks); the Poisson level weights each BF pixel's counts by its
     exact trotter count, on an evenly strided subset of at most
     ``POISSON_SAMPLE_PIXELS`` pixels (the counts vary slowly over the disk; the exact
-    count costs O(B·N_rows) on the host).
+    count costs O(B·N_rows) on the host). With ``alias_pixels`` "excluded" n_obs counts
+    only the pairs the fit keeps (``physics.aliases.kept_pair_fraction``).
     """
     if spectra.rotation is None:
         raise RuntimeError("the window has no rotation set: set_rotation() first")
