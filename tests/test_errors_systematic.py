@@ -12,11 +12,13 @@ import numpy as np
 import pytest
 
 from livessb.fit.errors import NoiseLevel
+from livessb.fit.model_choice import ModelChoice
 from livessb.fit.systematic import (
     SIGNIFICANCE,
     band_kappa_ratio,
     combined_errors,
     compare_bands,
+    depth_not_described,
     depth_not_determined,
 )
 from livessb.physics.objective import frequency_bands, radial_order
@@ -81,6 +83,41 @@ def test_depth_and_tilt_are_not_determined_where_the_bands_read_different_depths
     grads, joint = _bands(CURVATURE, np.array([0.0, 0.0, 4.0]))
     close = compare_bands(grads, joint, PARAMS, NAMES, precise, 1.0, BOX)
     assert close.systematic["depth"] > 0 and depth_not_determined(close, PARAMS) == ""
+
+
+def _thick(loss_thin: float, loss_thick: float) -> ModelChoice:
+    return ModelChoice(kept="thick", reason="", loss_thin=loss_thin, loss_thick=loss_thick,
+                       statistic=1e4, threshold=16.266, explained_fraction=1.0,
+                       floor="residual")
+
+
+def _noise(excess: float) -> NoiseLevel:
+    return NoiseLevel(sigma2=excess, sigma2_residual=excess, sigma2_poisson=1.0,
+                      n_observations=1e5, n_object=1e3, n_parameters=6)
+
+
+def test_depth_is_not_a_depth_where_it_explains_less_than_the_misfit_it_leaves() -> None:
+    # The 156 Å SrTiO3 crystal of the bias matrix (its numbers): depth and tilt explain
+    # 4.1 % of the energy, 33.8 % is left beyond the noise (137x its level).
+    reason = depth_not_described(_thick(0.3820, 0.3406), _noise(137.45))
+    assert "explain 4.14%" in reason and "leaves 33.8%" in reason
+    assert "not one projected structure" in reason
+    # The weak tilted slab at the same dose: the misfit is the noise (excess 1.005).
+    assert depth_not_described(_thick(0.9360, 0.9188), _noise(1.005)) == ""
+    # Noise-free, where the misfit is far beyond the noise: a slab's depth explains 5.9x
+    # what it leaves (kept); a one-cell crystal's spurious 21 Å explains 1.6 % of it.
+    assert depth_not_described(_thick(0.2635, 0.0382), _noise(166.6)) == ""
+    assert depth_not_described(_thick(0.0600, 0.0594), _noise(5408.0)) != ""
+    # Only where the misfit exceeds the noise (simulator calibration: ≤ 1.015), only a
+    # thick fit, and not without a Poisson level.
+    assert depth_not_described(_thick(0.50, 0.499), _noise(1.9)) == ""
+    thin = ModelChoice(kept="thin", reason="", loss_thin=0.5, loss_thick=0.499,
+                       statistic=1.0, threshold=16.266, explained_fraction=0.0, floor="poisson")
+    assert depth_not_described(thin, _noise(137.0)) == ""
+    assert depth_not_described(None, _noise(137.0)) == ""
+    no_poisson = NoiseLevel(sigma2=1.0, sigma2_residual=1.0, sigma2_poisson=0.0,
+                            n_observations=1e5, n_object=1e3, n_parameters=6)
+    assert depth_not_described(_thick(0.50, 0.499), no_poisson) == ""
 
 
 def test_systematic_errors_stop_at_the_box_width() -> None:

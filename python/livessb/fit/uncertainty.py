@@ -49,6 +49,7 @@ from .systematic import (
     band_sums,
     combined_errors,
     compare_bands,
+    depth_not_described,
     depth_not_determined,
 )
 
@@ -258,7 +259,8 @@ def assess(
     errors.update(combined_errors(statistical, bands.systematic, box_t))
     undet = undetermined(kept_params, errors, box_t, free, by_model)
     warnings = edge_warnings({n: kept_params[n] for n in free}, errors, box_t, edges)
-    depth_reason = depth_not_determined(bands, kept_params)
+    depth_reason = (depth_not_determined(bands, kept_params)
+                    or depth_not_described(choice, kept_noise))
     if depth_reason:  # the thick model's assumption fails: say so, keep the values
         undet = [n for n in kept_params if n in undet or n == "depth" or n in TILTS]
         warnings.append(depth_reason)
