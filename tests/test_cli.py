@@ -174,3 +174,13 @@ def test_summary_shows_errors_and_box_edges() -> None:
     lines = fit_lines("full field", thin)
     assert lines[1] == "  model: thin (not significant)"
     assert lines[3].split() == ["depth", "not", "determined"]
+    # the thick model kept but its depth not a depth (fit.systematic): the reason is shown
+    why = "depth and tilt not determined: they explain 4.14% of the sideband energy"
+    thick = FitResult(params={"C10": -48.7, "depth": 118.0}, loss=0.34, rotation_deg=0.0,
+                      transpose=False, errors={"C10": 20.0, "depth": 9.6},
+                      undetermined=["depth"],
+                      provenance={"model_choice": {"kept": "thick", "reason": "significant"},
+                                  "warnings": [why, "C12 = 1.6 ± 1.6 Å: ..."]})
+    lines = fit_lines("full field", thick)
+    assert lines[3].split() == ["depth", "not", "determined"]
+    assert lines[4] == f"  why: {why}" and len(lines) == 5

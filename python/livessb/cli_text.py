@@ -68,8 +68,9 @@ def _value(name: str, value: float, error: float | None) -> str:
 
 def fit_lines(title: str, fit: Any) -> list[str]:
     """A few lines: loss, rotation, the model kept and why, each parameter (± its error
-    when the fit has them; "not determined" where the data do not determine it), and the
-    parameters that ended on the search box's edge."""
+    when the fit has them; "not determined" where the data do not determine it, and why
+    where the thick model was kept yet its depth is not one), and the parameters that ended
+    on the search box's edge."""
     errors: Mapping[str, float] = getattr(fit, "errors", None) or {}
     trials = len(getattr(fit, "trials", []) or [])
     total = (getattr(fit, "timings", {}) or {}).get("total_s")
@@ -90,6 +91,9 @@ def fit_lines(title: str, fit: Any) -> list[str]:
         err = errors.get(name) if isinstance(errors, Mapping) else None
         shown = "not determined" if name in undetermined else _value(name, value, err)
         lines.append(f"  {name:<{width}}  {shown}")
+    for warning in (getattr(fit, "provenance", None) or {}).get("warnings", []):
+        if warning.startswith("depth and tilt not determined"):  # kept thick, yet no depth
+            lines.append(f"  why: {warning}")
     for name in fit.on_box_edge or []:
         lines.append(f"  warning: {name} ended on the edge of the search box: the optimum may "
                      "lie outside it (check the calibration, or widen the box in Python)")
