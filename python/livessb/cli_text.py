@@ -81,7 +81,8 @@ def fit_lines(title: str, fit: Any) -> list[str]:
     if total is not None:
         head += f", {total:.1f} s"
     lines = [head]
-    choice = (getattr(fit, "provenance", None) or {}).get("model_choice")
+    provenance = getattr(fit, "provenance", None) or {}
+    choice = provenance.get("model_choice")
     if isinstance(choice, Mapping) and choice.get("kept"):
         reason = choice.get("reason")
         lines.append(f"  model: {choice['kept']}" + (f" ({reason})" if reason else ""))
@@ -91,8 +92,10 @@ def fit_lines(title: str, fit: Any) -> list[str]:
         err = errors.get(name) if isinstance(errors, Mapping) else None
         shown = "not determined" if name in undetermined else _value(name, value, err)
         lines.append(f"  {name:<{width}}  {shown}")
-    for warning in (getattr(fit, "provenance", None) or {}).get("warnings", []):
-        if warning.startswith("depth and tilt not determined"):  # kept thick, yet no depth
+    from .fit.systematic import DEPTH_NOT_DETERMINED  # here: the CLI's start stays light
+
+    for warning in provenance.get("warnings", []):
+        if warning.startswith(DEPTH_NOT_DETERMINED):  # e.g. kept thick, yet no depth
             lines.append(f"  why: {warning}")
     for name in fit.on_box_edge or []:
         lines.append(f"  warning: {name} ended on the edge of the search box: the optimum may "

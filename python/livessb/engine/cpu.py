@@ -446,7 +446,7 @@ class CPUEngine:
         g, kg = sp.part.geometry, sp.part.kernel
         if kg is not None:
             pairs = int(_kernels().pair_counts(kg.k_r, kg.k_c, kg.a_k, g.nu_r, g.nu_c,
-                                               self._fit_geo).sum())
+                                               self._geo_for(1)).sum())
         else:
             pairs = sum(int(((grid.amp_minus != 0) | (grid.amp_plus != 0)).sum())
                         for grid in g.grids)

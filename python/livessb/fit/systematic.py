@@ -58,6 +58,7 @@ from .model_choice import ModelChoice
 
 SIGNIFICANCE = 10.83  # χ²₁ at p = 0.001: the bands disagree beyond their noise
 DEPTH_DISAGREEMENT = 0.10  # of the depth: beyond the thick model's own leakage bias (≤ 6 %)
+DEPTH_NOT_DETERMINED = "depth and tilt not determined"  # how both rules' reasons begin
 MISFIT_DOMINANT = 2.0  # σ²/σ²_Poisson: the misfit beyond the counting noise exceeds the noise
 DEPTH_EXPLAINED_MIN = 1.0  # of that misfit: what depth and tilt must explain to be a depth
 TILTS = ("tilt_row_mrad", "tilt_col_mrad")
@@ -176,7 +177,7 @@ def depth_not_determined(bands: BandComparison, params: Mapping[str, float]) -> 
     depth = params["depth"]
     if (bands.statistic["depth"] > SIGNIFICANCE
             and abs(high - low) > DEPTH_DISAGREEMENT * depth):
-        return (f"depth and tilt not determined: the low and the high scan frequencies read "
+        return (f"{DEPTH_NOT_DETERMINED}: the low and the high scan frequencies read "
                 f"depth {low:.0f} and {high:.0f} Å (fit {depth:.0f} Å, "
                 f"{math.sqrt(bands.statistic['depth']):.0f} noise errors apart): the specimen "
                 "is not one projected structure through its depth (amorphous, or strongly "
@@ -194,7 +195,7 @@ def depth_not_described(choice: ModelChoice | None, noise: NoiseLevel) -> str:
     left = choice.loss_thick * (1.0 - 1.0 / noise.excess)  # beyond the counting noise
     if explained >= DEPTH_EXPLAINED_MIN * left:
         return ""
-    return (f"depth and tilt not determined: they explain {explained:.2%} of the sideband "
+    return (f"{DEPTH_NOT_DETERMINED}: they explain {explained:.2%} of the sideband "
             f"energy, the thick model leaves {left:.1%} beyond the counting noise "
             f"({noise.excess:.3g}× its level): the specimen is not one projected structure "
             "through its depth (amorphous, or strongly dynamical), which the thick model "

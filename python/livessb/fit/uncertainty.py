@@ -147,7 +147,7 @@ POISSON_SAMPLE_PIXELS = 1024  # exact trotter counts on this many BF pixels at m
 
 
 def window_statistics(spectra: Any, dataset: Any, pixel_totals: np.ndarray,
-                      alias_pixels: str = "kept") -> tuple[float, float, float, float]:
+                      alias_pixels: str) -> tuple[float, float, float, float]:
     """(energy E, n_obs, n_object, Poisson σ²) of a prepared window at its rotation.
 
     n_obs and n_object from the trotter areas (fit.errors.observation_counts, within a
@@ -165,7 +165,7 @@ def window_statistics(spectra: Any, dataset: Any, pixel_totals: np.ndarray,
                                     int(spectra.n_bf), float(k_alpha))
     k = scan_frame_frequencies(_bf_pixels(dataset).k_det, theta, transpose)
     spacing = alias_spacing(step, k_alpha, alias_pixels)
-    if spacing.any():  # the pairs an alias shares are not observations of this fit
+    if spacing[2:].any():  # the pairs an alias shares are not observations of this fit
         sample = np.ascontiguousarray(k, dtype=np.float64)
         n_obs *= kept_pair_fraction(sample.tobytes(), len(sample), tuple(spectra.shape),
                                     (float(step[0]), float(step[1])), float(k_alpha),
