@@ -79,7 +79,7 @@ def main() -> None:
     eng.set_rotation(region, *sp.rotation)
     for name, opts in VARIANTS.items():
         mod = compile_variant(opts)
-        ck.module = lambda mod=mod: mod  # type: ignore[assignment]
+        ck.module = lambda alias=False, mod=mod: mod  # type: ignore[assignment]
         for part in (sp.part, region.part):  # per-warp masks follow the tile shape
             part.lobe_masks = None
             part.fine_masks.clear()

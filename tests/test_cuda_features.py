@@ -345,10 +345,3 @@ def test_cropped_reconstruction_is_the_cut_of_the_whole(thick: Dataset4D) -> Non
             part = gpu.reconstruct(sg, p, f, "ssb", crop=(5, 29, 3, 19))  # (a 32² scan)
             assert part.shape == (24, 16)
             np.testing.assert_array_equal(part, whole[5:29, 3:19])
-
-
-def test_excluded_alias_pixels_are_refused_on_the_gpu_with_the_way_out(thick: Dataset4D) -> None:
-    # The pair walk of the CUDA kernels does not leave an alias's pixels out yet: the option
-    # is refused with what to do instead, not run as "kept" in silence.
-    with pytest.raises(ValueError, match=r"CPU engine only.*device='cpu'"):
-        Session(thick, device="cuda", alias_pixels="excluded")

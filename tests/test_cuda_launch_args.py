@@ -53,7 +53,7 @@ def _hints(record: type) -> dict[str, Any]:
 def test_source_parses_to_every_compiled_kernel() -> None:
     compiled = {n.split("<")[0] for n in ck._names()}
     assert compiled == set(SIGNATURES)
-    assert len(SIGNATURES["vp_eval"]) == 21  # a parse that stopped early would not be
+    assert len(SIGNATURES["vp_eval"]) == 22  # a parse that stopped early would not be
     # Every kernel the engine launches has a record (fma_peak is the benchmark's probe).
     assert {r.KERNEL for r in la.ARG_RECORDS} == compiled - {"fma_peak"}
 
@@ -88,7 +88,13 @@ def _check_values(args: la.KernelArgs) -> None:
 
 
 def test_builders_give_values_of_the_signature_dtypes() -> None:
-    geo = la.KernelGeo.of(0.8, 0.02, 0.0197)
+    # Every pair kept (the default, or a scan that samples the band): no alias spacing on
+    # the device, the default module's kernels.
+    for spacing in (None, np.zeros(4), np.array([2.0, 2.0, 0.0, 0.0])):
+        kept = la.KernelGeo.of(0.8, 0.02, 0.0197, spacing, np.asarray)
+        assert kept.g_alias is la.NULL_POINTER and not kept.aliased
+    geo = la.KernelGeo.of(0.8, 0.02, 0.0197, np.array([2.0, 1.6, 1.0, 1.0]), np.asarray)
+    assert geo.aliased and isinstance(geo.g_alias, np.ndarray)
     G, nu_r, nu_c = _arrays(3)
     w = la.Window.of(G, 100, 60, (10, 10), nu_r, nu_c)
     k64, px, cand, part, raw, energy, dk, pairs = _arrays(8)

@@ -87,9 +87,9 @@ def add_data_arguments(f: argparse.ArgumentParser) -> None:
     f.add_argument("--alias-pixels", default=None, choices=["kept", "excluded"],
                    help="on a scan coarser than the BF band (Nyquist below 2k_alpha): leave "
                         "out of each frequency's fit the BF pixels an alias also reaches "
-                        "(excluded: removes the near-focus C10 bias of aliasing, CPU only "
-                        "for now) or keep them (kept, the default); with --calibration, the "
-                        "file's own by default")
+                        "(excluded: removes the near-focus C10 bias of aliasing) or keep "
+                        "them (kept, the default); with --calibration, the file's own by "
+                        "default")
     f.add_argument("--force", action="store_true",
                    help="accept implausible calibration values (unusual set-ups) and a "
                         "calibration file saved for other data")

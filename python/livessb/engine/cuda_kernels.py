@@ -128,29 +128,33 @@ def source() -> str:
     return "".join((KERNELS / name).read_text() for name in KERNEL_FILES)
 
 
-@functools.lru_cache(maxsize=1)
-def module() -> Any:
+@functools.lru_cache(maxsize=2)
+def module(alias: bool = False) -> Any:
+    """The compiled kernels; ``alias``: the variant that leaves out the BF pixels an alias
+    shares (``-DALIAS_PIXELS=1``, for alias_pixels="excluded" on an undersampled scan),
+    compiled only when a session asks for it. Without it the same instructions as before
+    the option existed (the default kernels ignore their alias argument)."""
     import cupy as cp
 
-    mod = cp.RawModule(code=source(), options=("-std=c++17",),
-                       name_expressions=_names())
+    options = ("-std=c++17",) + (("-DALIAS_PIXELS=1",) if alias else ())
+    mod = cp.RawModule(code=source(), options=options, name_expressions=_names())
     mod.compile()
     return mod
 
 
-# Compiled kernels by name, of the module they came from: RawModule.get_function costs
-# ~15 µs a call, ~40 times per map tile (benchmarks/kernel_variants.py swaps the module).
-_FUNCTIONS: tuple[Any, dict[str, Any], dict[str, int]] = (None, {}, {})
+# Compiled kernels by name, of the module they came from, per variant: RawModule.get_function
+# costs ~15 µs a call, ~40 times per map tile (benchmarks/kernel_variants.py swaps the module).
+_FUNCTIONS: dict[bool, tuple[Any, dict[str, Any], dict[str, int]]] = {}
 
 
-def function(name: str, dynamic_shared_bytes: int = 0) -> Any:
-    """The compiled kernel ``name`` (a full name expression) of ``module()``, looked up
+def function(name: str, dynamic_shared_bytes: int = 0, alias: bool = False) -> Any:
+    """The compiled kernel ``name`` (a full name expression) of ``module(alias)``, looked up
     once; ``dynamic_shared_bytes`` raises its dynamic shared-memory limit to that once."""
-    global _FUNCTIONS
-    mod = module()
-    if _FUNCTIONS[0] is not mod:
-        _FUNCTIONS = (mod, {}, {})
-    _, found, shared = _FUNCTIONS
+    mod = module(alias)
+    cached = _FUNCTIONS.get(alias)
+    if cached is None or cached[0] is not mod:
+        cached = _FUNCTIONS[alias] = (mod, {}, {})
+    _, found, shared = cached
     fn = found.get(name)
     if fn is None:
         fn = found[name] = mod.get_function(name)

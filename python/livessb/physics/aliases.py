@@ -34,17 +34,6 @@ def check_alias_pixels(value: str) -> str:
                          "scan, docs/bias-matrix.md §7)")
 
 
-def alias_pixels_on_cuda(value: str) -> str:
-    """``value`` checked for the CUDA engine, whose pair walk (kernels/walk.cu) does not
-    test the aliases yet: "excluded" is refused with what to do instead."""
-    if check_alias_pixels(value) != "kept":
-        raise ValueError(
-            "alias_pixels='excluded' runs on the CPU engine only for now: the CUDA kernels "
-            "do not yet leave out the BF pixels an alias shares; open the session with "
-            "device='cpu', or keep alias_pixels='kept' on the GPU")
-    return value
-
-
 def alias_pixels_for(value: str | None, calibration: dict[str, Any] | None) -> str:
     """The setting a session uses: the one asked for; else a restored calibration's (its
     full fit's provenance; "kept" for a file saved before the key existed), so that its

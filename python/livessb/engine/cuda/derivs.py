@@ -38,8 +38,8 @@ def derivative_launch(engine: CUDAEngine, sp: DeviceSpectra, cand: np.ndarray,
     nblk = freq_blocks(M)
     part = cp.empty((2 * K, ck.NQ, nblk), dtype=cp.float64)  # per (candidate, lobe)
     smem = DERIV_SHARED_BYTES
-    fn = ck.function("vp_derivs", smem)
-    fin = ck.function("vp_derivs_finish", smem)
+    fn = engine._kgeo.function("vp_derivs", smem)
+    fin = engine._kgeo.function("vp_derivs_finish", smem)
     # Few candidates (a Newton start refined last) fill the device only split.
     per, nsplit = pixel_split(M, sp.n_bf, min_blocks=FILL_BLOCKS_DERIV // (2 * K))
     table = cp.asarray(candidate_table(cand))

@@ -30,7 +30,7 @@ import numpy as np
 from ...dataset import Dataset4D
 from ...params import JOINT, N_JOINT
 from ...physics import objective as obj
-from ...physics.aliases import alias_pixels_on_cuda
+from ...physics.aliases import alias_spacing, check_alias_pixels
 from ...physics.frequencies import check_scan_frequencies
 from ...physics.geometry import fft_friendly_size, nearest_bf_pixels
 from ...physics.optics import has_higher_order
@@ -41,12 +41,7 @@ from .. import cuda_kernels as ck
 from ..lifetime import Lifetime
 from ..protocol import Detachable, Spectra
 from ..records import DatasetGeometry, PreparedSpectra, ReferenceGeometry, same_pixels
-from ..reference import (
-    Reference,
-    check_method,
-    cropped,
-    evaluate_rotations_per_theta,
-)
+from ..reference import Reference, check_method, cropped, evaluate_rotations_per_theta
 from .derivs import derivative_launch
 from .launch import (
     KernelGeo,
@@ -95,7 +90,7 @@ class CUDAEngine:
         scan_frequencies: str = "effective", alias_pixels: str = "kept",
     ) -> None:
         self.scan_frequencies = check_scan_frequencies(scan_frequencies)
-        self.alias_pixels = alias_pixels_on_cuda(alias_pixels)
+        self.alias_pixels = check_alias_pixels(alias_pixels)
         import cupy as cp
 
         self.cp = cp
@@ -124,7 +119,8 @@ class CUDAEngine:
             self._geometry.clear()
         self.count_dtype = np.dtype(dataset.counts.dtype)
         self.geo = geo
-        self.reference = Reference(geo, cp, np.float32, self._chunk_elements,
+        spacing = alias_spacing(geo.step, geo.k_alpha, self.alias_pixels)
+        self.reference = Reference(geo, cp, np.float32, self._chunk_elements, spacing,
                                    irfft2=functools.partial(planned_irfft2, cp))
         old, self._bf_counts = self._bf_counts, None
         fits = (old is not None and old.dtype == self.count_dtype
@@ -137,7 +133,9 @@ class CUDAEngine:
         self._k_px: Any = cp.asarray(bf.k_det / geo.edge_width)
         self._anchors = ck.recurrence_anchors(bf.rows, bf.cols)
         self._column_step = ck.column_step(bf.k_det, bf.rows, bf.cols)
-        self._kgeo = KernelGeo.of(geo.k_alpha, geo.edge_width, geo.wavelength)
+        self._kgeo = KernelGeo.of(geo.k_alpha, geo.edge_width, geo.wavelength, spacing,
+                                  cp.asarray)
+        ck.module(self._kgeo.aliased)  # (the alias module: compiled or loaded from the cache)
         self._recon = Reconstructor(cp, self.memory, self._kgeo, self.reference, self.stats,
                                     geo.step)
 
@@ -240,7 +238,7 @@ class CUDAEngine:
         extra = 0 if mean is None else sp.n_bf
         out = cp.empty(2 * size + extra, dtype=cp.float64)  # energy, pairs: one download
         w = self._window(sp)
-        launch(ck.function("energy_kernel"), (nblk, nsplit), (ck.NT,),
+        launch(self._kgeo.function("energy_kernel"), (nblk, nsplit), (ck.NT,),
                energy_args(w, g.k64, g.px, self._kgeo, out[:size], out[size:2 * size], per))
         if mean is not None:
             out[2 * size:] = mean
@@ -292,7 +290,7 @@ class CUDAEngine:
         assert part.shape == (Kp, nblk) and part.flags.c_contiguous
         per, nsplit = split
         raw = cp.empty((Kp, nsplit, ck.NS, M) if nsplit > 1 else 1, dtype=cp.float64)
-        launch(ck.function(ck.eval_kernel_name(kc)), (Kp // kc, nblk, nsplit),
+        launch(self._kgeo.function(ck.eval_kernel_name(kc)), (Kp // kc, nblk, nsplit),
                (ck.NT,), vp_eval_args(w, g.k64, g.px, cp.asarray(table), self._kgeo, part, per,
                                       raw, raw, g.dk))  # (energy output unused here)
         if nsplit > 1:
@@ -334,7 +332,7 @@ class CUDAEngine:
         out = cp.empty((2, Rp, nblk), dtype=cp.float64)  # sums, energies: one download
         part, energy = out[0], out[1]
         w = self._window(sp)
-        launch(ck.function(ck.eval_kernel_name(group, rotations=True)),
+        launch(self._kgeo.function(ck.eval_kernel_name(group, rotations=True)),
                (Rp // group, nblk, 1), (ck.NT,),
                vp_eval_args(w, g.k64, g.px, cp.asarray(candidate_table(cand)), self._kgeo,
                             part, sp.n_bf, part, energy, g.dk, cp.asarray(turn)))

@@ -54,18 +54,34 @@ def launch(kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], args: Ker
 
 @dataclass(frozen=True)
 class KernelGeo:
-    """The geometry scalars every scoring kernel takes, and πλ."""
+    """The geometry scalars every scoring kernel takes, πλ, and the pairs it keeps."""
 
     g_ka2: np.float64  # k_alpha² (trotter mask, float64)
     g_ka: np.float32  # k_alpha
     g_inv_w: np.float32  # 1 / edge width
     g_twopilam: np.float32  # 2πλ
     pilam: np.float64  # πλ
+    # (1/step_r, 1/step_c, m_r, m_c) float64 on the device where an alias's pixels are
+    # left out (physics.aliases.alias_spacing with orders), else NULL_POINTER ...
+    g_alias: Any = NULL_POINTER
+    # ... and then the kernels of cuda_kernels.module(alias=True)
+    aliased: bool = False
 
     @classmethod
-    def of(cls, k_alpha: float, edge_width: float, wavelength: float) -> KernelGeo:
+    def of(cls, k_alpha: float, edge_width: float, wavelength: float,
+           alias_spacing: np.ndarray | None = None, upload: Any = None) -> KernelGeo:
+        """``alias_spacing`` (``physics.aliases.alias_spacing``): where it has orders (an
+        undersampled scan, "excluded") it goes to the device through ``upload`` and the
+        kernels are the alias module's; else every pair is kept."""
         ka2, ka, inv_w, twopilam = ck.geo_args(k_alpha, edge_width, wavelength)
-        return cls(ka2, ka, inv_w, twopilam, np.float64(math.pi * wavelength))
+        pilam = np.float64(math.pi * wavelength)
+        if alias_spacing is None or not np.any(alias_spacing[2:]):
+            return cls(ka2, ka, inv_w, twopilam, pilam)
+        return cls(ka2, ka, inv_w, twopilam, pilam, upload(alias_spacing), True)
+
+    def function(self, name: str, dynamic_shared_bytes: int = 0) -> Any:
+        """The compiled kernel ``name`` of the module these pairs need."""
+        return ck.function(name, dynamic_shared_bytes, self.aliased)
 
 
 @dataclass(frozen=True)
@@ -210,6 +226,7 @@ class _ScoringArgs(_PixelWalkArgs):
     g_ka: np.float32
     g_inv_w: np.float32
     g_twopilam: np.float32
+    g_alias: Any  # KernelGeo.g_alias
     pilam: np.float64
     partial: Any
     bsplit: np.int32
@@ -265,6 +282,7 @@ class EnergyArgs(_PixelWalkArgs):
     g_ka: np.float32
     g_inv_w: np.float32
     g_twopilam: np.float32
+    g_alias: Any
     partial: Any
     pairs: Any
     bsplit: np.int32
@@ -308,6 +326,7 @@ class ReconstructArgs(KernelArgs):
     g_ka: np.float32
     g_inv_w: np.float32
     g_twopilam: np.float32
+    g_alias: Any  # (the scan's own grid only: finer grids keep every pair)
     pilam: np.float64
     eps: np.float32
     mode: np.int32
@@ -336,7 +355,7 @@ def vp_eval_args(w: Window, k64: Any, px: Any, cand: Any, geo: KernelGeo, partia
                  bsplit: int, raw: Any, energy: Any, dk: Any,
                  turn: Any = None) -> VpEvalArgs:
     return VpEvalArgs(w.G, w.B, w.M, w.Nr, w.Nc, w.nu_r, w.nu_c, k64, px, cand, geo.g_ka2,
-                      geo.g_ka, geo.g_inv_w, geo.g_twopilam, geo.pilam, partial,
+                      geo.g_ka, geo.g_inv_w, geo.g_twopilam, geo.g_alias, geo.pilam, partial,
                       np.int32(bsplit), raw, energy, dk,
                       NULL_POINTER if turn is None else turn)
 
@@ -345,7 +364,7 @@ def vp_derivs_args(w: Window, k64: Any, px: Any, cand: Any, geo: KernelGeo, part
                    bsplit: int, raw: Any, masks: Any, mask_stride: int,
                    per_nu: Any = None) -> VpDerivsArgs:
     return VpDerivsArgs(w.G, w.B, w.M, w.Nr, w.Nc, w.nu_r, w.nu_c, k64, px, cand, geo.g_ka2,
-                        geo.g_ka, geo.g_inv_w, geo.g_twopilam, geo.pilam, partial,
+                        geo.g_ka, geo.g_inv_w, geo.g_twopilam, geo.g_alias, geo.pilam, partial,
                         np.int32(bsplit), raw, masks, np.int32(mask_stride),
                         NULL_POINTER if per_nu is None else per_nu)
 
@@ -353,7 +372,8 @@ def vp_derivs_args(w: Window, k64: Any, px: Any, cand: Any, geo: KernelGeo, part
 def energy_args(w: Window, k64: Any, px: Any, geo: KernelGeo, partial: Any, pairs: Any,
                 bsplit: int) -> EnergyArgs:
     return EnergyArgs(w.G, w.B, w.M, w.Nr, w.Nc, w.nu_r, w.nu_c, k64, px, geo.g_ka2, geo.g_ka,
-                      geo.g_inv_w, geo.g_twopilam, partial, pairs, np.int32(bsplit))
+                      geo.g_inv_w, geo.g_twopilam, geo.g_alias, partial, pairs,
+                      np.int32(bsplit))
 
 
 # -- launch geometry -------------------------------------------------------------------

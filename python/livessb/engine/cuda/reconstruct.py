@@ -77,13 +77,13 @@ class Reconstructor:
             O = cp.empty((K, MF), dtype=cp.complex64)
             ev = [cp.cuda.Event() for _ in range(3)]
             ev[0].record()
-            launch(ck.function(ck.reconstruct_kernel_name(K, all_thin(vec))),
+            launch(kg.function(ck.reconstruct_kernel_name(K, all_thin(vec))),
                    (-(-MF // ck.NT),), (ck.NT,),
                    ReconstructArgs(
                        w.G, w.B, w.M, w.Nr, w.Nc, np.int32(Fr), np.int32(Fc), fine.nu_r,
                        fine.nu_c, fine.alias, g.k64, g.px, words, np.int32(masks.tiles),
                        cp.asarray(candidate_table(vec)), kg.g_ka2, kg.g_ka, kg.g_inv_w,
-                       kg.g_twopilam, kg.pilam, np.float32(RECON_EPS),
+                       kg.g_twopilam, kg.g_alias, kg.pilam, np.float32(RECON_EPS),
                        np.int32(0 if method == "ssb" else 1), np.int32(n_sum), O))
             ev[1].record()
             images = [cropped(self.reference.object_spectrum_to_image(sp, O[k], f),

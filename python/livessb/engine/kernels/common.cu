@@ -44,12 +44,24 @@
 #endif
 constexpr int WALK_UNROLL_N = WALK_UNROLL;  // (pragmas take constants, not macros)
 
+// ALIAS_PIXELS (the module that alias_pixels="excluded" compiles, cuda_kernels.module):
+// pair_geo leaves out the pixels an alias ν + m/step of an undersampled scan shares
+// (physics/aliases.py). Without it the alias argument is ignored: the default kernels
+// are the same instructions as before the option existed.
+#ifndef ALIAS_PIXELS
+#define ALIAS_PIXELS 0
+#endif
+
 struct Geo {
     double ka2;        // k_alpha^2 (mask)
     float ka;          // k_alpha
     float inv_w;       // 1 / edge width
     float twopilam;    // 2 π λ
     float in2, out2;   // |q|² below which the aperture is exactly 1, above which exactly 0
+#if ALIAS_PIXELS
+    double a_sr, a_sc; // alias spacing 1/step per scan axis (1/Å)
+    int a_mr, a_mc;    // alias orders tested per axis (0: none, every pair kept)
+#endif
 };
 
 // The aperture's soft edge spans |q| ∈ ka ∓ w/2; in2 and out2 sit 1e-5 (relative) inside
@@ -59,7 +71,27 @@ struct Geo {
 __device__ __forceinline__ Geo make_geo(double ka2, float ka, float inv_w, float twopilam) {
     const float half_w = __fdividef(0.5f, inv_w);
     const float lo = (ka - half_w) * (1.0f - 1e-5f), hi = (ka + half_w) * (1.0f + 1e-5f);
-    return {ka2, ka, inv_w, twopilam, lo > 0.0f ? lo * lo : -1.0f, hi * hi};
+    Geo g;
+    g.ka2 = ka2; g.ka = ka; g.inv_w = inv_w; g.twopilam = twopilam;
+    g.in2 = lo > 0.0f ? lo * lo : -1.0f;
+    g.out2 = hi * hi;
+#if ALIAS_PIXELS
+    g.a_sr = g.a_sc = 0.0;
+    g.a_mr = g.a_mc = 0;
+#endif
+    return g;
+}
+
+// g with the alias spacing (1/step_r, 1/step_c, m_r, m_c) of physics.aliases.alias_spacing;
+// nullptr (or the default module) keeps every pair.
+__device__ __forceinline__ Geo with_alias(Geo g, const double* __restrict__ alias) {
+#if ALIAS_PIXELS
+    if (alias != nullptr) {
+        g.a_sr = alias[0]; g.a_sc = alias[1];
+        g.a_mr = (int)alias[2]; g.a_mc = (int)alias[3];
+    }
+#endif
+    return g;
 }
 
 struct Cand {          // per (ν, candidate) constants

@@ -5,10 +5,11 @@ __global__ void __launch_bounds__(NT) energy_kernel(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc,
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
     const double* __restrict__ k64, const float4* __restrict__ px, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
+    const double* __restrict__ g_alias,
     double* __restrict__ partial, double* __restrict__ pairs, int bsplit) {
     // Grid (nblk, nsplit): split z sums pixels [z·bsplit, (z+1)·bsplit) into partial
     // (nsplit, nblk) (small windows have too few frequency blocks to fill the device).
-    const Geo geo = make_geo(g_ka2, g_ka, g_inv_w, g_twopilam);
+    const Geo geo = with_alias(make_geo(g_ka2, g_ka, g_inv_w, g_twopilam), g_alias);
     __shared__ double red[2 * NT];
     const int BL = blockIdx.y * bsplit, BH = min(B, BL + bsplit);
     const size_t out_at = (size_t)blockIdx.y * gridDim.x + blockIdx.x;

@@ -32,9 +32,13 @@ __global__ void __launch_bounds__(NT, RECON_MINB_FOR(K)) reconstruct_kernel(
     const int* __restrict__ row_alias,
     const double* __restrict__ k64, const float4* __restrict__ px,
     const uint4* __restrict__ masks, int mask_stride,
-    const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam, double pilam, float eps, int mode,
+    const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
+    const double* __restrict__ g_alias, double pilam, float eps, int mode,
     int n_sum, float2* __restrict__ out) {
-    const Geo geo = make_geo(g_ka2, g_ka, g_inv_w, g_twopilam);
+    // The scan's own grid leaves out the alias pixels as the fit does; finer grids keep
+    // every pair (their frequencies are the aliases themselves).
+    const Geo geo = with_alias(make_geo(g_ka2, g_ka, g_inv_w, g_twopilam),
+                               Fr == Nr && Fc == Nc ? g_alias : nullptr);
     const int Hc = Nc / 2 + 1, Hf = Fc / 2 + 1;
     const int MF = Fr * Hf;
     const int slot = blockIdx.x * NT + threadIdx.x;

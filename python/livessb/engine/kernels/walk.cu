@@ -81,6 +81,30 @@ __device__ __forceinline__ void block_reduce(double* red, int n) {
     }
 }
 
+#if ALIAS_PIXELS
+// Whether pixel k lies in the single-sideband support of an alias ν + m/step of ν (m ≠ 0):
+// physics.aliases.in_alias_support in float64 with the Numba kernel's operations in its
+// order (rounded ones: no contraction), so both engines keep the same pairs.
+// Out of line (scalars by value): the hot loop keeps its registers; called only for
+// in-trotter pairs of an aliased scan.
+__device__ __noinline__ bool alias_shared(double kr, double kc, double nr, double nc,
+                                          double ka2, double sr, double sc, int m_r, int m_c) {
+    for (int mr = -m_r; mr <= m_r; ++mr) {
+        for (int mc = -m_c; mc <= m_c; ++mc) {
+            if (mr == 0 && mc == 0) continue;
+            const double ar = __dadd_rn(nr, __dmul_rn((double)mr, sr));
+            const double ac = __dadd_rn(nc, __dmul_rn((double)mc, sc));
+            const double qr = __dsub_rn(kr, ar), qc = __dsub_rn(kc, ac);
+            const bool in_minus = __dadd_rn(__dmul_rn(qr, qr), __dmul_rn(qc, qc)) <= ka2;
+            const double pr = __dadd_rn(kr, ar), pc = __dadd_rn(kc, ac);
+            if (in_minus != (__dadd_rn(__dmul_rn(pr, pr), __dmul_rn(pc, pc)) <= ka2))
+                return true;
+        }
+    }
+    return false;
+}
+#endif
+
 // Mask, amplitudes and trotter lobe of pair (b, ν). Returns false outside the trotter;
 // minus: the hard disc at +ν holds k (|k-ν|² ≤ kα², the P(k-ν)P*(k) lobe), else the one
 // at -ν (trotter_support's own test, so the lobes are the CPU engine's).
@@ -102,6 +126,11 @@ __device__ __forceinline__ bool pair_geo(float fkr, float fkc, float fnr, float 
         inp = dpd <= g.ka2;
     }
     if (inm == inp) return false;
+#if ALIAS_PIXELS
+    if ((g.a_mr | g.a_mc)
+        && alias_shared(kd[0], kd[1], nr, nc, g.ka2, g.a_sr, g.a_sc, g.a_mr, g.a_mc))
+        return false;  // the pixel carries an alias's signal too
+#endif
     minus = inm;
     // One disc holds k: away from the soft edges its aperture is exactly 1 and the
     // other's exactly 0 (make_geo); near either edge (which includes every pair the
