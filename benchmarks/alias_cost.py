@@ -4,6 +4,7 @@ reconstruction with the alias pixels kept and left out, the fitted C10 and C12 a
 synthetic truth and the pairs each keeps. One process, both settings in turn.
 
 Usage: python3 benchmarks/alias_cost.py OUT.json [cuda|cpu] [scan] [detector] [runs]
+(cuda once GPU sessions accept "excluded": after a device run passes tests/test_cuda_alias.py)
 """
 
 from __future__ import annotations

@@ -25,4 +25,3 @@ python3 benchmarks/preview_latency.py --device cuda --json "$OUT/preview.json" 2
 python3 benchmarks/live_region_latency.py --device cuda --json "$OUT/live_region.json" 2>&1 \
     | tail -3
 python3 benchmarks/virtual_latency.py "$OUT/virtual.json" 2>&1 | tail -1
-python3 benchmarks/alias_cost.py "$OUT/alias_cost.json" cuda 2>&1 | grep -v "it/s" | tail -2
