@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
 import re
 import typing
 from pathlib import Path
@@ -151,3 +152,19 @@ def test_every_record_construction_passes_each_field_with_its_dtype() -> None:
         for f, expr in zip(fields, call.args, strict=True):
             if hints[f.name] is not Any:
                 assert _scalar_source(expr) is hints[f.name], (where, f.name)
+
+
+def test_each_kernel_module_is_compiled_once_however_it_is_asked_for(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # module() at engine start and function(name) (module(False)) must share one module.
+    built: list[bool] = []
+
+    @functools.lru_cache(maxsize=2)
+    def compiled(alias: bool) -> object:
+        built.append(alias)
+        return object()
+
+    monkeypatch.setattr(ck, "_compiled", compiled)
+    assert ck.module() is ck.module(False) is ck.module(alias=False)
+    assert ck.module(True) is ck.module(alias=True) is not ck.module()
+    assert built == [False, True]

@@ -128,12 +128,16 @@ def source() -> str:
     return "".join((KERNELS / name).read_text() for name in KERNEL_FILES)
 
 
-@functools.lru_cache(maxsize=2)
 def module(alias: bool = False) -> Any:
     """The compiled kernels; ``alias``: the variant that leaves out the BF pixels an alias
     shares (``-DALIAS_PIXELS=1``, for alias_pixels="excluded" on an undersampled scan),
     compiled only when a session asks for it. Without it the same instructions as before
     the option existed (the default kernels ignore their alias argument)."""
+    return _compiled(bool(alias))  # one entry per variant: module() is module(False)
+
+
+@functools.lru_cache(maxsize=2)
+def _compiled(alias: bool) -> Any:
     import cupy as cp
 
     options = ("-std=c++17",) + (("-DALIAS_PIXELS=1",) if alias else ())
