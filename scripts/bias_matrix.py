@@ -11,11 +11,13 @@ at the effective ones (``scan_frequencies``), and writes both tables (``--out``)
 JSON record next to it.
 ``--only NAME...`` fits a subset; ``--loss`` picks the objective; ``--alias-pixels
 excluded`` fits with the BF pixels an alias shares left out (``Session(alias_pixels=)``,
-its own table). ``--dose E`` simulates every case at E electrons per pattern instead (its
-own cache subfolder and table): at 10¹⁰ the counts' noise is negligible and what is left
-of Δ is the model's bias, not the realisation's noise. ``--fine-scan`` takes instead the
-near-focus series at 0.25 Å steps, a scan that samples the BF disc's band (no aliases),
-weak and strong, and windows of whole lattice periods (docs/bias-matrix.md §6).
+its own table); ``--scan-window hann`` fits the Hann-apodised spectra
+(``Session(scan_window=)``, its own table). ``--dose E`` simulates every case at E
+electrons per pattern instead (its own cache subfolder and table): at 10¹⁰ the counts'
+noise is negligible and what is left of Δ is the model's bias, not the realisation's
+noise. ``--fine-scan`` takes instead the near-focus series at 0.25 Å steps, a scan that
+samples the BF disc's band (no aliases), weak and strong, and windows of whole lattice
+periods (docs/bias-matrix.md §6).
 ``--fine-detector`` takes instead the defocus series on a 4×-finer detector (BF radius 25 px, its
 own cache subfolder): binned in software (``scripts/bias_profiles.py --pixels --bin 2|4``)
 its pixels integrate 2×2 or 4×4 point samples, as a real detector's do (docs/bias-matrix.md
@@ -132,7 +134,7 @@ def deviation(name: str, value: float, truth: float) -> float:
 
 
 def fit_case(path: Path, loss: str, trials: int, frequencies: str = "grid",
-             alias_pixels: str = "kept") -> dict[str, Any]:
+             alias_pixels: str = "kept", scan_window: str = "none") -> dict[str, Any]:
     import livessb
 
     d = np.load(path)
@@ -140,7 +142,7 @@ def fit_case(path: Path, loss: str, trials: int, frequencies: str = "grid",
     truth = {p: float(d[f"truth_{p}"]) for p in PARAMS}
     t0 = time.perf_counter()
     with livessb.Session(ds, device="cpu", scan_frequencies=frequencies,
-                         alias_pixels=alias_pixels) as s:
+                         alias_pixels=alias_pixels, scan_window=scan_window) as s:
         fit = s.fit(trials=trials, seed=1, objective=loss, progress=False)
     row: dict[str, Any] = {"case": path.stem, "fit_s": time.perf_counter() - t0,
                            "loss": fit.loss, "rotation_deg": fit.rotation_deg,
@@ -214,6 +216,9 @@ def main() -> None:
     ap.add_argument("--alias-pixels", default="kept", choices=("kept", "excluded"),
                     help="Session(alias_pixels=): 'excluded' leaves out the BF pixels an "
                          "alias of an undersampled scan shares (physics.aliases)")
+    ap.add_argument("--scan-window", default="none", choices=("none", "hann"),
+                    help="Session(scan_window=): 'hann' fits the apodised spectra "
+                         "(physics.apodisation)")
     ap.add_argument("--dose", type=float, default=None,
                     help="electrons per pattern for every case (e.g. 1e10: noise-free)")
     ap.add_argument("--fine-detector", action="store_true",
@@ -238,6 +243,8 @@ def main() -> None:
         name += f"-dose{tag}"
     if args.alias_pixels != "kept":  # the table's name only: the data are the same
         name += f"-alias-{args.alias_pixels}"
+    if args.scan_window != "none":
+        name += f"-window-{args.scan_window}"
     if args.out == ap.get_default("out"):
         args.out = args.out.with_name(f"{name}-table.md")
     if not chosen:
@@ -249,13 +256,14 @@ def main() -> None:
         rows = []
         for c in chosen:
             rows.append(fit_case(args.cache / f"{c['name']}.npz", args.loss, args.trials, mode,
-                                 args.alias_pixels))
+                                 args.alias_pixels, args.scan_window))
             r = rows[-1]
             print(f"{mode:9s} {r['case']:28s} "
                   + "  ".join(f"{p}={_cell(r[p], p)}" for p in PARAMS)
                   + f"  {r['fit_s']:.1f}s", flush=True)
         print(coverage_line(rows))
-        sections.append(f"### scan_frequencies='{mode}', alias_pixels='{args.alias_pixels}'"
+        sections.append(f"### scan_frequencies='{mode}', alias_pixels='{args.alias_pixels}', "
+                        f"scan_window='{args.scan_window}'"
                         f"\n\n{table(rows)}\n\n"
                         f"{coverage_line(rows)}\n")
         record[mode] = rows

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from livessb import Dataset4D
+
+ABTEM_FIXTURES = Path(__file__).parent / "fixtures" / "abtem"
 
 
 def disk_counts(
@@ -62,3 +66,14 @@ def check_installed_location(module_file: str) -> None:
     checkout = Path(__file__).resolve().parents[1] / "python"
     assert "site-packages" in path.parts, f"livessb imported from {path}, not site-packages"
     assert checkout not in path.parents, f"livessb imported from the checkout: {path}"
+
+
+def abtem_fixture(name: str, scan: int | None = None) -> Dataset4D:
+    """An abTEM fixture (tests/fixtures/abtem) as a dataset, its first ``scan`` × ``scan``
+    positions when given."""
+    d = np.load(ABTEM_FIXTURES / f"{name}.npz")
+    counts = d["counts"] if scan is None else d["counts"][:scan, :scan]
+    return Dataset4D(counts, voltage_kV=float(d["voltage_kV"]),
+                     semiangle_mrad=float(d["semiangle_mrad"]),
+                     scan_step_A=tuple(d["scan_step_A"]),
+                     detector_sampling_mrad=float(d["detector_sampling_mrad"]))

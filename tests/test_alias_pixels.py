@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import livessb
+from helpers import abtem_fixture
 from livessb.engine.cpu import CPUEngine, HostSpectra
 from livessb.physics.aliases import (
     alias_orders,
@@ -23,17 +24,7 @@ from livessb.physics.aliases import (
 )
 from livessb.physics.geometry import half_plane_weights, scan_frame_frequencies, trotter_support
 
-FIXTURES = Path(__file__).parent / "fixtures" / "abtem"
 K_ALPHA = 0.797  # 20 mrad at 200 kV, 1/Å: the BF band 2k_α = 1.594 1/Å
-
-
-def _fixture(name: str, scan: int | None = None) -> livessb.Dataset4D:
-    d = np.load(FIXTURES / f"{name}.npz")
-    counts = d["counts"] if scan is None else d["counts"][:scan, :scan]
-    return livessb.Dataset4D(counts, voltage_kV=float(d["voltage_kV"]),
-                             semiangle_mrad=float(d["semiangle_mrad"]),
-                             scan_step_A=tuple(d["scan_step_A"]),
-                             detector_sampling_mrad=float(d["detector_sampling_mrad"]))
 
 
 def test_alias_orders_follow_the_scans_nyquist_against_the_bf_band() -> None:
@@ -81,7 +72,7 @@ Engines = dict[tuple[str, bool], tuple[CPUEngine, HostSpectra]]
 
 @pytest.fixture(scope="module")
 def thin_engines() -> Engines:
-    ds = _fixture("srtio3_thin", scan=12)  # 0.6 Å steps: aliased
+    ds = abtem_fixture("srtio3_thin", scan=12)  # 0.6 Å steps: aliased
     out: Engines = {}
     for mode in ("kept", "excluded"):
         for kernels in (True, False):
@@ -120,7 +111,7 @@ def test_the_fine_reconstruction_grid_keeps_every_pair(thin_engines: Engines) ->
 
 
 def test_a_scan_that_samples_the_band_is_fitted_as_before() -> None:
-    ds = _fixture("sto1_step0p3", scan=16)  # 0.3 Å: no alias meets the disc
+    ds = abtem_fixture("sto1_step0p3", scan=16)  # 0.3 Å: no alias meets the disc
     losses = []
     for mode in ("kept", "excluded"):
         e = CPUEngine(ds, alias_pixels=mode)
@@ -156,7 +147,7 @@ def test_the_errors_count_the_pairs_the_fit_keeps(thin_engines: Engines) -> None
 
 
 def test_the_session_option_is_recorded_restored_and_checked(tmp_path: Path) -> None:
-    ds = _fixture("srtio3_thin", scan=12)
+    ds = abtem_fixture("srtio3_thin", scan=12)
     with pytest.raises(ValueError, match="alias_pixels must be one of"):
         livessb.Session(ds, device="cpu", alias_pixels="exclude")
     path = tmp_path / "cal.json"
@@ -179,7 +170,7 @@ def test_the_session_option_is_recorded_restored_and_checked(tmp_path: Path) -> 
 
 
 def test_the_next_scan_takes_its_own_setting_on_a_new_engine() -> None:
-    ds = _fixture("srtio3_thin", scan=12)
+    ds = abtem_fixture("srtio3_thin", scan=12)
     with livessb.Session(ds, device="cpu") as s:
         first = s.diagnostics.engine
         s.load_scan(ds)  # the same settings: the engine stays

@@ -90,6 +90,11 @@ def add_data_arguments(f: argparse.ArgumentParser) -> None:
                         "(excluded: removes the near-focus C10 bias of aliasing) or keep "
                         "them (kept, the default); with --calibration, the file's own by "
                         "default")
+    f.add_argument("--scan-window", default=None, choices=["none", "hann"],
+                   help="fit the spectra of the scan window as measured (none, the default) "
+                        "or Hann-apodised (hann: removes the ~1%% C10 bias of a crystal "
+                        "window of few lattice periods, errors about x2; CPU only for now); "
+                        "with --calibration, the file's own by default")
     f.add_argument("--force", action="store_true",
                    help="accept implausible calibration values (unusual set-ups) and a "
                         "calibration file saved for other data")
@@ -195,7 +200,7 @@ def open_session(args: argparse.Namespace, ds: Dataset4D, preprocessing: Preproc
 
     s = Session(ds, device=args.device, calibration=args.calibration, force=args.force,
                 preprocessing=preprocessing, scan_frequencies=args.scan_frequencies,
-                alias_pixels=args.alias_pixels)
+                alias_pixels=args.alias_pixels, scan_window=args.scan_window)
     try:
         say(dataset_line(args.path, ds, s.device))
         say(preprocessing_line(s.preprocessing))

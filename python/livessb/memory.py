@@ -160,10 +160,10 @@ def uses_cuda(device: str) -> bool:
 
 
 def session_estimates(dataset: Dataset4D, device: str, staging_budget_MiB: float = 256,
-                      corrected: bool = False) -> list[Estimate]:
+                      corrected: bool = False, spectra_sets: int = 1) -> list[Estimate]:
     """What a Session and its full-field fit allocate: BF counts (float32 when
-    ``corrected``: the preprocessing's repaired, shifted or scaled counts), spectra,
-    geometry."""
+    ``corrected``: the preprocessing's repaired, shifted or scaled counts), spectra
+    (``spectra_sets`` of the full field: 2 when the fit's are apodised), geometry."""
     n_bf, M, _ = _pairs(dataset)
     rows, cols = dataset.scan_shape
     itemsize = max(4, dataset.counts.dtype.itemsize) if corrected else dataset.counts.dtype.itemsize
@@ -175,7 +175,8 @@ def session_estimates(dataset: Dataset4D, device: str, staging_budget_MiB: float
         return [Estimate("cuda", {"BF counts": counts, "spectra and buffers":
                                   CUDA_BYTES_PER_PAIR * n_bf * M, "staging": staging}),
                 Estimate("host", {"BF counts (staged)": counts})]
-    return [Estimate("host", {"BF counts": counts, "spectra": CPU_BYTES_PER_PAIR * n_bf * M,
+    return [Estimate("host", {"BF counts": counts,
+                              "spectra": spectra_sets * CPU_BYTES_PER_PAIR * n_bf * M,
                               "staging": staging, "sums and kernels": CPU_FIXED
                               + CPU_BYTES_PER_FREQUENCY * M, "kept pairs": _kept_pairs(n_bf, M)},
                      exact=("BF counts", "spectra"))]
@@ -245,10 +246,11 @@ def check_fits(estimate: Estimate, dataset: Dataset4D, what: str,
 
 def check_session_memory(dataset: Dataset4D, device: str = "auto",
                          staging_budget_MiB: float = 256, corrected: bool = False,
-                         reusable_bytes: int = 0) -> None:
+                         reusable_bytes: int = 0, spectra_sets: int = 1) -> None:
     """Preflight for Session.__init__ (and the full-field fit it prepares for), or for
     Session.load_scan with the replaced scan's ``reusable_bytes``."""
-    for estimate in session_estimates(dataset, device, staging_budget_MiB, corrected):
+    for estimate in session_estimates(dataset, device, staging_budget_MiB, corrected,
+                                      spectra_sets):
         check_fits(estimate, dataset, "session", corrected, reusable_bytes)
 
 
@@ -258,15 +260,16 @@ class CorrectedCountsCheck:
     it when only the descan measurement does (Session.__init__ calls it both times)."""
 
     def __init__(self, dataset: Dataset4D, device: str, staging_budget_MiB: float,
-                 reusable_bytes: int = 0) -> None:
+                 reusable_bytes: int = 0, spectra_sets: int = 1) -> None:
         self.dataset, self.device, self.budget_MiB = dataset, device, staging_budget_MiB
-        self.reusable_bytes = reusable_bytes
+        self.reusable_bytes, self.spectra_sets = reusable_bytes, spectra_sets
         self.done = False
 
     def __call__(self, corrected: bool) -> None:
         if corrected and not self.done:
             check_session_memory(self.dataset, self.device, self.budget_MiB, corrected=True,
-                                 reusable_bytes=self.reusable_bytes)
+                                 reusable_bytes=self.reusable_bytes,
+                                 spectra_sets=self.spectra_sets)
             self.done = True
 
 

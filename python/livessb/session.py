@@ -16,7 +16,7 @@ from .dataset import Dataset4D
 from .diagnostics import SessionDiagnostics
 from .engine import make_engine
 from .engine.protocol import Engine
-from .fit.fixed import FreeView, check_fixed, free_names
+from .fit.fixed import FreeView, check_fixed, free_names, refine_start
 from .fit.full_field import FullFieldSearch, fit_full_field
 from .fit.joint import newton_fit
 from .fit.maps import fit_map, tile_grid
@@ -57,9 +57,11 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         preprocessing: Preprocessing | None = None,
         scan_frequencies: str | None = None,
         alias_pixels: str | None = None,
+        scan_window: str | None = None,
     ) -> None:
         scan = open_scan(dataset, device, calibration, force, staging_budget_MiB,
-                         preprocessing, scan_frequencies, alias_pixels=alias_pixels)
+                         preprocessing, scan_frequencies, alias_pixels=alias_pixels,
+                         scan_window=scan_window)
         self._staging_budget_MiB = staging_budget_MiB
         self._engine: Engine | None = scan.engine(device, staging_budget_MiB)
         self.device: str = self._engine.name
@@ -72,10 +74,12 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         """The scan's state, nothing fitted yet (or the calibration's results restored)."""
         self.dataset = scan.dataset
         self.scan_frequencies, self.alias_pixels = scan.scan_frequencies, scan.alias_pixels
+        self.scan_window = scan.scan_window  # the fit's spectra (physics.apodisation)
         self._engine_options = scan.engine_options
         self.preprocessing: Corrections = scan.preprocessing
         self.upsample_factor = auto_upsample(scan.dataset.scan_step_A, scan.dataset.k_alpha)
         self._full: ThickSampleModel | None = None
+        self._unapodised: ThickSampleModel | None = None  # reconstructs, with "hann" fits
         self.full_fit: FitResult | None = None
         self.regions: dict[str, RegionResult] = {}
         self.maps: list[MapResult] = []
@@ -87,7 +91,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
     def load_scan(
         self, dataset: Dataset4D, calibration: str | Path | None = None, force: bool = False,
         preprocessing: Preprocessing | None = None, scan_frequencies: str | None = None,
-        alias_pixels: str | None = None,
+        alias_pixels: str | None = None, scan_window: str | None = None,
     ) -> Session:
         """The next scan on this open session (a series' scans of one geometry): what
         opening paid for stays (compiled kernels, the device memory pool, FFT plans, the
@@ -98,8 +102,8 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         engine = self._check_open()
         scan = open_scan(dataset, self.device, calibration, force, self._staging_budget_MiB,
                          preprocessing, scan_frequencies,
-                         int(engine.memory_info()["live_bytes"]), alias_pixels)
-        self._full = None
+                         int(engine.memory_info()["live_bytes"]), alias_pixels, scan_window)
+        self._full = self._unapodised = None
         try:
             kept = (scan.engine_options == self._engine_options
                     and engine.load_counts(scan.engine_dataset))
@@ -140,7 +144,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         self._evaluations_at_close = self._engine.evaluations
         self._engine.close()
         self._engine = None
-        self._full = None
+        self._full = self._unapodised = None
         self.last_close_s = time.perf_counter() - t0
 
     def __enter__(self) -> Session:
@@ -168,6 +172,19 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         else:
             self._full.set_rotation(theta, transpose)
         return self._full
+
+    def _reconstruction_model(self) -> ThickSampleModel:
+        """The full field's unapodised spectra at the fitted rotation: the fit's own
+        model, or with ``scan_window="hann"`` (fits on apodised spectra) a second one."""
+        theta, transpose = self._theta, bool(self.transpose)
+        if self.scan_window == "none":
+            return self._full_model(theta, transpose)
+        if self._unapodised is None:
+            self._unapodised = ThickSampleModel(self._check_open(), None, theta, transpose,
+                                                apodise=False)
+        else:
+            self._unapodised.set_rotation(theta, transpose)
+        return self._unapodised
 
     # -- fits -----------------------------------------------------------------------------
     @keeps_fitted_geometry  # cancelled or failed: the session as before the call
@@ -221,7 +238,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         """Continue on ``dataset`` (the same counts at a fitted detector sampling)."""
         engine = self._engine_for(dataset)
         self._check_open().close()
-        self._engine, self._full, self.dataset = engine, None, dataset
+        self._engine, self._full, self._unapodised, self.dataset = engine, None, None, dataset
         return self._full_model
 
     def _fit_box(
@@ -281,7 +298,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         """
         engine = self._check_open()
         theta, transpose = self._theta, bool(self.transpose)
-        fit_box, held, start = self._refine_start(params, fixed)
+        fit_box, held, start = refine_start(params, fixed)
         callback_of(progress)
         t0 = time.perf_counter()
         b = None if bounds is None else self.check_bounds(bounds)
@@ -305,31 +322,6 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
             provenance=self._provenance(0, None, fit_box, "vp", mode="refine", fixed=held,
                                         start=dict(start)),
             on_box_edge=fit.on_box_edge, bounds=b), checked)
-
-    def _refine_start(
-        self, params: Mapping[str, float], fixed: Mapping[str, float] | None,
-    ) -> tuple[Box, dict[str, float], dict[str, float]]:
-        """Box of the free parameters, the held values and the start, checked."""
-        extra = [key for key, names in OPTIONAL.items() if any(n in params for n in names)]
-        names = fit_names(extra)
-        unknown = [k for k in params if k not in names]
-        if unknown:
-            raise ValueError(f"cannot refine {unknown}: fit parameters are {list(names)} "
-                             "(reconstruction-only coefficients are not fitted)")
-        held = check_fixed(fixed, names)
-        fit_box = Box.from_mapping(None, free_names(names, held))
-        missing = [n for n in fit_box.names if n not in params]
-        if missing:
-            raise ValueError(f"refine needs a start value for {missing} (or hold them in "
-                             "fixed=...)")
-        start = {n: float(params[n]) for n in fit_box.names}
-        outside = [f"{n}={v!r} not in [{lo}, {hi}]" for n, v, lo, hi
-                   in zip(fit_box.names, start.values(), fit_box.low, fit_box.high, strict=True)
-                   if not lo <= v <= hi]
-        if outside:
-            raise ValueError(f"refine start outside the default box: {outside}; run fit() "
-                             "with a wider box instead")
-        return fit_box, held, start
 
     def fit_map(
         self, tile: Any = (64, 64), step: Any = None, trials: int = 200, seed: int = 42,
@@ -379,7 +371,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         tiles, row_centers, col_centers = refine_tiles(
             tile_params, map_result.centers_px[:, 0, 0], map_result.centers_px[0, :, 1],
             density)
-        model = self._full_model(self._theta, bool(self.transpose))
+        model = self._reconstruction_model()
         # a batch of tiles' f-times images and the blend, refused before any
         check_reconstruct_memory(self, f, images=TILES_PER_BATCH + 1)
         obj = blend_tiles(lambda ps: model.reconstruct_many(ps, f, method), tiles,
@@ -428,7 +420,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         check_reconstruct_memory(self, f)  # refuse before allocating the f-times grid
         (rows, cols), step = self.dataset.scan_shape, self.dataset.scan_step_A
         r0, r1, c0, c1 = (0, rows, 0, cols) if crop is None else self.check_bounds(crop)
-        model = self._full_model(self._theta, bool(self.transpose))
+        model = self._reconstruction_model()
         obj = model.reconstruct(dict(params), f, method, bf_pixels=bf_pixels,
                                 crop=(r0 * f, r1 * f, c0 * f, c1 * f))
         return Reconstruction(object=np.ascontiguousarray(obj), params=dict(params), upsample=f,
@@ -495,5 +487,6 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         return {"livessb": __version__, "device": self.device, "trials": trials, "seed": seed,
                 "objective": objective, "box": box.to_dict(),
                 "scan_frequencies": self.scan_frequencies, "alias_pixels": self.alias_pixels,
+                "scan_window": self.scan_window,
                 "dataset_sha256": self.dataset.signature()["content_sha256"], **extra}
 

@@ -14,8 +14,9 @@ from .dataset import Dataset4D
 from .detector_sampling import restored as restored_sampling
 from .engine import Engine, make_engine
 from .maps import MapResult
-from .memory import CorrectedCountsCheck, check_session_memory
+from .memory import CorrectedCountsCheck, check_session_memory, uses_cuda
 from .physics.aliases import alias_pixels_for, check_alias_pixels
+from .physics.apodisation import check_scan_window, scan_window_for, scan_window_on_cuda
 from .physics.frequencies import check_scan_frequencies, scan_frequencies_for
 from .preprocess import Corrections, Preprocessing, preprocess_for
 from .results import FitResult, RegionResult
@@ -33,11 +34,13 @@ class OpenedScan:
     scan_frequencies: str
     preprocessing: Corrections
     alias_pixels: str = "kept"
+    scan_window: str = "none"
 
     @property
     def engine_options(self) -> dict[str, str]:
         """The engine's model settings (``make_engine``'s options)."""
-        return {"scan_frequencies": self.scan_frequencies, "alias_pixels": self.alias_pixels}
+        return {"scan_frequencies": self.scan_frequencies, "alias_pixels": self.alias_pixels,
+                "scan_window": self.scan_window}
 
     @property
     def engine_dataset(self) -> Dataset4D:
@@ -54,6 +57,7 @@ def open_scan(
     dataset: Any, device: str, calibration: str | Path | None, force: bool,
     staging_budget_MiB: float, preprocessing: Preprocessing | None,
     scan_frequencies: str | None, reusable_bytes: int = 0, alias_pixels: str | None = None,
+    scan_window: str | None = None,
 ) -> OpenedScan:
     """Check ``dataset`` (type, memory, the calibration's match) and run its
     preprocessing pass; raises before any engine memory is taken. ``reusable_bytes``:
@@ -65,15 +69,21 @@ def open_scan(
             "scan_step_A=...) or use livessb.load(path)")
     check_scan_frequencies(scan_frequencies or "effective")  # a typo: before any pass
     check_alias_pixels(alias_pixels or "kept")
+    # "hann": the fit's full-field spectra besides the reconstructions' (physics.apodisation)
+    sets = 2 if check_scan_window(scan_window or "none") == "hann" else 1
     check_session_memory(dataset, device, staging_budget_MiB,  # refuse before allocating
-                         reusable_bytes=reusable_bytes)
+                         reusable_bytes=reusable_bytes, spectra_sets=sets)
     doc = None if calibration is None else load_calibration(calibration, dataset, force)
+    window = scan_window_for(scan_window, doc)
+    if uses_cuda(device):  # refused on the GPU before the preprocessing pass, not after
+        scan_window_on_cuda(window)
     dataset = restored_sampling(dataset, doc)  # a fitted sampling
-    check_corrected = CorrectedCountsCheck(dataset, device, staging_budget_MiB, reusable_bytes)
+    check_corrected = CorrectedCountsCheck(dataset, device, staging_budget_MiB, reusable_bytes,
+                                           2 if window == "hann" else 1)
     corrections = preprocess_for(dataset, preprocessing, doc, before_pass=check_corrected)
     check_corrected(corrections.active)  # a descan found in the pass, too
     return OpenedScan(dataset, doc, scan_frequencies_for(scan_frequencies, doc), corrections,
-                      alias_pixels_for(alias_pixels, doc))
+                      alias_pixels_for(alias_pixels, doc), window)
 
 
 def restore_results(session: Session, path: str | Path, doc: dict[str, Any]) -> None:

@@ -21,12 +21,14 @@ from ..dataset import Dataset4D
 from ..params import JOINT, N_JOINT, to_vector
 from ..physics import objective as obj
 from ..physics.aliases import alias_spacing, check_alias_pixels
+from ..physics.apodisation import check_scan_window
 from ..physics.frequencies import (
     check_scan_frequencies,
     effective_chunk,
     effective_frequencies,
     frequencies_from_sums,
     sums_by_axis,
+    tables_for,
 )
 from ..physics.geometry import (
     fft_friendly_size,
@@ -86,10 +88,11 @@ class CPUEngine:
     def __init__(
         self, dataset: Dataset4D, staging_budget_MiB: float = 256,
         chunk_elements: int = 1 << 18, kernels: bool = True, scan_frequencies: str = "effective",
-        alias_pixels: str = "kept",
+        alias_pixels: str = "kept", scan_window: str = "none",
     ) -> None:
         self.scan_frequencies = check_scan_frequencies(scan_frequencies)
         self.alias_pixels = check_alias_pixels(alias_pixels)
+        self.scan_window = check_scan_window(scan_window)
         self.kernels = bool(kernels)
         self.staging_bytes = int(staging_budget_MiB * 2**20)
         self.evaluations = 0
@@ -147,22 +150,26 @@ class CPUEngine:
         return bf_center_of_mass(self._counts(), self.geo)
 
     # -- preparation -------------------------------------------------------------------
-    def prepare(self, bounds: Bounds | None = None) -> HostSpectra:
+    def prepare(self, bounds: Bounds | None = None, apodise: bool | None = None) -> HostSpectra:
+        """``apodise``: the fit's Hann-weighted spectra (None: as the engine's
+        ``scan_window``; False for the session's reconstructions)."""
         counts = self._counts()
         Rr, Rc = self.geo.shape[:2]
         b: Bounds = (0, Rr, 0, Rc) if bounds is None else (
             int(bounds[0]), int(bounds[1]), int(bounds[2]), int(bounds[3]))
         shape = (fft_friendly_size(b[1] - b[0]), fft_friendly_size(b[3] - b[2]))
+        hann = self.scan_window == "hann" if apodise is None else bool(apodise)
         # Frequency-major (G.T C-contiguous): the kernels sum over b per ν in memory order.
         window = counts[b[0]:b[1], b[2]:b[3]]
-        G = self.reference.spectra(window, shape, self.staging_bytes, by_frequency=True)
+        G = self.reference.spectra(window, shape, self.staging_bytes, by_frequency=True,
+                                   apodise=hann)
         geometry = self.reference.half_plane(shape)
         if self.scan_frequencies == "effective":  # physics.frequencies, from G itself
             geometry.nu_r, geometry.nu_c = self._effective_frequencies(
-                G, shape, window.shape[:2], geometry.nu_r, geometry.nu_c)
+                G, shape, window.shape[:2], geometry.nu_r, geometry.nu_c, hann)
         spectra = PreparedSpectra(
             shape=shape, bounds=b, n_bf=self.geo.bf.count, G=G,
-            dc=float(G[:, 0].real.mean()), part=HostPart(geometry))
+            dc=float(G[:, 0].real.mean()), part=HostPart(geometry), apodised=hann)
         if b != (0, Rr, 0, Rc):  # (the full field's are the dataset's mean pattern)
             spectra.pixel_totals = window.sum(axis=(0, 1), dtype=np.float64)
         self._life.spectra.append(spectra)
@@ -170,17 +177,19 @@ class CPUEngine:
 
     def _effective_frequencies(self, G: np.ndarray, shape: tuple[int, int],
                                data_shape: tuple[int, int], nu_r: np.ndarray,
-                               nu_c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                               nu_c: np.ndarray, apodised: bool,
+                               ) -> tuple[np.ndarray, np.ndarray]:
         """Each bin's measured frequency: the sums by the Numba kernel over the
         frequency-major G (by ``physics.frequencies``' NumPy path with ``kernels=False``)."""
         if not self.kernels:
             return effective_frequencies(G, shape, data_shape, self.geo.step, nu_r, nu_c,
-                                         effective_chunk(self.staging_bytes, shape))
+                                         effective_chunk(self.staging_bytes, shape),
+                                         apodised=apodised)
         from .frequency_kernels import effective_sums
 
         energy, cross = sums_by_axis(effective_sums(G.T, shape[0], shape[1]))
         return frequencies_from_sums(energy, cross, shape, data_shape, self.geo.step, nu_r,
-                                     nu_c)
+                                     nu_c, tables=tables_for(apodised))
 
     def set_rotation(self, spectra: Spectra, theta: float, transpose: bool) -> None:
         sp = self._life.own(spectra)

@@ -50,6 +50,7 @@ class Detachable(Protocol):
 class Engine(Protocol):
     name: str  # "cpu" | "cuda"
     alias_pixels: str  # physics.aliases.ALIAS_PIXELS: the fit's pairs on an undersampled scan
+    scan_window: str  # physics.apodisation.SCAN_WINDOWS: the fit's spectra apodised or not
     evaluations: int  # candidate evaluations so far (loss or derivatives)
     models: list[Detachable]  # models bound to this engine (the engine↔model cycle)
     # The NumPy/CuPy reference operations over this engine's geometry and array module
@@ -66,8 +67,10 @@ class Engine(Protocol):
     def bf_center_of_mass(self) -> np.ndarray:
         """COM of each pattern over the BF pixels, detector px from the BF centre: (Rr, Rc, 2)."""
 
-    def prepare(self, bounds: Bounds | None = None) -> Spectra:
-        """Half-plane spectra of the full field (None) or a region padded with its mean pattern."""
+    def prepare(self, bounds: Bounds | None = None, apodise: bool | None = None) -> Spectra:
+        """Half-plane spectra of the full field (None) or a region padded with its mean
+        pattern; ``apodise`` (None: the engine's ``scan_window``) of the Hann-weighted
+        window (physics.apodisation), for fits only."""
 
     def set_rotation(self, spectra: Spectra, theta: float, transpose: bool) -> None:
         """Scan-frame BF frequencies, trotter support and sideband energy for this rotation."""

@@ -39,6 +39,7 @@ class PreparedSpectra(Generic[PartT]):
     # have it once their rotation is set (CPU: summed at prepare; CUDA: its window mean,
     # downloaded with the first energy); None before, and for the CPU's full field.
     pixel_totals: np.ndarray | None = None
+    apodised: bool = False  # G of the Hann-weighted window (physics.apodisation): fits only
 
 
 def own(spectra: object, part_type: type[PartT]) -> PreparedSpectra[PartT]:

@@ -22,6 +22,7 @@ from ..mapped_pages import release_pages
 from ..params import JOINT, from_vector
 from ..physics import objective as obj
 from ..physics.aliases import alias_map, fit_support
+from ..physics.apodisation import hann_2d
 from ..physics.geometry import (
     BFPixels,
     half_plane_weights,
@@ -81,11 +82,12 @@ class Reference:
         return ReferenceGeometry(nu_r=nu_r, nu_c=nu_c, weights=weights)
 
     def spectra(self, window: Any, shape: tuple[int, int], staging_bytes: int,
-                by_frequency: bool = False) -> Any:
+                by_frequency: bool = False, apodise: bool = False) -> Any:
         """(B, M) half-plane spectra of a (h, w, B) window of BF counts, padded to ``shape``
         with its mean pattern, staged a chunk of BF pixels at a time. ``by_frequency``: stored
         frequency-major, (M, B) C order, returned as its (B, M) transpose (what a kernel that
-        sums over b per ν reads in order)."""
+        sums over b per ν reads in order). ``apodise``: the spectra of (I − Ī)·h, h the
+        scan-window Hann (physics.apodisation), with the same DC (the mean pattern's)."""
         xp = self.xp
         n_bf = window.shape[2]
         M = shape[0] * (shape[1] // 2 + 1)
@@ -93,11 +95,18 @@ class Reference:
              else xp.empty((n_bf, M), dtype=self.complex_dtype))
         per_pixel = shape[0] * shape[1] * np.dtype(self.complex_dtype).itemsize * 2
         chunk = max(1, staging_bytes // per_pixel)
+        weights = (hann_2d(window.shape[:2], shape, xp, self.real_dtype)[:, :, None]
+                   if apodise else None)
         for s in range(0, n_bf, chunk):
             block = window[:, :, s:s + chunk].astype(self.real_dtype)
             if block.shape[:2] != shape:
                 block = self._pad_with_mean(block, shape)
+            if weights is not None:  # padding = mean: zero once the mean is removed
+                mean = block.mean(axis=(0, 1), keepdims=True, dtype=np.float64)
+                block = ((block - mean) * weights).astype(self.real_dtype)
             spec = xp.fft.rfft2(block, axes=(0, 1))
+            if weights is not None:
+                spec[0, 0] = (mean[0, 0] * (shape[0] * shape[1])).astype(self.real_dtype)
             del block
             n = spec.shape[2]
             if by_frequency:

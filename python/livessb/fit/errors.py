@@ -70,6 +70,9 @@ class NoiseLevel:
     n_parameters: int
     kappa: float = 1.0  # variance factor of the profiled object (see the module docstring)
     estimator: str = "residual"
+    # Variance factor of apodised spectra, whose neighbouring bins share noise
+    # (physics.apodisation.design_factor); 1 for the unapodised window.
+    design: float = 1.0
 
     @property
     def dof(self) -> float:
@@ -94,6 +97,8 @@ class NoiseLevel:
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
+        if self.design == 1.0:  # the unapodised record keeps its keys
+            del d["design"]
         d["dof"] = self.dof
         d["excess_over_poisson"] = self.excess if math.isfinite(self.excess) else None
         return d
@@ -201,19 +206,21 @@ def poisson_sigma2(pixel_totals: np.ndarray, pixel_counts: np.ndarray) -> float:
 
 def noise_level(
     loss: float, energy: float, n_obs: float, n_object: float, n_parameters: int,
-    sigma2_poisson: float,
+    sigma2_poisson: float, design: float = 1.0,
 ) -> NoiseLevel:
-    """σ² from the residual R = L·E at the optimum over its degrees of freedom."""
+    """σ² from the residual R = L·E at the optimum over its degrees of freedom;
+    ``design`` the apodised spectra's variance factor (``NoiseLevel.design``)."""
     dof = n_obs - n_object - n_parameters
     if not dof > 0:  # nothing left to measure the noise with: every error is the box
         return NoiseLevel(sigma2=0.0, sigma2_residual=0.0, sigma2_poisson=float(sigma2_poisson),
                           n_observations=float(n_obs), n_object=float(n_object),
-                          n_parameters=int(n_parameters), kappa=KAPPA_MAX, estimator="none")
+                          n_parameters=int(n_parameters), kappa=KAPPA_MAX, estimator="none",
+                          design=float(design))
     s2 = max(float(loss), 0.0) * float(energy) / dof
     return NoiseLevel(sigma2=s2, sigma2_residual=s2, sigma2_poisson=float(sigma2_poisson),
                       n_observations=float(n_obs), n_object=float(n_object),
                       n_parameters=int(n_parameters),
-                      kappa=profile_inflation(loss, energy, s2, n_object))
+                      kappa=profile_inflation(loss, energy, s2, n_object), design=float(design))
 
 
 def profile_inflation(loss: float, energy: float, sigma2: float, n_object: float) -> float:
@@ -294,8 +301,8 @@ def standard_errors(
     if not noise.determined:
         return {**out, **{n: float(widths[i]) for i, n in enumerate(free)}}
     sub = np.asarray(hessian, dtype=np.float64)[np.ix_(idx, idx)]
-    return {**out, **_capped(covariance(sub, noise.sigma2 * noise.kappa, energy, widths),
-                             free, widths)}
+    return {**out, **_capped(covariance(sub, noise.sigma2 * noise.kappa * noise.design,
+                                        energy, widths), free, widths)}
 
 
 def misfit_errors(

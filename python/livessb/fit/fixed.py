@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..params import FITTABLE, NON_NEGATIVE
+from ..params import FITTABLE, NON_NEGATIVE, OPTIONAL, fit_names
 from .model import ThickSampleModel
 from .search import Box
 
@@ -56,6 +56,32 @@ def check_fixed(
 
 def free_names(names: tuple[str, ...], fixed: Mapping[str, float]) -> tuple[str, ...]:
     return tuple(n for n in names if n not in fixed)
+
+
+def refine_start(
+    params: Mapping[str, float], fixed: Mapping[str, float] | None,
+) -> tuple[Box, dict[str, float], dict[str, float]]:
+    """Box of the free parameters, the held values and the start, checked."""
+    extra = [key for key, names in OPTIONAL.items() if any(n in params for n in names)]
+    names = fit_names(extra)
+    unknown = [k for k in params if k not in names]
+    if unknown:
+        raise ValueError(f"cannot refine {unknown}: fit parameters are {list(names)} "
+                         "(reconstruction-only coefficients are not fitted)")
+    held = check_fixed(fixed, names)
+    fit_box = Box.from_mapping(None, free_names(names, held))
+    missing = [n for n in fit_box.names if n not in params]
+    if missing:
+        raise ValueError(f"refine needs a start value for {missing} (or hold them in "
+                         "fixed=...)")
+    start = {n: float(params[n]) for n in fit_box.names}
+    outside = [f"{n}={v!r} not in [{lo}, {hi}]" for n, v, lo, hi
+               in zip(fit_box.names, start.values(), fit_box.low, fit_box.high, strict=True)
+               if not lo <= v <= hi]
+    if outside:
+        raise ValueError(f"refine start outside the default box: {outside}; run fit() "
+                         "with a wider box instead")
+    return fit_box, held, start
 
 
 class FreeView:

@@ -25,10 +25,12 @@ class ModelDetachedError(RuntimeError):
 
 class ThickSampleModel:
     def __init__(self, engine: Engine, bounds: Bounds | None, theta: float,
-                 transpose: bool) -> None:
+                 transpose: bool, apodise: bool | None = None) -> None:
+        """``apodise``: as ``Engine.prepare`` (None: the engine's ``scan_window``; False
+        for a model that reconstructs)."""
         self.engine: Engine | None = engine
         with stage("prepare spectra"):
-            self.spectra: Any = engine.prepare(bounds)
+            self.spectra: Any = engine.prepare(bounds, apodise)
             engine.set_rotation(self.spectra, theta, transpose)
         engine.models.append(self)
 

@@ -67,11 +67,14 @@ def choose_model(
 ) -> ModelChoice:
     """Apply (a) and (b) with the thick fit's ``noise`` and ``n_thin`` thin parameters."""
     delta = max(loss_thin - loss_thick, 0.0) * energy
-    statistic = delta / (noise.kappa * noise.sigma2) if noise.sigma2 > 0 else float("inf")
+    # Apodised spectra share noise between neighbouring bins: the statistic's scale
+    # and the residual's scatter grow by their design factor (physics.apodisation).
+    statistic = (delta / (noise.kappa * noise.sigma2 * noise.design) if noise.sigma2 > 0
+                 else float("inf"))
     poisson_ok = 0 < noise.sigma2_poisson and noise.excess <= POISSON_CONSISTENT
     floor_s2 = min(noise.sigma2_poisson, noise.sigma2) if poisson_ok else noise.sigma2
     dof_thin = noise.n_observations - noise.n_object - n_thin
-    scatter = 2.0 * noise.sigma2 * (2.0 * noise.n_observations) ** 0.5
+    scatter = 2.0 * noise.sigma2 * (2.0 * noise.n_observations * noise.design) ** 0.5
     excess = loss_thin * energy - floor_s2 * dof_thin - scatter
     explained = min(delta / excess, 1.0) if excess > 0 else 1.0
     significant = statistic > CHI2_3_P001

@@ -244,7 +244,8 @@ def refit_detector_sampling(
     out = with_assessment(refined, assess(view, box, fit.params, fit.loss, fitted,
                                           fit.on_box_edge))
     final = out.provenance["noise"]
-    record.error_mrad = sampling_error(record, float(final["kappa"]), float(final["sigma2"]))
+    record.error_mrad = sampling_error(record, float(final["kappa"]) * float(
+        final.get("design", 1.0)), float(final["sigma2"]))  # design: apodised spectra
     out.errors = marginal_errors(out.errors, record.slopes, record.error_mrad)
     out.provenance[PROVENANCE_KEY] = record.to_dict()
     out.timings["detector_sampling_s"] = time.perf_counter() - t0

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..physics.aliases import alias_spacing, kept_pair_fraction
+from ..physics.apodisation import design_factor, power_factor
 from ..physics.geometry import (
     BFPixels,
     bright_field_pixels,
@@ -177,7 +178,15 @@ def window_statistics(spectra: Any, dataset: Any, pixel_totals: np.ndarray,
         counts = _trotter_counts(sample.tobytes(), len(sample), tuple(spectra.shape),
                                  (float(step[0]), float(step[1])), float(k_alpha))
         s2p = poisson_sigma2(pixel_totals[::stride], counts)
+        if spectra.apodised:  # of the Hann-weighted counts (physics.apodisation)
+            s2p *= power_factor(_measured(spectra))
     return float(spectra.energy), n_obs, n_object, s2p
+
+
+def _measured(spectra: Any) -> tuple[int, int]:
+    """The window's measured positions per scan axis."""
+    r0, r1, c0, c1 = spectra.bounds
+    return (r1 - r0, c1 - c0)
 
 
 def sub_box(box: Box, names: tuple[str, ...]) -> Box:
@@ -207,8 +216,9 @@ def assess(
     totals = window_pixel_totals(dataset, model.spectra)
     energy, n_obs, n_object, s2p = window_statistics(model.spectra, dataset, totals,
                                                      model.alias_pixels)
+    design = design_factor(_measured(model.spectra)) if model.spectra.apodised else 1.0
     kept_hessian = hessian  # None: from the errors' own derivatives call below
-    noise = noise_level(loss, energy, n_obs, n_object, len(box.names), s2p)
+    noise = noise_level(loss, energy, n_obs, n_object, len(box.names), s2p, design)
     kept_params, kept_loss, kept_noise, kept_box = dict(params), float(loss), noise, box
     kept_view = view
     edges = list(on_box_edge or [])
@@ -230,7 +240,7 @@ def assess(
             kept_view = thin_view
             kept_hessian = thin.hessian
             kept_noise = noise_level(kept_loss, energy, n_obs, n_object, len(thin_box.names),
-                                     s2p)
+                                     s2p, design)
     t2 = time.perf_counter()
     free = kept_box.names
     box_t = {n: (float(lo), float(hi))
@@ -249,7 +259,7 @@ def assess(
     if terms is not None:
         clusters = cluster_gradients(terms.per_nu, model.spectra.shape)
         n_clusters = int(clusters.shape[1])
-        misfit_err = misfit_errors(kept_hessian, free, misfit_meat(clusters), box_t)
+        misfit_err = misfit_errors(kept_hessian, free, misfit_meat(clusters) * design, box_t)
     statistical = {n: max(noise_err[n], misfit_err.get(n, 0.0)) for n in free}
     if terms is not None:
         sums = band_sums(terms, model.spectra.shape, dataset.scan_step_A)

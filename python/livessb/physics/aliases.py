@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from .frequencies import check_setting
 from .geometry import half_plane_weights, scan_frequencies_half, trotter_support
+from .settings import check_setting
 
 ALIAS_PIXELS = ("kept", "excluded")
 

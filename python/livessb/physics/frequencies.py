@@ -28,7 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from .apodisation import hann
+from .settings import check_setting
+
 TABLE_POINTS = 401  # offsets tabulated over ± half a bin
+APODISED_SPAN_BINS = 1.5  # an apodised peak's main lobe: three bins (physics.apodisation)
 ENERGY_FLOOR = 1e-12  # of the largest bin's: below it a bin is round-off, kept at ν
 SCAN_FREQUENCIES = ("grid", "effective")
 
@@ -47,14 +51,6 @@ def scan_frequencies_for(value: str | None, calibration: dict[str, Any] | None) 
     return "effective"
 
 
-def check_setting(name: str, value: str, choices: tuple[str, ...], meaning: str) -> str:
-    """``value`` when it is one of a model setting's ``choices``; else an error that names
-    the setting, the choices and what each ``meaning`` is."""
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}: {meaning}")
-    return value
-
-
 def check_scan_frequencies(value: str) -> str:
     return check_setting("scan_frequencies", value, SCAN_FREQUENCIES,
                          "'grid' evaluates the overlaps at each FFT bin's frequency, "
@@ -63,15 +59,19 @@ def check_scan_frequencies(value: str) -> str:
 
 
 @functools.lru_cache(maxsize=32)  # every window of a map shares its shape: made once
-def offset_table(n: int, n_grid: int) -> tuple[np.ndarray, np.ndarray]:
+def offset_table(n: int, n_grid: int, apodised: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(q(x), x): what a single frequency x = (g − ν)·step (cycles per position, within
     ± half a bin of the ``n_grid``-point FFT) gives for the measured q = Im(2π·Gt/Gw) of
     ``effective_frequencies``, the data on the first ``n`` of the ``n_grid`` positions,
-    sorted by q (monotonic within the main lobe); read-only (shared between calls)."""
+    sorted by q (monotonic within the main lobe); read-only (shared between calls).
+    ``apodised``: the data were weighted by the Hann h over their n positions
+    (physics.apodisation), so the windows are h·w and h·t and a peak reaches ±1.5 bins."""
     r = np.arange(n)
-    w = 1.0 - np.cos(2 * np.pi * r / n_grid)
-    t = np.sin(2 * np.pi * r / n_grid)
-    x = np.linspace(-0.5 / n_grid, 0.5 / n_grid, TABLE_POINTS)
+    h = hann(n) if apodised else 1.0
+    w = h * (1.0 - np.cos(2 * np.pi * r / n_grid))
+    t = h * np.sin(2 * np.pi * r / n_grid)
+    span = APODISED_SPAN_BINS if apodised else 0.5
+    x = np.linspace(-span / n_grid, span / n_grid, TABLE_POINTS)
     tone = np.exp(2j * np.pi * x[:, None] * r[None, :])
     q = (2 * np.pi * (tone * t).sum(axis=1) / (tone * w).sum(axis=1)).imag
     order = np.argsort(q)
@@ -105,14 +105,21 @@ def effective_chunk(staging_bytes: int, shape: tuple[int, int]) -> int:
 def effective_frequencies(
     G: Any, shape: tuple[int, int], data_shape: tuple[int, int],
     step_A: tuple[float, float], nu_r: np.ndarray, nu_c: np.ndarray, chunk_pixels: int,
-    xp: Any = np,
+    xp: Any = np, apodised: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(ν_r, ν_c) of every half-plane bin (flattened, row-major, as ``nu_r``/``nu_c``,
     the grid frequencies) from the (B, M) half-plane spectra ``G`` of a window of
     ``data_shape`` positions padded to ``shape`` with its mean pattern (the engines'
-    spectra), ``chunk_pixels`` BF pixels at a time. Bins with no energy keep ν."""
+    spectra; ``apodised``: of the Hann-weighted data), ``chunk_pixels`` BF pixels at a
+    time. Bins with no energy keep ν."""
     energy, cross = effective_sums(G, shape, chunk_pixels, xp)
-    return frequencies_from_sums(energy, cross, shape, data_shape, step_A, nu_r, nu_c, xp)
+    return frequencies_from_sums(energy, cross, shape, data_shape, step_A, nu_r, nu_c, xp,
+                                 tables_for(apodised))
+
+
+def tables_for(apodised: bool) -> Callable[[int, int], tuple[np.ndarray, np.ndarray]]:
+    """``offset_table`` for spectra of unapodised or apodised (Hann) data."""
+    return functools.partial(offset_table, apodised=True) if apodised else offset_table
 
 
 def effective_sums(G: Any, shape: tuple[int, int], chunk_pixels: int,

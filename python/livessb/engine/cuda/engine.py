@@ -5,11 +5,10 @@ Same protocol and semantics as the CPU engine (the NumPy reference is the refere
 * BF counts are gathered once into a ``(B, Rr, Rc)`` device array in the counts'
   native dtype (on the device when the dataset's counts already live there, see
   ``livessb.bench.device_data.DeviceDataset4D``).
-* ``prepare`` stages windows of pixels (mean-subtracted, zero padded = padded with the
-  mean pattern) within the staging budget and takes batched ``rfft2``; the spectra
-  ``G`` (B, M) complex64 buffer is reused by the next preparation of the same shape.
-* Geometry is never stored per (b, ν): the kernels evaluate the trotter support
-  (float64, the NumPy formula) and the aperture from k_b and ν on the fly.
+* ``prepare`` stages windows of pixels (mean-subtracted, zero padded) within the staging
+  budget and takes batched ``rfft2`` into a reused (B, M) complex64 buffer (no Hann yet).
+* Geometry is never stored per (b, ν): the kernels evaluate the trotter support (float64,
+  the NumPy formula) and the aperture from k_b and ν on the fly.
 * ``evaluate`` scores a (K, 6) batch, ``derivatives`` gives the exact loss, gradient and
   Hessian of a batch, each in one launch; ``reconstruct`` runs on the (f·Nr, f·Nc) grid
   in one launch plus one inverse FFT. The rest (other objectives, opted-in coefficients,
@@ -31,6 +30,7 @@ from ...dataset import Dataset4D
 from ...params import JOINT, N_JOINT
 from ...physics import objective as obj
 from ...physics.aliases import alias_spacing, check_alias_pixels
+from ...physics.apodisation import scan_window_on_cuda
 from ...physics.frequencies import check_scan_frequencies
 from ...physics.geometry import fft_friendly_size, nearest_bf_pixels
 from ...physics.optics import has_higher_order
@@ -87,10 +87,11 @@ class CUDAEngine:
     def __init__(
         self, dataset: Dataset4D, staging_budget_MiB: float = 256, eval_group: int = 4,
         chunk_elements: int = 1 << 24,  # the reference (fallback) path only
-        scan_frequencies: str = "effective", alias_pixels: str = "kept",
+        scan_frequencies: str = "effective", alias_pixels: str = "kept", scan_window: str = "none",
     ) -> None:
         self.scan_frequencies = check_scan_frequencies(scan_frequencies)
         self.alias_pixels = check_alias_pixels(alias_pixels)
+        self.scan_window = scan_window_on_cuda(scan_window)
         import cupy as cp
 
         self.cp = cp
@@ -173,8 +174,9 @@ class CUDAEngine:
 
     # -- preparation ---------------------------------------------------------------------
     @timed("prepare")
-    def prepare(self, bounds: Bounds | None = None) -> DeviceSpectra:
+    def prepare(self, bounds: Bounds | None = None, apodise: bool | None = None) -> DeviceSpectra:
         self._life.check_open()
+        scan_window_on_cuda("hann" if apodise else "none")  # no apodised staging here yet
         Rr, Rc = self.geo.shape[:2]
         b0, b1, b2, b3 = (0, Rr, 0, Rc) if bounds is None else (int(x) for x in bounds)
         b: Bounds = (b0, b1, b2, b3)
