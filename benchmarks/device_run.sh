@@ -16,7 +16,7 @@ fi
 LIVESSB_PARITY_LOG="$OUT/parity_measured.jsonl" python3 -m pytest -q -p no:cacheprovider \
     tests/test_cuda_parity.py tests/test_cuda_features.py tests/test_cuda_preprocess.py \
     tests/test_cuda_virtual.py tests/test_cuda_effective.py tests/test_cuda_patterns.py \
-    tests/test_cuda_load_scan.py tests/test_cuda_alias.py 2>&1 \
+    tests/test_cuda_load_scan.py tests/test_cuda_alias.py tests/test_cuda_scan_window.py 2>&1 \
     | tail -15 | tee "$OUT/parity.log"
 python3 benchmarks/kernel_variants.py "$OUT/variants.json" 512 2>&1 | tail -4
 python3 -m livessb.bench --json "$OUT/bench.json" --runs "$RUNS" --map 8 > "$OUT/bench.log" 2>&1

@@ -173,7 +173,8 @@ def session_estimates(dataset: Dataset4D, device: str, staging_budget_MiB: float
     staging = min(int(staging_budget_MiB * 2**20), n_bf * Nr * Nc * 16)
     if uses_cuda(device):
         return [Estimate("cuda", {"BF counts": counts, "spectra and buffers":
-                                  CUDA_BYTES_PER_PAIR * n_bf * M, "staging": staging}),
+                                  (CUDA_BYTES_PER_PAIR + 8 * (spectra_sets - 1)) * n_bf * M,
+                                  "staging": staging}),
                 Estimate("host", {"BF counts (staged)": counts})]
     return [Estimate("host", {"BF counts": counts,
                               "spectra": spectra_sets * CPU_BYTES_PER_PAIR * n_bf * M,

@@ -50,14 +50,15 @@ def scan_window_for(value: str | None, calibration: dict[str, Any] | None) -> st
 
 
 def scan_window_on_cuda(value: str) -> str:
-    """``value`` checked for a session on the GPU: the CUDA engine stages its spectra in
-    its own kernel and has no apodised staging yet, so "hann" is refused there with what
-    to do instead (nothing is computed with a window the user did not get)."""
+    """``value`` checked for a session on the GPU. The CUDA engine's apodised staging (the
+    Hann applied to the staged counts, the apodised offset tables) is built, but no device
+    run has yet compared it with the CPU engine (tests/test_cuda_scan_window.py): until
+    one has, sessions refuse "hann" on the GPU with what to do instead."""
     if check_scan_window(value) != "none":
         raise ValueError(
-            "scan_window='hann' runs on the CPU engine only for now (the GPU's staging "
-            "kernel has no apodised variant yet): open the session with device='cpu', or "
-            "keep scan_window='none' on the GPU")
+            "scan_window='hann' is not yet validated on the GPU: its CUDA staging is built "
+            "but no device run has checked it against the CPU engine; open the session with "
+            "device='cpu', or keep scan_window='none' on the GPU")
     return value
 
 

@@ -30,7 +30,7 @@ from ...dataset import Dataset4D
 from ...params import JOINT, N_JOINT
 from ...physics import objective as obj
 from ...physics.aliases import alias_spacing, check_alias_pixels
-from ...physics.apodisation import scan_window_on_cuda
+from ...physics.apodisation import check_scan_window
 from ...physics.frequencies import check_scan_frequencies
 from ...physics.geometry import fft_friendly_size, nearest_bf_pixels
 from ...physics.optics import has_higher_order
@@ -91,7 +91,7 @@ class CUDAEngine:
     ) -> None:
         self.scan_frequencies = check_scan_frequencies(scan_frequencies)
         self.alias_pixels = check_alias_pixels(alias_pixels)
-        self.scan_window = scan_window_on_cuda(scan_window)
+        self.scan_window = check_scan_window(scan_window)  # sessions: physics.apodisation gate
         import cupy as cp
 
         self.cp = cp
@@ -176,7 +176,7 @@ class CUDAEngine:
     @timed("prepare")
     def prepare(self, bounds: Bounds | None = None, apodise: bool | None = None) -> DeviceSpectra:
         self._life.check_open()
-        scan_window_on_cuda("hann" if apodise else "none")  # no apodised staging here yet
+        hann = self.scan_window == "hann" if apodise is None else bool(apodise)
         Rr, Rc = self.geo.shape[:2]
         b0, b1, b2, b3 = (0, Rr, 0, Rc) if bounds is None else (int(x) for x in bounds)
         b: Bounds = (b0, b1, b2, b3)
@@ -191,7 +191,7 @@ class CUDAEngine:
                                need + self.memory.staging_bytes):
             spectra = stage_spectra(self.cp, self.memory, self._bf_counts, self.count_dtype,
                                     self.geo.step, b, shape, h, w, n_bf, M,
-                                    self.scan_frequencies)
+                                    self.scan_frequencies, hann)
         self._life.spectra.append(spectra)
         return spectra
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ...physics.apodisation import hann_2d
 from ...physics.frequencies import frequencies_from_sums, offset_table, sums_by_axis
 from ...results import Bounds
 from ...xp import to_host
@@ -32,14 +33,15 @@ from .records import CUDAPart, FineGrid, RotationGeometry
 def stage_spectra(
     cp: Any, memory: DeviceMemory, bf: Any, count_dtype: Any, step: tuple[float, float],
     b: Bounds, shape: tuple[int, int], h: int, w: int, n_bf: int, M: int,
-    scan_frequencies: str = "effective",
+    scan_frequencies: str = "effective", apodise: bool = False,
 ) -> PreparedSpectra[CUDAPart]:
     """Spectra of the window ``b`` (h × w measured positions) of the (B, Rr, Rc) BF
     counts ``bf``, padded to ``shape`` with the window's mean pattern: the window mean
     per pixel, then staging chunks of pixels (within the staging budget) and their
     batched R2C FFT straight into G's rows (G is a reusable buffer of ``memory``); and
     each bin's frequency (the grid's, or with "effective" the one its signal has,
-    measured from G as the CPU engine does)."""
+    measured from G as the CPU engine does). ``apodise``: the staged (mean-removed, zero
+    padded) counts weighted by the scan-window Hann first (physics.apodisation)."""
     from cupy.cuda import cufft
 
     Nr, Nc = shape
@@ -56,6 +58,9 @@ def stage_spectra(
         stage = cp.zeros((chunk, Nr, Nc), dtype=cp.float32)
         stage_k = ck.kernel("stage_window", count_dtype)
         plan = fft_plan(stage, "R2C")  # one plan per shape: the last chunk is padded
+        hann = (memory.constant(("hann", (h, w), shape),
+                                lambda: hann_2d((h, w), shape, cp, np.float32))
+                if apodise else None)
         for s in range(0, n_bf, chunk):
             n = min(chunk, n_bf - s)
             launch(stage_k, (-(-Nc // ck.NT), Nr, n), (ck.NT,),
@@ -63,6 +68,8 @@ def stage_spectra(
                                    np.int32(s), np.int32(b[0]), np.int32(b[2]),
                                    np.int32(h), np.int32(w), np.int32(Nr), np.int32(Nc),
                                    mean, stage))
+            if hann is not None:  # the staged values are I − Ī, 0 on the padding
+                stage *= hann
             if n == chunk:  # straight into G's rows: no temporary spectrum, no copy
                 out = G[s:s + n].reshape(n, Nr, Hc)
                 plan.check_output_array(stage, out)
@@ -79,13 +86,14 @@ def stage_spectra(
         del G
         raise
     if scan_frequencies == "effective":  # physics.frequencies, from the spectra G
-        nu_r, nu_c = device_effective_frequencies(cp, memory, G, shape, (h, w), step, n_bf)
+        nu_r, nu_c = device_effective_frequencies(cp, memory, G, shape, (h, w), step, n_bf,
+                                                  apodise)
     else:
         nu_r, nu_c = device_half_plane_grid(cp, shape, step)
     # dc (the window's mean count × Nr·Nc) comes with the first set_rotation's download
     # (``window_dc``): no wait here, which a map tile would pay as a lockstep round.
     return PreparedSpectra(shape=shape, bounds=b, n_bf=n_bf, G=G, dc=float("nan"),
-                           part=CUDAPart(nu_r, nu_c, M, pending_mean=mean))
+                           part=CUDAPart(nu_r, nu_c, M, pending_mean=mean), apodised=apodise)
 
 
 def window_dc(mean: np.ndarray, shape: tuple[int, int]) -> float:
@@ -147,7 +155,7 @@ EFFECTIVE_MIN_PIXELS = 64  # BF pixels per split at least
 
 def device_effective_frequencies(
     cp: Any, memory: DeviceMemory, G: Any, shape: tuple[int, int],
-    data_shape: tuple[int, int], step: tuple[float, float], n_bf: int,
+    data_shape: tuple[int, int], step: tuple[float, float], n_bf: int, apodised: bool = False,
 ) -> tuple[Any, Any]:
     """``physics.frequencies.effective_frequencies`` of the device spectra G: the sums in
     one kernel pass (``effective_sums``), the offsets from them on the device too (the
@@ -168,9 +176,9 @@ def device_effective_frequencies(
     grid_r, grid_c = memory.constant(("half_plane_grid", shape, step),
                                      lambda: device_half_plane_grid(cp, shape, step))
 
-    def tables(n: int, n_grid: int) -> tuple[Any, Any]:
-        return memory.constant(("offset_table", n, n_grid), lambda: tuple(
-            cp.asarray(t) for t in offset_table(n, n_grid)))
+    def tables(n: int, n_grid: int) -> tuple[Any, Any]:  # apodised: the Hann's (±1.5 bins)
+        return memory.constant(("offset_table", n, n_grid, apodised), lambda: tuple(
+            cp.asarray(t) for t in offset_table(n, n_grid, apodised)))
 
     return frequencies_from_sums(energy, cross, shape, data_shape, step, grid_r, grid_c,
                                  xp=cp, tables=tables)
