@@ -184,3 +184,21 @@ def test_summary_shows_errors_and_box_edges() -> None:
     lines = fit_lines("full field", thick)
     assert lines[3].split() == ["depth", "not", "determined"]
     assert lines[4] == f"  why: {why}" and len(lines) == 5
+
+
+def test_summary_names_the_model_settings_that_are_not_the_defaults() -> None:
+    from livessb.cli_text import fit_lines
+    from livessb.results import FitResult
+
+    def fit(**provenance: object) -> FitResult:
+        return FitResult(params={"C10": 80.8}, loss=0.3, rotation_deg=0.0, transpose=False,
+                         errors={"C10": 0.5}, provenance=dict(provenance))
+
+    plain = fit(scan_window="none", alias_pixels="kept", scan_frequencies="effective")
+    assert not any("settings" in line for line in fit_lines("full field", plain))
+    both = fit(scan_window="hann", alias_pixels="excluded", scan_frequencies="effective",
+               noise={"design": 1.944**2})
+    lines = fit_lines("full field", both)
+    assert lines[1] == "  settings: scan window hann (errors ×1.94), alias pixels excluded"
+    assert fit_lines("full field", fit(scan_frequencies="grid"))[1] == (
+        "  settings: scan frequencies grid")

@@ -86,6 +86,9 @@ def fit_lines(title: str, fit: Any) -> list[str]:
     if isinstance(choice, Mapping) and choice.get("kept"):
         reason = choice.get("reason")
         lines.append(f"  model: {choice['kept']}" + (f" ({reason})" if reason else ""))
+    settings = non_default_settings(provenance)
+    if settings:
+        lines.append(f"  settings: {settings}")
     undetermined = set(getattr(fit, "undetermined", None) or ())
     width = max((len(n) for n in fit.params), default=0)
     for name, value in fit.params.items():
@@ -101,6 +104,21 @@ def fit_lines(title: str, fit: Any) -> list[str]:
         lines.append(f"  warning: {name} ended on the edge of the search box: the optimum may "
                      "lie outside it (check the calibration, or widen the box in Python)")
     return lines
+
+
+def non_default_settings(provenance: Mapping[str, Any]) -> str:
+    """The fit's model settings that are not the defaults, and what they change ("" for
+    none): a reader of the summary sees why its errors are larger or its pairs fewer."""
+    out = []
+    if provenance.get("scan_window", "none") != "none":
+        design = (provenance.get("noise") or {}).get("design")
+        out.append(f"scan window {provenance['scan_window']}"
+                   + (f" (errors ×{float(design) ** 0.5:.2f})" if design else ""))
+    if provenance.get("alias_pixels", "kept") != "kept":
+        out.append(f"alias pixels {provenance['alias_pixels']}")
+    if provenance.get("scan_frequencies", "effective") != "effective":
+        out.append(f"scan frequencies {provenance['scan_frequencies']}")
+    return ", ".join(out)
 
 
 def dataset_line(path: str, ds: Any, device: str) -> str:
