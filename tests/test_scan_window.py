@@ -130,12 +130,15 @@ def test_the_option_is_recorded_restored_checked_and_reconstructs_unapodised(
     with livessb.Session(ds, device="cpu", scan_window="hann") as s:
         fit = s.fit(trials=40, seed=1, progress=False)
         region = s.fit_region((0, 12, 0, 12), trials=30, seed=1)
+        tiles = s.fit_map(tile=(8, 8), trials=20, seed=1, progress=False)
         s.rotation_deg, s.transpose = 0.0, False
         assert s.reconstruct(params, upsample=1).phase_hash() == plain  # not the Hann's
         s.rotation_deg, s.transpose = fit.rotation_deg, fit.transpose
         s.save_calibration(path)
     assert fit.provenance["scan_window"] == "hann"
     assert region.fit.provenance["noise"]["design"] == pytest.approx(design_factor((12, 12)))
+    assert all(f.provenance["noise"]["design"] == pytest.approx(design_factor((8, 8)))
+               for row in tiles.fits for f in row)  # every map tile's fit is apodised too
     with livessb.Session(ds, device="cpu", calibration=path) as s:
         assert s.scan_window == "hann"
         assert s.diagnostics.engine.scan_window == "hann"
