@@ -165,12 +165,17 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
                 "(Session(ds, calibration=path))")
         return math.radians(self.rotation_deg)
 
-    def _full_model(self, theta: float, transpose: bool) -> ThickSampleModel:
+    def _at_rotation(self, model: ThickSampleModel | None, theta: float, transpose: bool,
+                     apodise: bool | None = None) -> ThickSampleModel:
+        """A resident full-field ``model`` at this rotation, prepared when there is none."""
         engine = self._check_open()
-        if self._full is None:
-            self._full = ThickSampleModel(engine, None, theta, transpose)
-        else:
-            self._full.set_rotation(theta, transpose)
+        if model is None:
+            return ThickSampleModel(engine, None, theta, transpose, apodise)
+        model.set_rotation(theta, transpose)
+        return model
+
+    def _full_model(self, theta: float, transpose: bool) -> ThickSampleModel:
+        self._full = self._at_rotation(self._full, theta, transpose)
         return self._full
 
     def _reconstruction_model(self) -> ThickSampleModel:
@@ -179,11 +184,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         theta, transpose = self._theta, bool(self.transpose)
         if self.scan_window == "none":
             return self._full_model(theta, transpose)
-        if self._unapodised is None:
-            self._unapodised = ThickSampleModel(self._check_open(), None, theta, transpose,
-                                                apodise=False)
-        else:
-            self._unapodised.set_rotation(theta, transpose)
+        self._unapodised = self._at_rotation(self._unapodised, theta, transpose, apodise=False)
         return self._unapodised
 
     # -- fits -----------------------------------------------------------------------------

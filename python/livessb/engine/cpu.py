@@ -21,7 +21,7 @@ from ..dataset import Dataset4D
 from ..params import JOINT, N_JOINT, to_vector
 from ..physics import objective as obj
 from ..physics.aliases import alias_spacing, check_alias_pixels
-from ..physics.apodisation import check_scan_window
+from ..physics.apodisation import apodised_for, check_scan_window
 from ..physics.frequencies import (
     check_scan_frequencies,
     effective_chunk,
@@ -158,7 +158,7 @@ class CPUEngine:
         b: Bounds = (0, Rr, 0, Rc) if bounds is None else (
             int(bounds[0]), int(bounds[1]), int(bounds[2]), int(bounds[3]))
         shape = (fft_friendly_size(b[1] - b[0]), fft_friendly_size(b[3] - b[2]))
-        hann = self.scan_window == "hann" if apodise is None else bool(apodise)
+        hann = apodised_for(self.scan_window, apodise)
         # Frequency-major (G.T C-contiguous): the kernels sum over b per ν in memory order.
         window = counts[b[0]:b[1], b[2]:b[3]]
         G = self.reference.spectra(window, shape, self.staging_bytes, by_frequency=True,

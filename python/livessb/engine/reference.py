@@ -22,7 +22,7 @@ from ..mapped_pages import release_pages
 from ..params import JOINT, from_vector
 from ..physics import objective as obj
 from ..physics.aliases import alias_map, fit_support
-from ..physics.apodisation import hann_2d
+from ..physics.apodisation import hann
 from ..physics.geometry import (
     BFPixels,
     half_plane_weights,
@@ -95,15 +95,17 @@ class Reference:
              else xp.empty((n_bf, M), dtype=self.complex_dtype))
         per_pixel = shape[0] * shape[1] * np.dtype(self.complex_dtype).itemsize * 2
         chunk = max(1, staging_bytes // per_pixel)
-        weights = (hann_2d(window.shape[:2], shape, xp, self.real_dtype)[:, :, None]
-                   if apodise else None)
+        h, w = window.shape[:2]
+        weights = xp.asarray(np.outer(hann(h), hann(w))[:, :, None]) if apodise else None
         for s in range(0, n_bf, chunk):
             block = window[:, :, s:s + chunk].astype(self.real_dtype)
-            if block.shape[:2] != shape:
-                block = self._pad_with_mean(block, shape)
-            if weights is not None:  # padding = mean: zero once the mean is removed
+            if weights is not None:  # (I − Ī)·h, zero on the padding
                 mean = block.mean(axis=(0, 1), keepdims=True, dtype=np.float64)
-                block = ((block - mean) * weights).astype(self.real_dtype)
+                staged = xp.zeros((*shape, block.shape[2]), dtype=self.real_dtype)
+                staged[:h, :w] = (block - mean) * weights
+                block = staged
+            elif block.shape[:2] != shape:
+                block = self._pad_with_mean(block, shape)
             spec = xp.fft.rfft2(block, axes=(0, 1))
             if weights is not None:
                 spec[0, 0] = (mean[0, 0] * (shape[0] * shape[1])).astype(self.real_dtype)

@@ -62,6 +62,12 @@ def scan_window_on_cuda(value: str) -> str:
     return value
 
 
+def apodised_for(scan_window: str, apodise: bool | None) -> bool:
+    """Whether a window's spectra are apodised: ``apodise`` when given (False for the
+    session's reconstructions), else as the engine's ``scan_window``."""
+    return scan_window == "hann" if apodise is None else bool(apodise)
+
+
 @functools.lru_cache(maxsize=64)  # every window of a map shares its sizes
 def hann(n: int) -> np.ndarray:
     """h(R) = 1 − cos(2πR/n) over n positions (mean 1), read-only."""

@@ -5,8 +5,8 @@ Same protocol and semantics as the CPU engine (the NumPy reference is the refere
 * BF counts are gathered once into a ``(B, Rr, Rc)`` device array in the counts'
   native dtype (on the device when the dataset's counts already live there, see
   ``livessb.bench.device_data.DeviceDataset4D``).
-* ``prepare`` stages windows of pixels (mean-subtracted, zero padded) within the staging
-  budget and takes batched ``rfft2`` into a reused (B, M) complex64 buffer (no Hann yet).
+* ``prepare`` stages windows of pixels (mean-subtracted, zero padded; Hann-weighted for
+  "hann") within the staging budget, batched ``rfft2`` into a reused (B, M) buffer.
 * Geometry is never stored per (b, ν): the kernels evaluate the trotter support (float64,
   the NumPy formula) and the aperture from k_b and ν on the fly.
 * ``evaluate`` scores a (K, 6) batch, ``derivatives`` gives the exact loss, gradient and
@@ -30,7 +30,7 @@ from ...dataset import Dataset4D
 from ...params import JOINT, N_JOINT
 from ...physics import objective as obj
 from ...physics.aliases import alias_spacing, check_alias_pixels
-from ...physics.apodisation import check_scan_window
+from ...physics.apodisation import apodised_for, check_scan_window
 from ...physics.frequencies import check_scan_frequencies
 from ...physics.geometry import fft_friendly_size, nearest_bf_pixels
 from ...physics.optics import has_higher_order
@@ -176,7 +176,7 @@ class CUDAEngine:
     @timed("prepare")
     def prepare(self, bounds: Bounds | None = None, apodise: bool | None = None) -> DeviceSpectra:
         self._life.check_open()
-        hann = self.scan_window == "hann" if apodise is None else bool(apodise)
+        hann = apodised_for(self.scan_window, apodise)
         Rr, Rc = self.geo.shape[:2]
         b0, b1, b2, b3 = (0, Rr, 0, Rc) if bounds is None else (int(x) for x in bounds)
         b: Bounds = (b0, b1, b2, b3)
