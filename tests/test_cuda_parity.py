@@ -19,6 +19,7 @@ from livessb.engine import cuda_kernels as ck
 from livessb.engine.cpu import CPUEngine
 from livessb.engine.cuda import CUDAEngine
 from livessb.engine.cuda.launch import pixel_split
+from livessb.engine.cuda.memory import wait_for_release
 from livessb.engine.cuda.records import FineMasks
 from livessb.engine.protocol import DeviceMemoryError
 from livessb.params import JOINT
@@ -231,6 +232,8 @@ def test_close_releases_pool_and_keeps_results(thin: Simulated) -> None:
     info = s.memory_info()
     assert info["live_bytes"] >= info["bf_counts_bytes"] > 0
     s.close()
+    assert pool.used_bytes() == base[0]  # every block back in the pool at once
+    wait_for_release()  # and back on the device once the worker has freed them
     assert (pool.used_bytes(), pool.total_bytes()) == base
     assert s.last_close_s is not None and s.last_close_s < 0.5
     # Results returned before close stay valid (host arrays).

@@ -29,11 +29,13 @@ class Backend:
 def cuda_backend() -> Backend:
     import cupy as cp
 
+    from ..engine.cuda.memory import wait_for_release
     from .device_data import generate_dataset
 
     pool = cp.get_default_memory_pool()
 
-    def figures() -> dict[str, int]:
+    def figures() -> dict[str, int]:  # once a closed session's memory is back
+        wait_for_release()
         return {"used_bytes": int(pool.used_bytes()), "total_bytes": int(pool.total_bytes())}
 
     def generate(scan: tuple[int, int], detector: tuple[int, int], dtype: str,

@@ -479,6 +479,7 @@ class CUDAEngine:
         return dict(self.stats)
 
     def close_timings(self) -> dict[str, float]:
+        self.memory.wait_released()  # its figures are the release's too
         return dict(self.close_breakdown)
 
     def close(self) -> None:
@@ -492,8 +493,5 @@ class CUDAEngine:
         self._k_px = None
         self._life.close(self.release)
         self._bf_counts = None
-        self._free_pool()
+        self.memory.free_pools_soon(self.close_breakdown, t0)
         self.close_breakdown["total_s"] = time.perf_counter() - t0
-
-    def _free_pool(self) -> None:
-        self.close_breakdown.update(self.memory.free_pools())

@@ -5,7 +5,9 @@ upload and the reusable spectra buffers. Importing this module does not import C
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
@@ -25,6 +27,16 @@ HOST_SLAB_BYTES = 64 << 20  # whole patterns per upload of host counts
 # reuses them. ``plan_pool_bytes()`` reports what they hold.
 _PLANS: dict[tuple[Any, ...], Any] = {}
 _PLAN_POOL: Any = None
+# Closing hands the pooled blocks back to the device on a worker thread (cudaFree of a
+# session's ~14 GiB takes ~18 ms on the H200, which close need not wait for); the pools
+# are thread-safe. ``wait_for_release`` joins it: a new engine does, before its baseline.
+_RELEASES: list[threading.Thread] = []
+
+
+def wait_for_release() -> None:
+    """Return once every closed engine's pooled memory is back on the device."""
+    while _RELEASES:
+        _RELEASES.pop(0).join()
 
 
 def fft_plan(x: Any, value_type: str, shape: tuple[int, int] | None = None) -> Any:
@@ -186,6 +198,7 @@ class DeviceMemory:
         # Small device arrays every window of a shape reads (frequency axes, offset
         # tables): uploaded once, not per map tile; cleared when the engine closes.
         self.constants: dict[tuple[Any, ...], Any] = {}
+        wait_for_release()
         self.baseline = self.pool_bytes()
 
     def constant_arrays(self) -> list[Any]:
@@ -238,3 +251,28 @@ class DeviceMemory:
             pinned.free_all_blocks()
         return {"plan_pool_s": t1 - t0, "free_all_blocks_s": t2 - t1,
                 "pinned_s": time.perf_counter() - t2, "pinned_free_blocks": pinned_blocks}
+
+    @staticmethod
+    def wait_released() -> None:
+        wait_for_release()
+
+    def free_pools_soon(self, timings: dict[str, float], t_close: float) -> None:
+        """``free_pools`` on a worker thread; its timings, and ``released_s`` (seconds from
+        ``t_close`` until the memory is back), go into ``timings`` when it ends."""
+        cp = self._cp
+        device = cp.cuda.Device().id
+
+        def release() -> None:
+            try:
+                with cp.cuda.Device(device):
+                    timings.update(self.free_pools())
+            except Exception as exc:  # a worker has no caller to raise to: say it
+                timings["release_failed"] = 1.0
+                warnings.warn(f"livessb: returning GPU memory after close failed ({exc}); "
+                              "it stays in CuPy's pool and is reused by the next session",
+                              RuntimeWarning, stacklevel=1)
+            timings["released_s"] = time.perf_counter() - t_close
+
+        worker = threading.Thread(target=release, name="livessb-release", daemon=True)
+        _RELEASES.append(worker)
+        worker.start()
