@@ -1,10 +1,10 @@
-"""What ``alias_pixels="excluded"`` costs and changes on the SPEC §4 workload (0.7 Å steps
-at 200 kV, 20 mrad: one alias order per axis): warm full-field fit, 128² region and Auto
-reconstruction with the alias pixels kept and left out, the fitted C10 and C12 against the
-synthetic truth and the pairs each keeps. One process, both settings in turn.
+"""What a model setting (``alias_pixels="excluded"``, ``scan_window="hann"``) costs and
+changes on the SPEC §4 workload (0.7 Å steps at 200 kV, 20 mrad: one alias order per
+axis): warm full-field fit, 128² region and Auto reconstruction with the default and with
+the setting, the fitted C10 and C12 (and their errors) against the synthetic truth and the
+pairs each keeps. One process, both settings in turn.
 
-Usage: python3 benchmarks/alias_cost.py OUT.json [cuda|cpu] [scan] [detector] [runs]
-(cuda once GPU sessions accept "excluded": after a device run passes tests/test_cuda_alias.py)
+Usage: python3 benchmarks/setting_cost.py OUT.json NAME=VALUE [cuda|cpu] [scan] [detector] [runs]
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from livessb import Session
 from livessb.bench.backend import backend_for
 from livessb.bench.workload import REGIONS
 
+DEFAULTS = {"alias_pixels": "kept", "scan_window": "none"}  # Session's
+
 
 def _warm(fn: Any, runs: int) -> tuple[float, Any]:
     out = fn()  # the first call compiles / builds caches
@@ -35,16 +37,19 @@ def _warm(fn: Any, runs: int) -> tuple[float, Any]:
 
 def main() -> None:
     path = sys.argv[1]
-    device = sys.argv[2] if len(sys.argv) > 2 else "cuda"
-    scan = int(sys.argv[3]) if len(sys.argv) > 3 else 512
-    det = int(sys.argv[4]) if len(sys.argv) > 4 else 192
-    runs = int(sys.argv[5]) if len(sys.argv) > 5 else 3
+    name, value = sys.argv[2].split("=")
+    if name not in DEFAULTS:
+        sys.exit(f"setting_cost: NAME must be one of {sorted(DEFAULTS)}, got {name!r}")
+    device = sys.argv[3] if len(sys.argv) > 3 else "cuda"
+    scan = int(sys.argv[4]) if len(sys.argv) > 4 else 512
+    det = int(sys.argv[5]) if len(sys.argv) > 5 else 192
+    runs = int(sys.argv[6]) if len(sys.argv) > 6 else 3
     backend = backend_for(device)
     ds, truth = backend.generate((scan, scan), (det, det), "uint16", 42)
     region = REGIONS["region_128"] if scan == 512 else (scan // 4, scan // 2, scan // 4, scan // 2)
     rows: dict[str, Any] = {}
-    for mode in ("kept", "excluded"):
-        with Session(ds, device=device, alias_pixels=mode) as s:
+    for mode in (DEFAULTS[name], value):
+        with Session(ds, device=device, **{name: mode}) as s:
             t_fit, fit = _warm(lambda s=s: s.fit(trials=200, seed=42, progress=False), runs)
             t_region, reg = _warm(lambda s=s: s.fit_region(region, trials=200, seed=42), runs)
             t_auto, _ = _warm(lambda s=s: s.reconstruct(), runs)
@@ -62,8 +67,8 @@ def main() -> None:
                                     if k.endswith("_s") or k.startswith("dC10")}))
     commit = os.environ.get("LIVESSB_COMMIT", "unknown")
     out = {"what": __doc__.split("\n\n")[0], "date": datetime.now(UTC).isoformat(),
-           "commit": commit, "device": backend.device_name, "scan": scan, "detector": det,
-           "runs": runs, "truth": truth.params, "modes": rows}
+           "commit": commit, "device": backend.device_name, "setting": name, "scan": scan,
+           "detector": det, "runs": runs, "truth": truth.params, "modes": rows}
     with open(path, "w") as f:
         json.dump(out, f, indent=1, default=float)
 
