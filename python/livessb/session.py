@@ -26,6 +26,7 @@ from .fit.region import WindowSpec, fit_window
 from .fit.sampling import check_sampling_request, refit_detector_sampling
 from .fit.search import Box
 from .fit.uncertainty import assess, with_assessment
+from .fit.window_check import with_window_check
 from .map_blend import TILES_PER_BATCH, auto_density, blend_tiles, refine_tiles
 from .maps import MapResult
 from .memory import check_reconstruct_memory
@@ -223,6 +224,11 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
                                              result.transpose), fit_box, held)
             result = with_assessment(result, assess(view, fit_box, result.params, result.loss,
                                                     self.dataset, result.on_box_edge))
+            if self.scan_window == "hann":  # did the window matter? (fit.window_check)
+                theta, tr = math.radians(result.rotation_deg), result.transpose
+                self._unapodised = self._at_rotation(self._unapodised, theta, tr, False)
+                result = with_window_check(result, self._unapodised, fit_box, held,
+                                           self.dataset)
             if fit_detector_sampling:
                 result = refit_detector_sampling(result, fit_box, held, self.dataset,
                                                  self._engine_for, self._rebind)
@@ -266,7 +272,8 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         report = callback_of(progress)
         theta, transpose = self._theta, bool(self.transpose)
         t0 = time.perf_counter()
-        spec = WindowSpec(trials, seed, fit_box, held, objective, sampler, self.dataset)
+        spec = WindowSpec(trials, seed, fit_box, held, objective, sampler, self.dataset,
+                          window_check=True)
         result = fit_window(
             engine, b, theta, float(self.rotation_deg or 0.0), transpose, spec,
             self._provenance(trials, seed, fit_box, objective, mode="region", fixed=held,

@@ -19,6 +19,7 @@ from .model import ThickSampleModel
 from .progress import Progress
 from .search import Box
 from .uncertainty import assess, with_assessment
+from .window_check import with_window_check
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class WindowSpec:
     objective: str = "vp"
     sampler: str = "native"
     dataset: Any = None  # for the noise level of the errors (None: no assessment)
+    # Apodised windows: compare with the unapodised fit (fit.window_check; regions do)
+    window_check: bool = False
 
 
 def fit_window(
@@ -45,6 +48,7 @@ def fit_window(
     same shape)."""
     t0 = time.perf_counter()
     model = ThickSampleModel(engine, bounds, theta, transpose)
+    apodised = model.spectra.apodised
     try:
         t_prep = time.perf_counter()
         view = FreeView(model, spec.box, spec.held)
@@ -62,4 +66,13 @@ def fit_window(
         transpose=transpose, trials=fit.trials, newton=fit.newton,
         timings={"prepare_s": t_prep - t0, "fit_s": t_fit - t_prep, **fit.timings},
         provenance=provenance, on_box_edge=fit.on_box_edge, bounds=bounds)
-    return result if checked is None else with_assessment(result, checked)
+    if checked is None:
+        return result
+    result = with_assessment(result, checked)
+    if spec.window_check and apodised:
+        unapodised = ThickSampleModel(engine, bounds, theta, transpose, apodise=False)
+        try:
+            result = with_window_check(result, unapodised, spec.box, spec.held, spec.dataset)
+        finally:
+            unapodised.release()
+    return result
