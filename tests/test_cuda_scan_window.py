@@ -111,3 +111,10 @@ def test_a_hann_fit_on_cuda_equals_the_cpu_one_and_reconstructs_unapodised(
     assert abs(b.params["C12"] - a.params["C12"]) < 3e-4
     assert b.errors["C10"] == pytest.approx(a.errors["C10"], rel=1e-3)
     assert phase == 0.0  # the session reconstructs from the unapodised spectra
+    # The window check (the unapodised fit refined from the apodised one) as on the CPU.
+    ca, cb = a.provenance["window_check"], b.provenance["window_check"]
+    record("window_check", cpu_C10=ca["unapodised"]["C10"], cuda_C10=cb["unapodised"]["C10"],
+           cpu_z=ca["z"]["C10"], cuda_z=cb["z"]["C10"])
+    assert abs(cb["unapodised"]["C10"] - ca["unapodised"]["C10"]) < 2e-4
+    assert cb["z"]["C10"] == pytest.approx(ca["z"]["C10"], rel=1e-3)
+    assert cb["recommended"] == ca["recommended"] == "hann"
