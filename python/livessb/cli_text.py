@@ -89,6 +89,9 @@ def fit_lines(title: str, fit: Any) -> list[str]:
     settings = non_default_settings(provenance)
     if settings:
         lines.append(f"  settings: {settings}")
+    check = provenance.get("window_check")  # a "hann" fit against the unapodised one
+    if isinstance(check, Mapping) and check.get("advice"):
+        lines.append(f"  window check: {check['advice']}")
     undetermined = set(getattr(fit, "undetermined", None) or ())
     width = max((len(n) for n in fit.params), default=0)
     for name, value in fit.params.items():

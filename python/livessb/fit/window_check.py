@@ -12,11 +12,11 @@ systematic part, which the bands' disagreement adds) enter; C12 is compared as i
 vector (C12 cos 2φ12, C12 sin 2φ12), since φ12 is undefined where C12 vanishes.
 
 The verdict is family-wise over the compared quantities (Bonferroni): ``leakage`` at
-p < SIGNIFICANCE (0.1, a pre-test's level) says the window mattered (keep "hann"). Without it, the fit with the
-smaller reported errors is the better one: the unapodised one's noise errors are about
-half, but where its frequency bands disagree (aliasing, leakage too weak for the test)
-its systematic part can make them the larger; "none" is advised only where its errors
-are the smaller on C10 and C12.
+p < SIGNIFICANCE (0.1, a pre-test's level) says the window mattered (keep "hann").
+Without it, the fit with the smaller reported errors is the better one: the unapodised
+one's noise errors are about half, but where its frequency bands disagree (aliasing,
+leakage too weak for the test) its systematic part can make them the larger; "none" is
+advised only where its errors are the smaller on C10 and C12.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ SIGNIFICANCE = 0.1
 # σ_h² − σ_n² where the apodised error is not the larger (a noisy error estimate): the
 # difference's variance is then taken as this fraction of σ_h², never 0.
 MIN_VARIANCE_FRACTION = 0.25
+SHOWN = {"C12_cos": "C12·cos 2φ12", "C12_sin": "C12·sin 2φ12"}  # the compared C12 vector
 
 
 @dataclass(frozen=True)
@@ -73,16 +74,17 @@ class WindowCheck:
         return "none" if smaller else "hann"
 
     def advice(self) -> str:
-        worst = max(self.z, key=lambda k: abs(self.z[k]))
+        key = max(self.z, key=lambda k: abs(self.z[k]))
+        worst = SHOWN.get(key, key)
         if self.leakage:
-            return (f"scan_window='hann' moved {worst} by {self.z[worst]:+.1f} of its noise "
+            return (f"scan_window='hann' moved {worst} by {self.z[key]:+.1f} of its noise "
                     f"(p = {self.p_value:.2g}): the window's leakage biases the unapodised "
                     "fit here; keep 'hann'")
         ea, eu = self.errors_apodised.get("C10"), self.errors_unapodised.get("C10")
         errors = ("" if ea is None or eu is None
                   else f" (C10 ±{eu:.3g} Å unapodised, ±{ea:.3g} Å with 'hann')")
         same = (f"scan_window='hann' changed no parameter beyond its noise (largest: {worst} "
-                f"{self.z[worst]:+.1f}, p = {self.p_value:.2g})")
+                f"{self.z[key]:+.1f}, p = {self.p_value:.2g})")
         if self.recommended == "none":
             return (f"{same}; the unapodised fit has the smaller errors here{errors}: "
                     "scan_window='none' suits these data")
