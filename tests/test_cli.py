@@ -204,13 +204,19 @@ def test_summary_names_the_model_settings_that_are_not_the_defaults() -> None:
         "  settings: scan frequencies grid")
 
 
-def test_a_hann_fit_prints_its_window_check(tmp_path: Path,
+@pytest.mark.parametrize("window", ["hann", "auto"])
+def test_a_hann_fit_prints_its_window_check(tmp_path: Path, window: str,
                                             capsys: pytest.CaptureFixture[str]) -> None:
     ds, _ = simulate_4dstem(scan_shape=(24, 24), detector_shape=(32, 32), dose=2e4, seed=4,
                             scan_step_A=0.25, aberrations={"C10": 40.0})
     np.save(tmp_path / "scan.npy", ds.counts)
     assert main(["fit", str(tmp_path / "scan.npy"), "--voltage-kV", "200", "--semiangle-mrad",
                  "20", "--scan-step-A", "0.25", "--device", "cpu", "--trials", "50",
-                 "--scan-window", "hann"]) == 0
-    [line] = [x for x in capsys.readouterr().out.splitlines() if "window check" in x]
+                 "--scan-window", window]) == 0
+    out = capsys.readouterr().out.splitlines()
+    [line] = [x for x in out if "window check" in x]
     assert line.startswith("  window check: scan_window='hann' changed no parameter beyond")
+    assert line.endswith({"hann": "scan_window='none' suits these data",
+                          "auto": "it is the one reported (scan_window='auto')"}[window])
+    if window == "auto":
+        assert "  settings: scan window auto (reported none)" in out

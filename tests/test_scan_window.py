@@ -154,5 +154,7 @@ def test_gpu_sessions_refuse_the_hann_window_with_what_to_do_instead() -> None:
     assert scan_window_on_cuda("none") == "none"
     with pytest.raises(ValueError, match="device='cpu'"):
         scan_window_on_cuda("hann")
+    with pytest.raises(ValueError, match="scan_window='auto' is not yet validated"):
+        scan_window_on_cuda("auto")
     with pytest.raises(ValueError, match="scan_window must be one of"):
         scan_window_on_cuda("Hann")

@@ -4,6 +4,7 @@ the unapodised fit refined from it, and the advice which window to keep."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -92,3 +93,38 @@ def test_without_leakage_at_low_dose_the_check_advises_the_unapodised_window() -
     assert any("scan_window='none' suits" in w for w in fit.provenance["warnings"])
     with livessb.Session(ds, device="cpu") as s:  # nothing to check without the window
         assert "window_check" not in s.fit(trials=50, seed=1, progress=False).provenance
+
+
+def test_the_auto_window_reports_the_fit_the_check_advises(tmp_path: Path) -> None:
+    ds, _ = simulate_4dstem(scan_shape=(32, 32), detector_shape=(32, 32), scan_step_A=0.25,
+                            aberrations=P, dose=2e4, seed=5)
+    with livessb.Session(ds, device="cpu", scan_window="hann") as s:
+        hann = s.fit(trials=200, seed=1, progress=False)
+    with livessb.Session(ds, device="cpu", scan_window="auto") as s:
+        auto = s.fit(trials=200, seed=1, progress=False)
+        region = s.fit_region((0, 24, 0, 24), trials=100, seed=1)
+        s.save_calibration(tmp_path / "cal.json")
+    with livessb.Session(ds, device="cpu", calibration=tmp_path / "cal.json") as s:
+        assert s.scan_window == "auto"  # restored with the calibration
+    check = auto.provenance["window_check"]
+    assert check["reported"] == "none" and auto.provenance["scan_window"] == "auto"
+    assert auto.params == check["unapodised"] == hann.provenance["window_check"]["unapodised"]
+    assert auto.errors["C10"] == pytest.approx(check["errors_unapodised"]["C10"])
+    assert auto.errors["C10"] < hann.errors["C10"] / 1.5
+    assert "design" not in auto.provenance["noise"]  # the unapodised fit's own noise level
+    assert auto.provenance["model_choice"] == hann.provenance["model_choice"]
+    assert "it is the one reported (scan_window='auto')" in check["advice"]
+    assert not any("suits" in w for w in auto.provenance["warnings"])
+    assert region.fit.provenance["window_check"]["reported"] in ("none", "hann")
+    from livessb.cli_text import non_default_settings
+
+    assert non_default_settings(auto.provenance) == "scan window auto (reported none)"
+    # Where the window removed leakage, "auto" reports the "hann" fit itself.
+    sto = abtem_fixture("sto1_C10p80_noisefree")
+    fits = {}
+    for window in ("hann", "auto"):
+        with livessb.Session(sto, device="cpu", scan_window=window) as s:
+            fits[window] = s.fit(trials=200, seed=1, progress=False)
+    assert fits["auto"].provenance["window_check"]["reported"] == "hann"
+    assert fits["auto"].params == fits["hann"].params
+    assert fits["auto"].errors == fits["hann"].errors

@@ -90,11 +90,13 @@ def add_data_arguments(f: argparse.ArgumentParser) -> None:
                         "(excluded: removes the near-focus C10 bias of aliasing) or keep "
                         "them (kept, the default); with --calibration, the file's own by "
                         "default")
-    f.add_argument("--scan-window", default=None, choices=["none", "hann"],
+    f.add_argument("--scan-window", default=None, choices=["none", "hann", "auto"],
                    help="fit the spectra of the scan window as measured (none, the default) "
                         "or Hann-apodised (hann: removes the ~1%% C10 bias of a crystal "
-                        "window of few lattice periods, errors about x2; CPU only for now); "
-                        "with --calibration, the file's own by default")
+                        "window of few lattice periods, errors about x2; CPU only for now) or "
+                        "auto (fits hann, reports the unapodised fit where the window check "
+                        "sees no leakage and it has the smaller errors); with --calibration, "
+                        "the file's own by default")
     f.add_argument("--force", action="store_true",
                    help="accept implausible calibration values (unusual set-ups) and a "
                         "calibration file saved for other data")

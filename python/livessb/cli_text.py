@@ -113,10 +113,13 @@ def non_default_settings(provenance: Mapping[str, Any]) -> str:
     """The fit's model settings that are not the defaults, and what they change ("" for
     none): a reader of the summary sees why its errors are larger or its pairs fewer."""
     out = []
-    if provenance.get("scan_window", "none") != "none":
+    window = provenance.get("scan_window", "none")
+    if window != "none":
         design = (provenance.get("noise") or {}).get("design")
-        out.append(f"scan window {provenance['scan_window']}"
-                   + (f" (errors ×{float(design) ** 0.5:.2f})" if design else ""))
+        reported = (provenance.get("window_check") or {}).get("reported")
+        notes = ([f"reported {reported}"] if window == "auto" and reported else []) + (
+            [f"errors ×{float(design) ** 0.5:.2f}"] if design else [])
+        out.append(f"scan window {window}" + (f" ({', '.join(notes)})" if notes else ""))
     if provenance.get("alias_pixels", "kept") != "kept":
         out.append(f"alias pixels {provenance['alias_pixels']}")
     if provenance.get("scan_frequencies", "effective") != "effective":

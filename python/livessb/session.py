@@ -80,7 +80,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         self.preprocessing: Corrections = scan.preprocessing
         self.upsample_factor = auto_upsample(scan.dataset.scan_step_A, scan.dataset.k_alpha)
         self._full: ThickSampleModel | None = None
-        self._unapodised: ThickSampleModel | None = None  # reconstructs, with "hann" fits
+        self._unapodised: ThickSampleModel | None = None  # reconstructs, "hann"/"auto" fits
         self.full_fit: FitResult | None = None
         self.regions: dict[str, RegionResult] = {}
         self.maps: list[MapResult] = []
@@ -181,7 +181,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
 
     def _reconstruction_model(self) -> ThickSampleModel:
         """The full field's unapodised spectra at the fitted rotation: the fit's own
-        model, or with ``scan_window="hann"`` (fits on apodised spectra) a second one."""
+        model, or with "hann"/"auto" windows (fits on apodised spectra) a second one."""
         theta, transpose = self._theta, bool(self.transpose)
         if self.scan_window == "none":
             return self._full_model(theta, transpose)
@@ -224,11 +224,11 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
                                              result.transpose), fit_box, held)
             result = with_assessment(result, assess(view, fit_box, result.params, result.loss,
                                                     self.dataset, result.on_box_edge))
-            if self.scan_window == "hann":  # did the window matter? (fit.window_check)
+            if self.scan_window != "none":  # did the window matter? (fit.window_check)
                 theta, tr = math.radians(result.rotation_deg), result.transpose
                 self._unapodised = self._at_rotation(self._unapodised, theta, tr, False)
                 result = with_window_check(result, self._unapodised, fit_box, held,
-                                           self.dataset)
+                                           self.dataset, adopt=self.scan_window == "auto")
             if fit_detector_sampling:
                 result = refit_detector_sampling(result, fit_box, held, self.dataset,
                                                  self._engine_for, self._rebind)
@@ -273,7 +273,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         theta, transpose = self._theta, bool(self.transpose)
         t0 = time.perf_counter()
         spec = WindowSpec(trials, seed, fit_box, held, objective, sampler, self.dataset,
-                          window_check=True)
+                          scan_window=self.scan_window)
         result = fit_window(
             engine, b, theta, float(self.rotation_deg or 0.0), transpose, spec,
             self._provenance(trials, seed, fit_box, objective, mode="region", fixed=held,

@@ -16,7 +16,7 @@ from .engine import Engine, make_engine
 from .maps import MapResult
 from .memory import CorrectedCountsCheck, check_session_memory, uses_cuda
 from .physics.aliases import alias_pixels_for, check_alias_pixels
-from .physics.apodisation import check_scan_window, scan_window_for, scan_window_on_cuda
+from .physics.apodisation import scan_window_for, scan_window_on_cuda, spectra_sets
 from .physics.frequencies import check_scan_frequencies, scan_frequencies_for
 from .preprocess import Corrections, Preprocessing, preprocess_for
 from .results import FitResult, RegionResult
@@ -69,8 +69,7 @@ def open_scan(
             "scan_step_A=...) or use livessb.load(path)")
     check_scan_frequencies(scan_frequencies or "effective")  # a typo: before any pass
     check_alias_pixels(alias_pixels or "kept")
-    # "hann": the fit's full-field spectra besides the reconstructions' (physics.apodisation)
-    sets = 2 if check_scan_window(scan_window or "none") == "hann" else 1
+    sets = spectra_sets(scan_window or "none")
     check_session_memory(dataset, device, staging_budget_MiB,  # refuse before allocating
                          reusable_bytes=reusable_bytes, spectra_sets=sets)
     doc = None if calibration is None else load_calibration(calibration, dataset, force)
@@ -79,7 +78,7 @@ def open_scan(
         scan_window_on_cuda(window)
     dataset = restored_sampling(dataset, doc)  # a fitted sampling
     check_corrected = CorrectedCountsCheck(dataset, device, staging_budget_MiB, reusable_bytes,
-                                           2 if window == "hann" else 1)
+                                           spectra_sets(window))
     corrections = preprocess_for(dataset, preprocessing, doc, before_pass=check_corrected)
     check_corrected(corrections.active)  # a descan found in the pass, too
     return OpenedScan(dataset, doc, scan_frequencies_for(scan_frequencies, doc), corrections,

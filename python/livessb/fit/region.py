@@ -33,8 +33,9 @@ class WindowSpec:
     objective: str = "vp"
     sampler: str = "native"
     dataset: Any = None  # for the noise level of the errors (None: no assessment)
-    # Apodised windows: compare with the unapodised fit (fit.window_check; regions do)
-    window_check: bool = False
+    # The session's window: "hann" and "auto" windows are compared with the unapodised fit
+    # (fit.window_check; regions are, map tiles pass "none"), "auto" reports the advised one
+    scan_window: str = "none"
 
 
 def fit_window(
@@ -69,10 +70,11 @@ def fit_window(
     if checked is None:
         return result
     result = with_assessment(result, checked)
-    if spec.window_check and apodised:
+    if spec.scan_window != "none" and apodised:
         unapodised = ThickSampleModel(engine, bounds, theta, transpose, apodise=False)
         try:
-            result = with_window_check(result, unapodised, spec.box, spec.held, spec.dataset)
+            result = with_window_check(result, unapodised, spec.box, spec.held, spec.dataset,
+                                       adopt=spec.scan_window == "auto")
         finally:
             unapodised.release()
     return result

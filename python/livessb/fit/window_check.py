@@ -31,7 +31,7 @@ from ..results import FitResult
 from .fixed import FreeView
 from .joint import newton_fit
 from .search import Box
-from .uncertainty import assess, sub_box
+from .uncertainty import assess, sub_box, with_assessment
 
 if TYPE_CHECKING:
     from .model import ThickSampleModel
@@ -73,7 +73,9 @@ class WindowCheck:
                       for n in ("C10", "C12") if n in self.errors_apodised)
         return "none" if smaller else "hann"
 
-    def advice(self) -> str:
+    def advice(self, adopted: bool = False) -> str:
+        """What the check saw and which window to keep (``adopted``: the "auto" window
+        reports the unapodised fit)."""
         key = max(self.z, key=lambda k: abs(self.z[k]))
         worst = SHOWN.get(key, key)
         if self.leakage:
@@ -86,8 +88,9 @@ class WindowCheck:
         same = (f"scan_window='hann' changed no parameter beyond its noise (largest: {worst} "
                 f"{self.z[key]:+.1f}, p = {self.p_value:.2g})")
         if self.recommended == "none":
-            return (f"{same}; the unapodised fit has the smaller errors here{errors}: "
-                    "scan_window='none' suits these data")
+            then = ("it is the one reported (scan_window='auto')" if adopted
+                    else "scan_window='none' suits these data")
+            return f"{same}; the unapodised fit has the smaller errors here{errors}: {then}"
         return f"{same}, and 'none' would not report the smaller errors{errors}; keep 'hann'"
 
     def to_dict(self) -> dict[str, Any]:
@@ -148,12 +151,13 @@ def compare_windows(apodised: Mapping[str, float], apodised_errors: Mapping[str,
 
 
 def with_window_check(result: FitResult, unapodised: ThickSampleModel, box: Box,
-                      held: Mapping[str, float], dataset: Any) -> FitResult:
+                      held: Mapping[str, float], dataset: Any, adopt: bool = False) -> FitResult:
     """``result``, a fit on apodised spectra, with ``provenance["window_check"]``: the fit
     Newton-refined from it on ``unapodised`` (the same window's unapodised spectra, at
     the same rotation; the kept thin/thick model's free parameters of ``box``, the rest
-    held as fitted) and compared; where the window changed nothing, the advice joins the
-    warnings."""
+    held as fitted) and compared. Where "none" is recommended, ``adopt`` (the "auto"
+    window) returns the unapodised fit with its own errors instead; without ``adopt`` the
+    advice joins the warnings."""
     t0 = time.perf_counter()
     free = tuple(n for n in box.names if result.errors.get(n, 0.0) > 0)
     kept_box = sub_box(box, free)
@@ -167,12 +171,20 @@ def with_window_check(result: FitResult, unapodised: ThickSampleModel, box: Box,
         checked.params, statistical_errors({"noise": checked.errors_noise,
                                             "misfit": checked.errors_misfit}),
         (result.errors, checked.errors))
+    adopted = adopt and check.recommended == "none"
+    record = {**check.to_dict(), "reported": "none" if adopted else "hann",
+              "advice": check.advice(adopted)}
     warnings = list(result.provenance.get("warnings", []))
-    if check.recommended == "none":
+    if adopted:  # the unapodised fit, its errors and warnings; the thin/thick record kept
+        kept = result.provenance.get("model_choice")
+        result = with_assessment(replace(result, newton=result.newton + fit.newton), checked)
+        result.provenance["model_choice"] = kept
+        warnings = list(result.provenance.get("warnings", []))
+    elif check.recommended == "none":
         warnings.append(check.advice())
     spent = time.perf_counter() - t0
     timings = {**result.timings, "window_check_s": spent}
     if "total_s" in timings:
         timings["total_s"] += spent
     return replace(result, timings=timings, provenance={
-        **result.provenance, "window_check": check.to_dict(), "warnings": warnings})
+        **result.provenance, "window_check": record, "warnings": warnings})

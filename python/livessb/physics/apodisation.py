@@ -28,7 +28,7 @@ import numpy as np
 
 from .settings import check_setting
 
-SCAN_WINDOWS = ("none", "hann")
+SCAN_WINDOWS = ("none", "hann", "auto")
 
 
 def check_scan_window(value: str) -> str:
@@ -36,7 +36,9 @@ def check_scan_window(value: str) -> str:
                          "'none' fits the spectra of the measured window as it is, 'hann' "
                          "apodises the scan window first (removes the leakage between "
                          "lattice peaks of a window of few periods; errors about ×2, "
-                         "docs/bias-matrix.md §9)")
+                         "docs/bias-matrix.md §9), 'auto' fits 'hann' and reports the "
+                         "unapodised fit where the window check finds no leakage and "
+                         "smaller errors (§10)")
 
 
 def scan_window_for(value: str | None, calibration: dict[str, Any] | None) -> str:
@@ -56,7 +58,7 @@ def scan_window_on_cuda(value: str) -> str:
     one has, sessions refuse "hann" on the GPU with what to do instead."""
     if check_scan_window(value) != "none":
         raise ValueError(
-            "scan_window='hann' is not yet validated on the GPU: its CUDA staging is built "
+            f"scan_window={value!r} is not yet validated on the GPU: its CUDA staging is built "
             "but no device run has checked it against the CPU engine; open the session with "
             "device='cpu', or keep scan_window='none' on the GPU")
     return value
@@ -65,7 +67,13 @@ def scan_window_on_cuda(value: str) -> str:
 def apodised_for(scan_window: str, apodise: bool | None) -> bool:
     """Whether a window's spectra are apodised: ``apodise`` when given (False for the
     session's reconstructions), else as the engine's ``scan_window``."""
-    return scan_window == "hann" if apodise is None else bool(apodise)
+    return scan_window != "none" if apodise is None else bool(apodise)
+
+
+def spectra_sets(scan_window: str) -> int:
+    """Full-field spectra sets a session holds: the fit's apodised ones besides the
+    reconstructions' unapodised ones unless the window is "none"."""
+    return 1 if check_scan_window(scan_window) == "none" else 2
 
 
 @functools.lru_cache(maxsize=64)  # every window of a map shares its sizes
