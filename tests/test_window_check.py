@@ -128,3 +128,16 @@ def test_the_auto_window_reports_the_fit_the_check_advises(tmp_path: Path) -> No
     assert fits["auto"].provenance["window_check"]["reported"] == "hann"
     assert fits["auto"].params == fits["hann"].params
     assert fits["auto"].errors == fits["hann"].errors
+
+
+@pytest.mark.parametrize("window", ["none", "auto"])
+def test_a_fit_with_c10_and_c12_held_has_nothing_to_check(window: str) -> None:
+    # (with the aberrations held, the thin model has no free parameter left: its "Newton"
+    # is the loss at the held point, no longer an IndexError)
+    ds, _ = simulate_4dstem(scan_shape=(24, 24), detector_shape=(32, 32), scan_step_A=0.25,
+                            aberrations=P, dose=2e4, seed=5)
+    with livessb.Session(ds, device="cpu", scan_window=window) as s:
+        fit = s.fit(trials=30, seed=1, progress=False, fixed=P)
+    assert "window_check" not in fit.provenance and fit.params["C10"] == P["C10"]
+    assert fit.provenance["model_choice"]["kept"] == "thin"
+    assert fit.params["depth"] == 0.0 and fit.errors["C10"] == 0.0

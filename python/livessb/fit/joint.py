@@ -130,6 +130,12 @@ def newton_fit(
 ) -> BranchFit:
     """Bounded trust-region Newton from one start (free names of ``box``)."""
     t0 = time.perf_counter()
+    if not box.names:  # all held (the thin model of a fit whose aberrations are fixed)
+        held = np.zeros((1, 0))
+        return BranchFit(params=_tilt_without_depth(view, held[0])[0],
+                         loss=float(view.evaluate(held)[0]), trials=[], newton=[],
+                         on_box_edge=[], timings={"newton_s": time.perf_counter() - t0},
+                         hessian=np.zeros((0, 0)))
     vec = np.array([[float(start[p]) for p in box.names]])
     x, lx, steps, hx = _newton(view, vec, box, callback_of(progress))
     full, out = _tilt_without_depth(view, x[0])

@@ -160,6 +160,8 @@ def with_window_check(result: FitResult, unapodised: ThickSampleModel, box: Box,
     advice joins the warnings."""
     t0 = time.perf_counter()
     free = tuple(n for n in box.names if result.errors.get(n, 0.0) > 0)
+    if not compared_quantities(result.params, {n: 1.0 for n in free}):
+        return result  # C10 and C12 held (fixed=...): nothing the window could move
     kept_box = sub_box(box, free)
     fixed = {**held, **{n: result.params[n] for n in box.names if n not in free}}
     view = FreeView(unapodised, kept_box, fixed)
@@ -175,6 +177,7 @@ def with_window_check(result: FitResult, unapodised: ThickSampleModel, box: Box,
     record = {**check.to_dict(), "reported": "none" if adopted else "hann",
               "advice": check.advice(adopted)}
     warnings = list(result.provenance.get("warnings", []))
+    timings = dict(result.timings)  # (with_assessment would count the check's errors twice)
     if adopted:  # the unapodised fit, its errors and warnings; the thin/thick record kept
         kept = result.provenance.get("model_choice")
         result = with_assessment(replace(result, newton=result.newton + fit.newton), checked)
@@ -183,7 +186,7 @@ def with_window_check(result: FitResult, unapodised: ThickSampleModel, box: Box,
     elif check.recommended == "none":
         warnings.append(check.advice())
     spent = time.perf_counter() - t0
-    timings = {**result.timings, "window_check_s": spent}
+    timings["window_check_s"] = spent
     if "total_s" in timings:
         timings["total_s"] += spent
     return replace(result, timings=timings, provenance={
