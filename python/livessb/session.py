@@ -179,10 +179,10 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         self._full = self._at_rotation(self._full, theta, transpose)
         return self._full
 
-    def _reconstruction_model(self) -> ThickSampleModel:
-        """The full field's unapodised spectra at the fitted rotation: the fit's own
-        model, or with "hann"/"auto" windows (fits on apodised spectra) a second one."""
-        theta, transpose = self._theta, bool(self.transpose)
+    def _reconstruction_model(self, at: tuple[float, bool] | None = None) -> ThickSampleModel:
+        """The full field's unapodised spectra at ``at`` (θ, transpose; default the fitted
+        rotation): the fit's own model, or with "hann"/"auto" windows a second one."""
+        theta, transpose = at or (self._theta, bool(self.transpose))
         if self.scan_window == "none":
             return self._full_model(theta, transpose)
         self._unapodised = self._at_rotation(self._unapodised, theta, transpose, apodise=False)
@@ -225,10 +225,10 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
             result = with_assessment(result, assess(view, fit_box, result.params, result.loss,
                                                     self.dataset, result.on_box_edge))
             if self.scan_window != "none":  # did the window matter? (fit.window_check)
-                theta, tr = math.radians(result.rotation_deg), result.transpose
-                self._unapodised = self._at_rotation(self._unapodised, theta, tr, False)
-                result = with_window_check(result, self._unapodised, fit_box, held,
-                                           self.dataset, adopt=self.scan_window == "auto")
+                unapodised = self._reconstruction_model((math.radians(result.rotation_deg),
+                                                         result.transpose))
+                result = with_window_check(result, unapodised, fit_box, held, self.dataset,
+                                           adopt=self.scan_window == "auto")
             if fit_detector_sampling:
                 result = refit_detector_sampling(result, fit_box, held, self.dataset,
                                                  self._engine_for, self._rebind)

@@ -22,7 +22,7 @@ from ..mapped_pages import release_pages
 from ..params import JOINT, from_vector
 from ..physics import objective as obj
 from ..physics.aliases import alias_map, fit_support
-from ..physics.apodisation import hann
+from ..physics.apodisation import hann_2d
 from ..physics.geometry import (
     BFPixels,
     half_plane_weights,
@@ -96,7 +96,7 @@ class Reference:
         per_pixel = shape[0] * shape[1] * np.dtype(self.complex_dtype).itemsize * 2
         chunk = max(1, staging_bytes // per_pixel)
         h, w = window.shape[:2]
-        weights = xp.asarray(np.outer(hann(h), hann(w))[:, :, None]) if apodise else None
+        weights = hann_2d((h, w), (h, w), xp)[:, :, None] if apodise else None
         for s in range(0, n_bf, chunk):
             block = window[:, :, s:s + chunk].astype(self.real_dtype)
             if weights is not None:  # (I − Ī)·h, zero on the padding
