@@ -17,7 +17,6 @@ from helpers import abtem_fixture
 from livessb.engine.cpu import CPUEngine, HostSpectra
 from livessb.physics.aliases import (
     alias_orders,
-    alias_pixels_on_cuda,
     alias_spacing,
     fit_support,
     kept_pair_fraction,
@@ -34,15 +33,6 @@ def test_alias_orders_follow_the_scans_nyquist_against_the_bf_band() -> None:
     assert not alias_spacing((0.6, 0.6), K_ALPHA, "kept").any()
     with pytest.raises(ValueError, match="alias_pixels must be one of"):
         alias_spacing((0.6, 0.6), K_ALPHA, "exclude")
-
-
-def test_gpu_sessions_refuse_excluded_until_its_kernels_are_validated_on_a_device() -> None:
-    # (make_engine's check; the CUDA engine itself runs it for tests/test_cuda_alias.py)
-    assert alias_pixels_on_cuda("kept") == "kept"
-    with pytest.raises(ValueError, match=r"not yet validated on the GPU.*device='cpu'"):
-        alias_pixels_on_cuda("excluded")
-    with pytest.raises(ValueError, match="alias_pixels must be one of"):
-        alias_pixels_on_cuda("exclude")
 
 
 @pytest.mark.parametrize("step", [0.5, 0.6, 1.0, 0.3])

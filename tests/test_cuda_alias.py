@@ -2,14 +2,14 @@
 alias module of the kernels (``cuda_kernels.module(alias=True)``, ``-DALIAS_PIXELS=1``)
 leaves out the BF pixels an alias of an undersampled scan shares, as the CPU engine's
 pair finder does (physics.aliases): the same pairs, energy, losses, derivatives, θ grid,
-reconstructions; on a scan that samples the band nothing changes. Sessions refuse the
-option on the GPU until a device run has passed these engine tests.
+reconstructions and session fit; on a scan that samples the band nothing changes.
 
 Each test writes what it measured to ``$LIVESSB_PARITY_LOG`` (JSON lines) when set.
 """
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 # As test_cuda_parity.py's (the same float32 spectra and kernels, fewer pairs).
 LOSS_RTOL = 1e-5
+PARAM_RTOL = 1e-3
+PHASE_ATOL = 2e-4
 OBJECT_RTOL = 1e-4  # a reconstruction's complex object, of its largest value
 
 
@@ -101,11 +103,25 @@ def test_the_theta_grid_and_the_reconstructions_leave_out_the_same_pixels(
         gpu.close()
 
 
-def test_sessions_refuse_the_unvalidated_gpu_option_with_the_way_out(thick: Dataset4D) -> None:
-    # Until a device run has passed the engine tests above, sessions do not offer it
-    # (the session-level parity test to restore then: git show 1f66301:tests/test_cuda_alias.py).
-    with pytest.raises(ValueError, match=r"not yet validated on the GPU.*device='cpu'"):
-        Session(thick, device="cuda", alias_pixels="excluded")
+def test_a_session_fits_on_the_gpu_as_on_the_cpu_and_records_the_option(
+        thick: Dataset4D) -> None:
+    fits = {}
+    for device in ("cpu", "cuda"):
+        with Session(thick, device=device, alias_pixels="excluded") as s:
+            fits[device] = (s.fit(trials=60, seed=5, progress=False), s.reconstruct().phase)
+    (fc, pc), (fg, pg) = fits["cpu"], fits["cuda"]
+    record("alias_session", dC10=fg.params["C10"] - fc.params["C10"],
+           dloss_rel=fg.loss / fc.loss - 1)
+    assert fg.provenance["alias_pixels"] == fc.provenance["alias_pixels"] == "excluded"
+    assert fg.rotation_deg == pytest.approx(fc.rotation_deg, abs=1e-3)
+    assert fg.loss == pytest.approx(fc.loss, rel=LOSS_RTOL)
+    for key in JOINT:
+        a, b = fg.params[key], fc.params[key]
+        scale = {"phi12": math.pi, "tilt_row_mrad": 15, "tilt_col_mrad": 15}.get(key, 0)
+        assert abs(a - b) <= PARAM_RTOL * max(abs(b), scale, 1.0), (key, a, b)
+    for key in ("C10", "C12"):
+        assert fg.errors[key] == pytest.approx(fc.errors[key], rel=1e-3)
+    assert np.abs(np.angle(np.exp(1j * (pg - pc)))).max() < PHASE_ATOL
 
 
 def test_a_scan_that_samples_the_band_runs_the_default_kernels_bit_for_bit() -> None:

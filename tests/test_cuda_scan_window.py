@@ -2,8 +2,7 @@
 staging multiplies the staged (mean-removed, zero-padded) counts by the scan-window Hann
 and measures each bin's frequency with the apodised table, as the CPU engine does
 (physics.apodisation): the same spectra, frequencies, losses, derivatives and fits, and
-the session's reconstructions stay unapodised. Sessions refuse the option on the GPU until
-a device run has passed these tests (the session tests here lift that gate).
+the session's reconstructions stay unapodised; "auto" reports what the CPU reports.
 
 Each test writes what it measured to ``$LIVESSB_PARITY_LOG`` (JSON lines) when set.
 """
@@ -71,22 +70,7 @@ def test_the_gpu_stages_the_cpus_apodised_spectra_frequencies_and_losses(
         gpu.close()
 
 
-def test_gpu_sessions_refuse_hann_until_it_is_validated() -> None:
-    ds = abtem_fixture("sto1_C10p80_noisefree", scan=12)
-    with pytest.raises(ValueError, match="not yet validated on the GPU"):
-        livessb.Session(ds, device="cuda", scan_window="hann")
-
-
-def test_a_hann_fit_on_cuda_equals_the_cpu_one_and_reconstructs_unapodised(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    import livessb.physics.apodisation as apodisation
-    import livessb.session_open as session_open
-
-    def accept(value: str) -> str:  # the gate this test is there to lift
-        return apodisation.check_scan_window(value)
-
-    monkeypatch.setattr(apodisation, "scan_window_on_cuda", accept)
-    monkeypatch.setattr(session_open, "scan_window_on_cuda", accept)
+def test_a_hann_fit_on_cuda_equals_the_cpu_one_and_reconstructs_unapodised() -> None:
     ds = abtem_fixture("sto1_C10p80_noisefree")
     truth = float(np.load(ABTEM_FIXTURES / "sto1_C10p80_noisefree.npz")["truth_C10"])
     fits: dict[str, Any] = {}
@@ -118,3 +102,18 @@ def test_a_hann_fit_on_cuda_equals_the_cpu_one_and_reconstructs_unapodised(
     assert abs(cb["unapodised"]["C10"] - ca["unapodised"]["C10"]) < 2e-4
     assert cb["z"]["C10"] == pytest.approx(ca["z"]["C10"], rel=1e-3)
     assert cb["recommended"] == ca["recommended"] == "hann"
+
+
+def test_an_auto_fit_on_cuda_reports_the_window_the_cpu_reports() -> None:
+    ds = abtem_fixture("sto1_C10p80_noisefree")
+    fits = {}
+    for device in ("cpu", "cuda"):
+        with livessb.Session(ds, device=device, scan_window="auto") as s:
+            fits[device] = s.fit(trials=200, seed=1, progress=False)
+    a, b = fits["cpu"], fits["cuda"]
+    record("scan_window_auto", cpu_C10=a.params["C10"], cuda_C10=b.params["C10"],
+           reported=b.provenance["window_check"]["reported"])
+    assert b.provenance["scan_window"] == a.provenance["scan_window"] == "auto"
+    assert b.provenance["window_check"]["reported"] == a.provenance["window_check"]["reported"]
+    assert abs(b.params["C10"] - a.params["C10"]) < 2e-4
+    assert b.errors["C10"] == pytest.approx(a.errors["C10"], rel=1e-3)

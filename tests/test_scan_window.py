@@ -24,7 +24,6 @@ from livessb.physics.apodisation import (
     design_factor,
     hann,
     power_factor,
-    scan_window_on_cuda,
 )
 from livessb.physics.frequencies import effective_frequencies, offset_table
 
@@ -148,13 +147,3 @@ def test_the_option_is_recorded_restored_checked_and_reconstructs_unapodised(
     old.write_text(json.dumps(doc))
     with livessb.Session(ds, device="cpu", calibration=old) as s:
         assert s.scan_window == "none"
-
-
-def test_gpu_sessions_refuse_the_hann_window_with_what_to_do_instead() -> None:
-    assert scan_window_on_cuda("none") == "none"
-    with pytest.raises(ValueError, match="device='cpu'"):
-        scan_window_on_cuda("hann")
-    with pytest.raises(ValueError, match="scan_window='auto' is not yet validated"):
-        scan_window_on_cuda("auto")
-    with pytest.raises(ValueError, match="scan_window must be one of"):
-        scan_window_on_cuda("Hann")

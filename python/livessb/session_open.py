@@ -14,9 +14,9 @@ from .dataset import Dataset4D
 from .detector_sampling import restored as restored_sampling
 from .engine import Engine, make_engine
 from .maps import MapResult
-from .memory import CorrectedCountsCheck, check_session_memory, uses_cuda
+from .memory import CorrectedCountsCheck, check_session_memory
 from .physics.aliases import alias_pixels_for, check_alias_pixels
-from .physics.apodisation import scan_window_for, scan_window_on_cuda, spectra_sets
+from .physics.apodisation import scan_window_for, spectra_sets
 from .physics.frequencies import check_scan_frequencies, scan_frequencies_for
 from .preprocess import Corrections, Preprocessing, preprocess_for
 from .results import FitResult, RegionResult
@@ -74,8 +74,6 @@ def open_scan(
                          reusable_bytes=reusable_bytes, spectra_sets=sets)
     doc = None if calibration is None else load_calibration(calibration, dataset, force)
     window = scan_window_for(scan_window, doc)
-    if uses_cuda(device):  # refused on the GPU before the preprocessing pass, not after
-        scan_window_on_cuda(window)
     dataset = restored_sampling(dataset, doc)  # a fitted sampling
     check_corrected = CorrectedCountsCheck(dataset, device, staging_budget_MiB, reusable_bytes,
                                            spectra_sets(window))

@@ -30,12 +30,8 @@ def make_engine(dataset: Dataset4D, device: str = "auto", **options: Any) -> Eng
             "device='cuda' needs CuPy and a CUDA GPU, and none is usable here: install "
             "livessb[cuda] on a GPU machine, or pass device='cpu' (or 'auto')")
     if device == "cuda" or (device == "auto" and cuda_available()):
-        from ..physics.aliases import alias_pixels_on_cuda
-        from ..physics.apodisation import scan_window_on_cuda
         from .cuda import CUDAEngine
 
-        alias_pixels_on_cuda(options.get("alias_pixels", "kept"))
-        scan_window_on_cuda(options.get("scan_window", "none"))
         return CUDAEngine(dataset, **options)
     from .cpu import CPUEngine
 

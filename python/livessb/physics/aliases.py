@@ -34,19 +34,6 @@ def check_alias_pixels(value: str) -> str:
                          "scan, docs/bias-matrix.md §7)")
 
 
-def alias_pixels_on_cuda(value: str) -> str:
-    """``value`` checked for a session on the GPU. The CUDA kernels' alias module
-    (``engine.cuda_kernels.module(alias=True)``) is built and compiles, but no device run
-    has yet compared it with the CPU engine (tests/test_cuda_alias.py): until one has,
-    sessions refuse "excluded" on the GPU with what to do instead."""
-    if check_alias_pixels(value) != "kept":
-        raise ValueError(
-            "alias_pixels='excluded' is not yet validated on the GPU: its CUDA kernels are "
-            "built but no device run has checked them against the CPU engine; open the "
-            "session with device='cpu', or keep alias_pixels='kept' on the GPU")
-    return value
-
-
 def alias_pixels_for(value: str | None, calibration: dict[str, Any] | None) -> str:
     """The setting a session uses: the one asked for; else a restored calibration's (its
     full fit's provenance; "kept" for a file saved before the key existed), so that its

@@ -51,19 +51,6 @@ def scan_window_for(value: str | None, calibration: dict[str, Any] | None) -> st
     return check_scan_window(str(fit.get("provenance", {}).get("scan_window", "none")))
 
 
-def scan_window_on_cuda(value: str) -> str:
-    """``value`` checked for a session on the GPU. The CUDA engine's apodised staging (the
-    Hann applied to the staged counts, the apodised offset tables) is built, but no device
-    run has yet compared it with the CPU engine (tests/test_cuda_scan_window.py): until
-    one has, sessions refuse "hann" on the GPU with what to do instead."""
-    if check_scan_window(value) != "none":
-        raise ValueError(
-            f"scan_window={value!r} is not yet validated on the GPU: its CUDA staging is built "
-            "but no device run has checked it against the CPU engine; open the session with "
-            "device='cpu', or keep scan_window='none' on the GPU")
-    return value
-
-
 def apodised_for(scan_window: str, apodise: bool | None) -> bool:
     """Whether a window's spectra are apodised: ``apodise`` when given (False for the
     session's reconstructions), else as the engine's ``scan_window``."""
