@@ -93,7 +93,7 @@ def add_data_arguments(f: argparse.ArgumentParser) -> None:
     f.add_argument("--scan-window", default=None, choices=["none", "hann", "auto"],
                    help="fit the spectra of the scan window as measured (none, the default) "
                         "or Hann-apodised (hann: removes the ~1%% C10 bias of a crystal "
-                        "window of few lattice periods, errors about x2; CPU only for now) or "
+                        "window of few lattice periods, errors about x2) or "
                         "auto (fits hann, reports the unapodised fit where the window check "
                         "sees no leakage and it has the smaller errors); with --calibration, "
                         "the file's own by default")

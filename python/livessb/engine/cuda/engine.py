@@ -135,7 +135,7 @@ class CUDAEngine:
         self._anchors = ck.recurrence_anchors(bf.rows, bf.cols)
         self._column_step = ck.column_step(bf.k_det, bf.rows, bf.cols)
         self._kgeo = KernelGeo.of(geo.k_alpha, geo.edge_width, geo.wavelength, spacing,
-                                  cp.asarray)
+                                  cp.asarray, float(np.max(np.hypot(*bf.k_det.T))))
         ck.module(self._kgeo.aliased)  # the alias module compiled (or loaded) now, if needed
         self._recon = Reconstructor(cp, self.memory, self._kgeo, self.reference, self.stats,
                                     geo.step)

@@ -61,23 +61,29 @@ class KernelGeo:
     g_inv_w: np.float32  # 1 / edge width
     g_twopilam: np.float32  # 2πλ
     pilam: np.float64  # πλ
-    # (1/step_r, 1/step_c, m_r, m_c) float64 on the device where an alias's pixels are
-    # left out (physics.aliases.alias_spacing with orders), else NULL_POINTER ...
+    # (1/step_r, 1/step_c, m_r, m_c, reach²) float64 on the device where an alias's pixels
+    # are left out (physics.aliases.alias_spacing with orders; reach² = ((max |k| + k_α)
+    # (1 + 1e-9))²: an alias ν' farther from the origin holds no BF pixel, so the kernels
+    # skip its test, common.cu alias_reach), else NULL_POINTER ...
     g_alias: Any = NULL_POINTER
     # ... and then the kernels of cuda_kernels.module(alias=True)
     aliased: bool = False
 
     @classmethod
     def of(cls, k_alpha: float, edge_width: float, wavelength: float,
-           alias_spacing: np.ndarray | None = None, upload: Any = None) -> KernelGeo:
+           alias_spacing: np.ndarray | None = None, upload: Any = None,
+           k_max: float = 0.0) -> KernelGeo:
         """``alias_spacing`` (``physics.aliases.alias_spacing``): where it has orders (an
-        undersampled scan, "excluded") it goes to the device through ``upload`` and the
-        kernels are the alias module's; else every pair is kept."""
+        undersampled scan, "excluded") it goes to the device through ``upload``, with the
+        reach of ``k_max`` (the largest |k| of the BF pixels, 1/Å), and the kernels are the
+        alias module's; else every pair is kept."""
         ka2, ka, inv_w, twopilam = ck.geo_args(k_alpha, edge_width, wavelength)
         pilam = np.float64(math.pi * wavelength)
         if alias_spacing is None or not np.any(alias_spacing[2:]):
             return cls(ka2, ka, inv_w, twopilam, pilam)
-        return cls(ka2, ka, inv_w, twopilam, pilam, upload(alias_spacing), True)
+        reach2 = ((float(k_max) + float(k_alpha)) * (1.0 + 1e-9)) ** 2
+        table = np.append(np.asarray(alias_spacing, dtype=np.float64), reach2)
+        return cls(ka2, ka, inv_w, twopilam, pilam, upload(table), True)
 
     def function(self, name: str, dynamic_shared_bytes: int = 0) -> Any:
         """The compiled kernel ``name`` of the module these pairs need."""

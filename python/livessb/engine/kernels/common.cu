@@ -61,6 +61,8 @@ struct Geo {
 #if ALIAS_PIXELS
     double a_sr, a_sc; // alias spacing 1/step per scan axis (1/Å)
     int a_mr, a_mc;    // alias orders tested per axis (0: none, every pair kept)
+    double a_reach2;   // (max |k| + k_alpha)²: an alias farther out holds no BF pixel
+    unsigned a_bits;   // per walk: the aliases of its ν within reach (alias_reach)
 #endif
 };
 
@@ -76,23 +78,47 @@ __device__ __forceinline__ Geo make_geo(double ka2, float ka, float inv_w, float
     g.in2 = lo > 0.0f ? lo * lo : -1.0f;
     g.out2 = hi * hi;
 #if ALIAS_PIXELS
-    g.a_sr = g.a_sc = 0.0;
+    g.a_sr = g.a_sc = g.a_reach2 = 0.0;
     g.a_mr = g.a_mc = 0;
+    g.a_bits = 0u;
 #endif
     return g;
 }
 
-// g with the alias spacing (1/step_r, 1/step_c, m_r, m_c) of physics.aliases.alias_spacing;
-// nullptr (or the default module) keeps every pair.
+// g with the alias spacing (1/step_r, 1/step_c, m_r, m_c) of physics.aliases.alias_spacing
+// and the reach² (launch.KernelGeo); nullptr (or the default module) keeps every pair.
 __device__ __forceinline__ Geo with_alias(Geo g, const double* __restrict__ alias) {
 #if ALIAS_PIXELS
     if (alias != nullptr) {
         g.a_sr = alias[0]; g.a_sc = alias[1];
         g.a_mr = (int)alias[2]; g.a_mc = (int)alias[3];
+        g.a_reach2 = alias[4];
     }
 #endif
     return g;
 }
+
+#if ALIAS_PIXELS
+// The aliases ν' = ν + m/step of one frequency (bit i: the i-th m ≠ 0 in alias_shared's
+// order) whose discs can hold a BF pixel: |k ∓ ν'| ≥ |ν'| − max|k| > k_alpha for every
+// pixel beyond the reach, so leaving those out changes no pair (the float64 sum and
+// product as the test's own). From the 32nd on (bit 31) aliases are always tested.
+__device__ __forceinline__ unsigned alias_reach(double nr, double nc, const Geo& g) {
+    unsigned bits = 0u;
+    int i = 0;
+    for (int mr = -g.a_mr; mr <= g.a_mr; ++mr) {
+        for (int mc = -g.a_mc; mc <= g.a_mc; ++mc) {
+            if (mr == 0 && mc == 0) continue;
+            const double ar = __dadd_rn(nr, __dmul_rn((double)mr, g.a_sr));
+            const double ac = __dadd_rn(nc, __dmul_rn((double)mc, g.a_sc));
+            if (i >= 31) return bits | 0x80000000u;  // (bit 31: the rest tested)
+            if (__dadd_rn(__dmul_rn(ar, ar), __dmul_rn(ac, ac)) <= g.a_reach2) bits |= 1u << i;
+            ++i;
+        }
+    }
+    return bits;
+}
+#endif
 
 struct Cand {          // per (ν, candidate) constants
     float vr, vc;      // c' = kr*vr + kc*vc

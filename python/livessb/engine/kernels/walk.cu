@@ -82,23 +82,39 @@ __device__ __forceinline__ void block_reduce(double* red, int n) {
 }
 
 #if ALIAS_PIXELS
-// Whether pixel k lies in the single-sideband support of an alias ν + m/step of ν (m ≠ 0):
-// physics.aliases.in_alias_support in float64 with the Numba kernel's operations in its
-// order (rounded ones: no contraction), so both engines keep the same pairs.
-// Out of line (scalars by value): the hot loop keeps its registers; called only for
-// in-trotter pairs of an aliased scan.
-__device__ __noinline__ bool alias_shared(double kr, double kc, double nr, double nc,
-                                          double ka2, double sr, double sc, int m_r, int m_c) {
+// Whether pixel k lies in the single-sideband support of an alias ν + m/step of ν (m ≠ 0)
+// within reach (bits, alias_reach): physics.aliases.in_alias_support. As pair_geo, float
+// first: its squared distances err by ~1e-6 k_alpha² (every value within a few k_alpha of
+// the origin), so only within 1e-4 k_alpha² of an edge does the float64 test decide, with
+// the Numba kernel's operations in its order (rounded ones: no contraction): both engines
+// keep the same pairs. Out of line (scalars by value): the hot loop keeps its registers;
+// called only for in-trotter pairs of an aliased scan.
+__device__ __noinline__ bool alias_shared(float fkr, float fkc, const double* kd, double nr,
+                                          double nc, double ka2, double sr, double sc,
+                                          int m_r, int m_c, unsigned bits) {
+    const float fka2 = (float)ka2, tol = 1e-4f * fka2;
+    const float fnr = (float)nr, fnc = (float)nc, fsr = (float)sr, fsc = (float)sc;
+    int i = 0;
     for (int mr = -m_r; mr <= m_r; ++mr) {
         for (int mc = -m_c; mc <= m_c; ++mc) {
             if (mr == 0 && mc == 0) continue;
-            const double ar = __dadd_rn(nr, __dmul_rn((double)mr, sr));
-            const double ac = __dadd_rn(nc, __dmul_rn((double)mc, sc));
-            const double qr = __dsub_rn(kr, ar), qc = __dsub_rn(kc, ac);
-            const bool in_minus = __dadd_rn(__dmul_rn(qr, qr), __dmul_rn(qc, qc)) <= ka2;
-            const double pr = __dadd_rn(kr, ar), pc = __dadd_rn(kc, ac);
-            if (in_minus != (__dadd_rn(__dmul_rn(pr, pr), __dmul_rn(pc, pc)) <= ka2))
-                return true;
+            const bool reach = (bits >> min(i, 31)) & 1u;
+            ++i;
+            if (!reach) continue;
+            const float ar = fnr + (float)mr * fsr, ac = fnc + (float)mc * fsc;
+            const float qr = fkr - ar, qc = fkc - ac, pr = fkr + ar, pc = fkc + ac;
+            const float dm = qr * qr + qc * qc, dp = pr * pr + pc * pc;
+            bool in_minus = dm <= fka2, in_plus = dp <= fka2;
+            if ((fabsf(dm - fka2) < tol) | (fabsf(dp - fka2) < tol)) {
+                const double kr = kd[0], kc = kd[1];
+                const double dar = __dadd_rn(nr, __dmul_rn((double)mr, sr));
+                const double dac = __dadd_rn(nc, __dmul_rn((double)mc, sc));
+                const double er = __dsub_rn(kr, dar), ec = __dsub_rn(kc, dac);
+                in_minus = __dadd_rn(__dmul_rn(er, er), __dmul_rn(ec, ec)) <= ka2;
+                const double sr_ = __dadd_rn(kr, dar), sc_ = __dadd_rn(kc, dac);
+                in_plus = __dadd_rn(__dmul_rn(sr_, sr_), __dmul_rn(sc_, sc_)) <= ka2;
+            }
+            if (in_minus != in_plus) return true;
         }
     }
     return false;
@@ -127,8 +143,8 @@ __device__ __forceinline__ bool pair_geo(float fkr, float fkc, float fnr, float 
     }
     if (inm == inp) return false;
 #if ALIAS_PIXELS
-    if ((g.a_mr | g.a_mc)
-        && alias_shared(kd[0], kd[1], nr, nc, g.ka2, g.a_sr, g.a_sc, g.a_mr, g.a_mc))
+    if (g.a_bits && alias_shared(fkr, fkc, kd, nr, nc, g.ka2, g.a_sr, g.a_sc, g.a_mr, g.a_mc,
+                                 g.a_bits))
         return false;  // the pixel carries an alias's signal too
 #endif
     minus = inm;
@@ -216,6 +232,12 @@ __device__ __forceinline__ void walk_pairs(
     const int lane = threadIdx.x & 31;
     const float fnr = (float)nr, fnc = (float)nc;
     if (!__any_sync(0xffffffffu, active)) return;  // warp-uniform
+#if ALIAS_PIXELS
+    Geo wg = geo;  // this frequency's aliases within reach
+    wg.a_bits = (wg.a_mr | wg.a_mc) ? alias_reach(nr, nc, geo) : 0u;
+#else
+    const Geo& wg = geo;
+#endif
     const float2 zero = make_float2(0.f, 0.f);
     for (int b0 = BL; b0 < BH; b0 += BT) {
         const int nb = min(BT, BH - b0);
@@ -239,7 +261,7 @@ __device__ __forceinline__ void walk_pairs(
                 const float4 p = ld_shared(s_px, t);
                 float am, ap;
                 bool minus;
-                if (active && pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc, p.z, geo,
+                if (active && pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc, p.z, wg,
                                        am, ap, minus))
                     pair(p.x, p.y, g, am, ap, minus);
             }
@@ -257,7 +279,7 @@ __device__ __forceinline__ void walk_pairs(
                 float am, ap;
                 bool minus;
                 const bool in = active && pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr,
-                                                   nc, p.z, geo, am, ap, minus);
+                                                   nc, p.z, wg, am, ap, minus);
                 if (WARP) pixel(p, in);
                 if (in) pair(p.x, p.y, g, am, ap, minus);
             }
