@@ -1,8 +1,8 @@
-"""What a model setting (``alias_pixels="excluded"``, ``scan_window="hann"``) costs and
-changes on the SPEC §4 workload (0.7 Å steps at 200 kV, 20 mrad: one alias order per
-axis): warm full-field fit, 128² region and Auto reconstruction with the default and with
-the setting, the fitted C10 and C12 (and their errors) against the synthetic truth and the
-pairs each keeps. One process, both settings in turn.
+"""What a model setting (``alias_pixels="excluded"``, ``scan_window="hann"`` or "auto")
+costs and changes on the SPEC §4 workload (0.7 Å steps at 200 kV, 20 mrad: one alias order
+per axis): warm full-field fit, 128² region and Auto reconstruction with the default and
+with the setting, the window check's share, the fitted C10 and C12 (and their errors)
+against the synthetic truth and the pairs each keeps. One process, both settings in turn.
 
 Usage: python3 benchmarks/setting_cost.py OUT.json NAME=VALUE [cuda|cpu] [scan] [detector] [runs]
 """
@@ -57,6 +57,7 @@ def main() -> None:
             rows[mode] = {
                 "fit_s": t_fit, "region_128_s": t_region, "reconstruct_auto_s": t_auto,
                 "trotter_pairs": pairs,
+                "window_check_s": fit.timings.get("window_check_s"),  # "hann", "auto"
                 "fit": {k: fit.params[k] for k in ("C10", "C12", "phi12")},
                 "fit_errors": {k: fit.errors.get(k) for k in ("C10", "C12", "phi12")},
                 "region": {k: reg.params[k] for k in ("C10", "C12", "phi12")},

@@ -91,7 +91,7 @@ class CUDAEngine:
     ) -> None:
         self.scan_frequencies = check_scan_frequencies(scan_frequencies)
         self.alias_pixels = check_alias_pixels(alias_pixels)
-        self.scan_window = check_scan_window(scan_window)  # sessions: physics.apodisation gate
+        self.scan_window = check_scan_window(scan_window)
         import cupy as cp
 
         self.cp = cp
