@@ -117,3 +117,28 @@ def test_an_auto_fit_on_cuda_reports_the_window_the_cpu_reports() -> None:
     assert b.provenance["window_check"]["reported"] == a.provenance["window_check"]["reported"]
     assert abs(b.params["C10"] - a.params["C10"]) < 2e-4
     assert b.errors["C10"] == pytest.approx(a.errors["C10"], rel=1e-3)
+
+
+def test_an_auto_map_on_cuda_reports_the_cpus_window_per_tile() -> None:
+    # (the tiles' window checks run inside the lockstep's turns on the GPU)
+    from livessb.simulate import simulate_4dstem
+
+    ds, _ = simulate_4dstem(scan_shape=(32, 32), detector_shape=(32, 32), scan_step_A=0.25,
+                            aberrations={"C10": -60.0, "C12": 8.0, "phi12": 0.4}, dose=2e4,
+                            seed=5)
+    maps = {}
+    for device in ("cpu", "cuda"):
+        with livessb.Session(ds, device=device, scan_window="auto") as s:
+            s.fit(trials=60, seed=1, progress=False)
+            maps[device] = s.fit_map(tile=(16, 16), trials=100, seed=3, progress=False)
+    a, b = maps["cpu"], maps["cuda"]
+    tiles = list(zip([f for r in a.fits for f in r], [f for r in b.fits for f in r],
+                     strict=True))
+    worst = max(abs(fb.params["C10"] - fa.params["C10"]) for fa, fb in tiles)
+    record("scan_window_auto_map", dC10_max=worst,
+           reported=[fb.provenance["window_check"]["reported"] for _, fb in tiles])
+    assert b.provenance["window_check"] == a.provenance["window_check"]
+    for fa, fb in tiles:
+        ca, cb = fa.provenance["window_check"], fb.provenance["window_check"]
+        assert cb["reported"] == ca["reported"]
+    assert worst < 1e-3

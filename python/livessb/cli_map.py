@@ -100,6 +100,15 @@ def summary_lines(m: MapResult, elapsed_s: float) -> list[str]:
                   ("on the box edge", int(m.on_box_edge[name].sum())))
         flags = [f"{what} in {k}/{n} tiles" for what, k in counts if k]
         lines.append(text + (f" ({', '.join(flags)})" if flags else ""))
+    check = m.provenance.get("window_check")  # the tiles of a "hann" or "auto" session
+    if isinstance(check, dict):
+        text = (f"  window check: leakage in {check['leakage']}/{check['checked']} tiles, "
+                f"'none' suits {check['recommended_none']}")
+        if check["reported_none"]:
+            text += " (their unapodised fits are reported: scan_window='auto')"
+        elif check["recommended_none"]:
+            text += " (scan_window='auto' would report their unapodised fits)"
+        lines.append(text)
     return lines
 
 

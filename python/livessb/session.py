@@ -350,7 +350,8 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         theta, transpose = self._theta, bool(self.transpose)
         provenance = self._provenance(trials, seed, fit_box, "vp", mode="map", fixed=held)
         result = fit_map(engine, grid, theta, float(self.rotation_deg or 0.0), transpose,
-                         WindowSpec(trials, seed, fit_box, held, dataset=self.dataset),
+                         WindowSpec(trials, seed, fit_box, held, dataset=self.dataset,
+                                    scan_window=self.scan_window),
                          provenance, progress)
         result.attach(self)
         self.maps.append(result)

@@ -26,6 +26,7 @@ from ..results import Bounds, FitResult
 from .lockstep import Lockstep
 from .progress import Progress, callback_of
 from .region import WindowSpec, fit_window
+from .window_check import tiles_summary
 
 # Tiles in flight at most. H200, 8x8 map of 64² tiles (SPEC §4): 2.23-2.78 s one after
 # another, 1.84 s 8 at once, 1.72 s 16, 1.71 s 32, 1.80-2.01 s 64 (the host's turns,
@@ -176,8 +177,9 @@ def fit_map(
                "lockstep_width": float(lanes), "lockstep_groups": float(lockstep.groups),
                "lockstep_rounds": float(lockstep.rounds),
                "lockstep_host_s": lockstep.host_s, "lockstep_download_s": lockstep.download_s}
+    checks = tiles_summary(flat_fits)  # the tiles of a "hann" or "auto" session
     return MapResult.from_fits(
         fits, tile=grid.tile, step=grid.step, fixed=spec.held, rotation_deg=rotation_deg,
         transpose=transpose, timings=timings,
         provenance={**provenance, "mode": "map", "tile": list(grid.tile),
-                    "step": list(grid.step)})
+                    "step": list(grid.step), **({"window_check": checks} if checks else {})})

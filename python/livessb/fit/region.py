@@ -33,8 +33,8 @@ class WindowSpec:
     objective: str = "vp"
     sampler: str = "native"
     dataset: Any = None  # for the noise level of the errors (None: no assessment)
-    # The session's window: "hann" and "auto" windows are compared with the unapodised fit
-    # (fit.window_check; regions are, map tiles pass "none"), "auto" reports the advised one
+    # The session's window: "hann" and "auto" windows (regions and map tiles) are compared
+    # with the unapodised fit (fit.window_check), "auto" reports the advised one
     scan_window: str = "none"
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -100,6 +100,19 @@ class WindowCheck:
                 "unapodised": dict(self.unapodised),
                 "errors_apodised": dict(self.errors_apodised),
                 "errors_unapodised": dict(self.errors_unapodised), "advice": self.advice()}
+
+
+def tiles_summary(fits: Sequence[FitResult]) -> dict[str, int] | None:
+    """How the window checks of a map's tiles came out (None where none was checked):
+    tiles checked, with leakage, advised "none", reporting the unapodised fit ("auto")."""
+    checks = [f.provenance.get("window_check") for f in fits]
+    done = [c for c in checks if isinstance(c, Mapping)]
+    if not done:
+        return None
+    return {"tiles": len(fits), "checked": len(done),
+            "leakage": sum(bool(c.get("leakage")) for c in done),
+            "recommended_none": sum(c.get("recommended") == "none" for c in done),
+            "reported_none": sum(c.get("reported") == "none" for c in done)}
 
 
 def statistical_errors(components: Mapping[str, Any]) -> dict[str, float]:
