@@ -337,21 +337,20 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         box: Mapping[str, tuple[float, float]] | None = None, progress: Progress = True,
         extra: Sequence[str] = (),
     ) -> MapResult:
-        """The joint fit (rotation held) on every tile of a grid (``livessb.fit.maps``):
-        ``tile`` (rows, cols) positions, every ``step`` (None: the tile; smaller:
-        overlapping tiles), the last tiles aligned to the scan edge. ``fixed``, ``box``,
-        ``extra`` as in :meth:`fit_region`, for every tile; ``progress``: a tqdm bar over
-        tiles or a callable (stage "map", done, total). Kept in ``maps`` (saved with the
-        calibration); ``MapResult.reconstruct`` reconstructs through this session."""
+        """The joint fit (rotation held) on every tile of a grid (``livessb.fit.maps``): ``tile``
+        (rows, cols) positions every ``step`` (None: the tile; smaller: overlapping), the last
+        aligned to the scan edge; ``fixed``, ``box``, ``extra`` and the window check as in
+        :meth:`fit_region`, per tile; ``progress``: tqdm over tiles or a callable ("map", done,
+        total). Kept in ``maps``, saved with the calibration; ``MapResult.reconstruct`` draws it."""
         engine = self._check_open()
         grid = tile_grid(self.dataset.scan_shape, tile, step)
         fit_box, held = self._fit_box(box, extra, fixed)
-        callback_of(progress)
+        callback_of(progress)  # a bad progress argument refused before any work
         theta, transpose = self._theta, bool(self.transpose)
         provenance = self._provenance(trials, seed, fit_box, "vp", mode="map", fixed=held)
-        result = fit_map(engine, grid, theta, float(self.rotation_deg or 0.0), transpose,
-                         WindowSpec(trials, seed, fit_box, held, dataset=self.dataset,
-                                    scan_window=self.scan_window),
+        spec = WindowSpec(trials, seed, fit_box, held, dataset=self.dataset,
+                          scan_window=self.scan_window)
+        result = fit_map(engine, grid, theta, self.rotation_deg or 0.0, transpose, spec,
                          provenance, progress)
         result.attach(self)
         self.maps.append(result)
