@@ -46,6 +46,8 @@ def test_fixed_parameters_are_held_and_the_rest_recover_the_truth(
     assert fit.params["C12"] == pytest.approx(truth.params["C12"], abs=0.3)
     assert _phi12_diff(fit.params["phi12"], truth.params["phi12"]) < 0.01
     assert len({t["params"]["C10"] for t in fit.trials}) == len(fit.trials)  # C10 does vary
+    # the record names every stage: the θ grid of the rotation refinement too
+    assert fit.timings["rotation_scan_s"] > 0 and fit.timings["rotation_refine_s"] > 0
 
 
 def test_held_defocus_is_not_moved_by_a_region_fit(

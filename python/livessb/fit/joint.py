@@ -158,6 +158,7 @@ def refine_rotation(
     Returns the refined θ; the Newton runs at ``snap(θ)`` (the angle as the caller will
     store it), and the model is left there.
     """
+    t0 = time.perf_counter()
     vec = np.array([[params[p] for p in box.names]])
     # A parabola through a grid, not a line search: the scan holds the lobes' pixel sets
     # at the middle θ (smooth in θ), the Newton at the refined θ uses that θ's own.
@@ -169,8 +170,9 @@ def refine_rotation(
     else:
         refined = float(grid[int(np.argmin(losses))])
     view.set_rotation(refined if snap is None else snap(refined), transpose)
+    scan_s = time.perf_counter() - t0  # the θ grid and the new rotation's geometry
     fit = newton_fit(view, params, box, branch="refined", progress=progress)
-    fit.timings = {"rotation_refine_s": fit.timings["newton_s"]}
+    fit.timings = {"rotation_scan_s": scan_s, "rotation_refine_s": fit.timings["newton_s"]}
     return refined, fit
 
 
