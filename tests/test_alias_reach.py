@@ -3,7 +3,8 @@ kernels/walk.cu ``alias_shared``) that keep its pairs the CPU engine's, checked 
 without a GPU: an alias ν' = ν + m/step beyond max|k| + k_α shares no BF pixel (so the
 kernel skips its test), and the float32 squared distances decide a disc's side exactly as
 float64 wherever they lie 1e-4 k_α² or more from its edge (nearer, float64 decides). The
-kernels themselves against the CPU engine: tests/test_cuda_alias.py on a device."""
+two kernel functions transliterated, bookkeeping included, leave out the full test's
+pixels. The kernels against the CPU engine: tests/test_cuda_alias.py on a device."""
 
 from __future__ import annotations
 
@@ -93,3 +94,70 @@ def test_float32_distances_decide_as_float64_away_from_the_edge(k_alpha: float,
                 decided += int(clear.sum())
                 near += int((~clear).sum())
     assert decided > 0 and near > 0
+
+
+def _kernel_reach(nr: float, nc: float, spacing: np.ndarray, reach2: float) -> int:
+    """common.cu ``alias_reach``, line for line: bit i for the i-th alias m ≠ 0 within
+    reach; from the 32nd on, bit 31 and every alias tested."""
+    bits, i, m_r, m_c = 0, 0, int(spacing[2]), int(spacing[3])
+    for mr in range(-m_r, m_r + 1):
+        for mc in range(-m_c, m_c + 1):
+            if mr == 0 and mc == 0:
+                continue
+            ar, ac = nr + mr * spacing[0], nc + mc * spacing[1]
+            if i >= 31:
+                return bits | 0x80000000
+            if ar * ar + ac * ac <= reach2:
+                bits |= 1 << i
+            i += 1
+    return bits
+
+
+def _kernel_shared(k: np.ndarray, nr: float, nc: float, ka2: float, spacing: np.ndarray,
+                   bits: int) -> bool:
+    """walk.cu ``alias_shared``, line for line (float32 first, float64 near an edge)."""
+    f32 = np.float32
+    fka2 = f32(ka2)
+    tol = f32(1e-4) * fka2
+    fkr, fkc, fnr, fnc = f32(k[0]), f32(k[1]), f32(nr), f32(nc)
+    fsr, fsc = f32(spacing[0]), f32(spacing[1])
+    i, m_r, m_c = 0, int(spacing[2]), int(spacing[3])
+    for mr in range(-m_r, m_r + 1):
+        for mc in range(-m_c, m_c + 1):
+            if mr == 0 and mc == 0:
+                continue
+            reach = (bits >> min(i, 31)) & 1
+            i += 1
+            if not reach:
+                continue
+            ar, ac = fnr + f32(mr) * fsr, fnc + f32(mc) * fsc
+            dm = (fkr - ar) ** 2 + (fkc - ac) ** 2
+            dp = (fkr + ar) ** 2 + (fkc + ac) ** 2
+            in_minus, in_plus = dm <= fka2, dp <= fka2
+            if abs(dm - fka2) < tol or abs(dp - fka2) < tol:
+                dar, dac = nr + mr * spacing[0], nc + mc * spacing[1]
+                in_minus = (k[0] - dar) ** 2 + (k[1] - dac) ** 2 <= ka2
+                in_plus = (k[0] + dar) ** 2 + (k[1] + dac) ** 2 <= ka2
+            if in_minus != in_plus:
+                return True
+    return False
+
+
+@pytest.mark.parametrize("k_alpha,step", GEOMETRIES)
+def test_the_kernels_bookkeeping_leaves_out_the_full_tests_pixels(k_alpha: float,
+                                                                   step: float) -> None:
+    # The kernel's two functions transliterated (bit order, the 31-alias overflow): the
+    # pixels they leave out are physics.aliases.in_alias_support's, pair by pair.
+    k, nu_r, nu_c = _pixels_and_frequencies(k_alpha, step, 150, seed=3)
+    nu_r, nu_c = nu_r[:20], nu_c[:20]
+    spacing = alias_spacing((step, step), k_alpha, "excluded")
+    full = in_alias_support(k, nu_r, nu_c, k_alpha, spacing)
+    reach2 = ((np.max(np.hypot(k[:, 0], k[:, 1])) + k_alpha) * (1 + 1e-9)) ** 2
+    got = np.zeros_like(full)
+    for j in range(nu_r.size):
+        bits = _kernel_reach(nu_r[j], nu_c[j], spacing, reach2)
+        for b in range(k.shape[0]):
+            got[b, j] = bits != 0 and _kernel_shared(k[b], nu_r[j], nu_c[j], k_alpha**2,
+                                                     spacing, bits)
+    assert full.any() and not full.all()
+    np.testing.assert_array_equal(got, full)
