@@ -5,8 +5,6 @@ default session's tiles are not checked."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 import livessb
@@ -52,8 +50,7 @@ def test_every_tile_of_a_hann_map_is_checked_and_counted(maps: dict[str, MapResu
     assert all("window_check" not in f.provenance for row in maps["none"].fits for f in row)
 
 
-def test_an_auto_map_reports_each_tiles_advised_fit(maps: dict[str, MapResult],
-                                                     tmp_path: Path) -> None:
+def test_an_auto_map_reports_each_tiles_advised_fit(maps: dict[str, MapResult]) -> None:
     hann, auto = maps["hann"], maps["auto"]
     for row_h, row_a in zip(hann.fits, auto.fits, strict=True):
         for fh, fa in zip(row_h, row_a, strict=True):
