@@ -109,9 +109,9 @@ __device__ __forceinline__ unsigned alias_reach(double nr, double nc, const Geo&
     for (int mr = -g.a_mr; mr <= g.a_mr; ++mr) {
         for (int mc = -g.a_mc; mc <= g.a_mc; ++mc) {
             if (mr == 0 && mc == 0) continue;
+            if (i >= 31) return bits | 0x80000000u;  // (bit 31: the rest tested)
             const double ar = __dadd_rn(nr, __dmul_rn((double)mr, g.a_sr));
             const double ac = __dadd_rn(nc, __dmul_rn((double)mc, g.a_sc));
-            if (i >= 31) return bits | 0x80000000u;  // (bit 31: the rest tested)
             if (__dadd_rn(__dmul_rn(ar, ar), __dmul_rn(ac, ac)) <= g.a_reach2) bits |= 1u << i;
             ++i;
         }

@@ -81,6 +81,20 @@ __device__ __forceinline__ void block_reduce(double* red, int n) {
     }
 }
 
+// Whether pixel k lies in the hard discs at +c and -c (|k ∓ c|² ≤ kα²), in float64 with the
+// NumPy formula's rounded operations in its order (no contraction): the edge cases of the
+// float-first tests of pair_geo and alias_shared.
+__device__ __forceinline__ void discs_f64(const double* kd, double cr, double cc, double ka2,
+                                          bool& in_minus, bool& in_plus) {
+    const double kr = kd[0], kc = kd[1];
+    const double dr = __dsub_rn(kr, cr), dc = __dsub_rn(kc, cc);
+    const double dm = __dadd_rn(__dmul_rn(dr, dr), __dmul_rn(dc, dc));
+    const double er = __dadd_rn(kr, cr), ec = __dadd_rn(kc, cc);
+    const double dp = __dadd_rn(__dmul_rn(er, er), __dmul_rn(ec, ec));
+    in_minus = dm <= ka2;
+    in_plus = dp <= ka2;
+}
+
 #if ALIAS_PIXELS
 // Whether pixel k lies in the single-sideband support of an alias ν + m/step of ν (m ≠ 0)
 // within reach (bits, alias_reach): physics.aliases.in_alias_support. As pair_geo, float
@@ -106,13 +120,9 @@ __device__ __noinline__ bool alias_shared(float fkr, float fkc, const double* kd
             const float dm = qr * qr + qc * qc, dp = pr * pr + pc * pc;
             bool in_minus = dm <= fka2, in_plus = dp <= fka2;
             if ((fabsf(dm - fka2) < tol) | (fabsf(dp - fka2) < tol)) {
-                const double kr = kd[0], kc = kd[1];
                 const double dar = __dadd_rn(nr, __dmul_rn((double)mr, sr));
                 const double dac = __dadd_rn(nc, __dmul_rn((double)mc, sc));
-                const double er = __dsub_rn(kr, dar), ec = __dsub_rn(kc, dac);
-                in_minus = __dadd_rn(__dmul_rn(er, er), __dmul_rn(ec, ec)) <= ka2;
-                const double sr_ = __dadd_rn(kr, dar), sc_ = __dadd_rn(kc, dac);
-                in_plus = __dadd_rn(__dmul_rn(sr_, sr_), __dmul_rn(sc_, sc_)) <= ka2;
+                discs_f64(kd, dar, dac, ka2, in_minus, in_plus);
             }
             if (in_minus != in_plus) return true;
         }
@@ -133,13 +143,7 @@ __device__ __forceinline__ bool pair_geo(float fkr, float fkc, float fnr, float 
     const float ka2 = g.ka * g.ka, tol = 1e-4f * ka2;
     bool inm = dm <= ka2, inp = dp <= ka2;
     if ((fabsf(dm - ka2) < tol) | (fabsf(dp - ka2) < tol)) {
-        const double kr = kd[0], kc = kd[1];
-        const double dr = __dsub_rn(kr, nr), dc = __dsub_rn(kc, nc);
-        const double dmd = __dadd_rn(__dmul_rn(dr, dr), __dmul_rn(dc, dc));
-        const double er = __dadd_rn(kr, nr), ec = __dadd_rn(kc, nc);
-        const double dpd = __dadd_rn(__dmul_rn(er, er), __dmul_rn(ec, ec));
-        inm = dmd <= g.ka2;
-        inp = dpd <= g.ka2;
+        discs_f64(kd, nr, nc, g.ka2, inm, inp);
     }
     if (inm == inp) return false;
 #if ALIAS_PIXELS
