@@ -9,6 +9,7 @@ for git), fits each with ``Session.fit`` (CPU, 200 trials, seed 1; the exact det
 sampling given), once with the overlaps at the grid frequencies (the default) and once
 at the effective ones (``scan_frequencies``), and writes both tables (``--out``) and a
 JSON record next to it.
+``--peer-python PATH`` adds the peer's column (quantem, ``scripts/bias_matrix_peer.py``).
 ``--only NAME...`` fits a subset; ``--loss`` picks the objective; ``--alias-pixels
 excluded`` fits with the BF pixels an alias shares left out (``Session(alias_pixels=)``,
 its own table); ``--scan-window hann`` fits the Hann-apodised spectra
@@ -256,6 +257,9 @@ def main() -> None:
                     help="electrons per pattern for every case (e.g. 1e10: noise-free)")
     ap.add_argument("--fine-detector", action="store_true",
                     help="the defocus series on a 4x-finer detector (fine_detector_cases)")
+    ap.add_argument("--peer-python", default="",
+                    help="an interpreter with quantem 0.1.10: adds its column "
+                         "(scripts/bias_matrix_peer.py; cached in --cache)")
     ap.add_argument("--fine-scan", action="store_true",
                     help="the near-focus series at 0.25 Å steps, no aliases (fine_scan_cases)")
     args = ap.parse_args()
@@ -301,6 +305,13 @@ def main() -> None:
                         f"\n\n{table(rows)}\n\n"
                         f"{coverage_line(rows)}\n\n{by_window_check(rows)}\n")
         record[mode] = rows
+    if args.peer_python:
+        from bias_matrix_peer import peer_rows, peer_table
+
+        paths = [args.cache / f"{c['name']}.npz" for c in chosen]
+        peer = peer_rows(args.peer_python, paths, args.cache / "peer-quantem.json", args.trials)
+        sections.append(f"### The peer, against scan_frequencies='{modes[-1]}'\n\n"
+                        f"{peer_table(record[modes[-1]], peer, c10_target_A, deviation)}")
     args.out.write_text("\n".join(sections))
     args.out.with_suffix(".json").write_text(json.dumps(record, indent=1))
     print(f"wrote {args.out}")
