@@ -93,10 +93,20 @@ def peer_rows(peer_python: str, paths: list[Path], out: Path, trials: int) -> li
     return [r for r in rows if r["case"] in want and r["trials"] == trials]
 
 
+def canonical(fit: dict[str, float]) -> dict[str, float]:
+    """(C10, C12, phi12) with C12 ≥ 0: the peer's L-BFGS may cross C12 = 0, and
+    (-C12, phi12) is the aberration (C12, phi12 + π/2)."""
+    if fit["C12"] >= 0:
+        return dict(fit)
+    phi = (fit["phi12"] + math.pi / 2 + math.pi / 2) % math.pi - math.pi / 2
+    return {**fit, "C12": -fit["C12"], "phi12": phi}
+
+
 def peer_table(ours: list[dict[str, Any]], peer: list[dict[str, Any]],
                target: Any, deviation: Any) -> str:
     """Ours against the peer on the cases both fitted: Δ of C10, C12, phi12 (mrad) against
-    the same truth, |ΔC10| against the issue's target, and the time of each fit."""
+    the same truth (the peer's C12 made non-negative), |ΔC10| against the issue's target,
+    and the time of each fit."""
     by_case = {r["case"]: r for r in peer}
     rows = [(r, by_case[r["case"]]) for r in ours if r["case"] in by_case]
     if not rows:
@@ -110,7 +120,7 @@ def peer_table(ours: list[dict[str, Any]], peer: list[dict[str, Any]],
         cells = [r["case"], f"{r['C10']['truth']:.1f}", f"{t:.2f}"]
         for name, scale in (("C10", 1.0), ("C12", 1.0), ("phi12", 1000.0)):
             mine = r[name]["delta"]
-            theirs = deviation(name, q["fit"][name], r[name]["truth"])
+            theirs = deviation(name, canonical(q["fit"])[name], r[name]["truth"])
             marks = ["", ""]
             if name == "C10":
                 for i, d in enumerate((mine, theirs)):

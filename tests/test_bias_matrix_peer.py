@@ -41,6 +41,16 @@ def test_the_table_compares_both_fits_with_the_same_truth_and_counts_the_target(
     assert "ours 1/2, quantem 0.1.10 1/2" in text
 
 
+def test_a_negative_c12_is_the_same_aberration_turned_by_a_quarter() -> None:
+    truth = {"C10": -80.0, "C12": 5.0, "phi12": 0.3}
+    ours = [_ours("a", truth, {"C10": 0.3, "C12": -0.1, "phi12": 0.002})]
+    peer = [{"case": "a", "tool": "quantem 0.1.10", "trials": 200, "fit_s": 70.0,
+             "fit": {"C10": -80.0, "C12": -5.2, "phi12": 0.3 - math.pi / 2 + 0.01}}]
+    row = next(line for line in peer_table(ours, peer, c10_target_A, deviation).splitlines()
+               if line.startswith("| a |")).split(" | ")
+    assert row[4] == "-0.10 / +0.20" and row[5] == "+2.00 / +10.00"
+
+
 def test_no_common_case_gives_no_table() -> None:
     truth = {"C10": -80.0, "C12": 5.0, "phi12": 0.3}
     ours = [_ours("a", truth, {"C10": 0.3, "C12": -0.1, "phi12": 0.002})]
