@@ -19,6 +19,8 @@ noise is negligible and what is left of Δ is the model's bias, not the realisat
 noise. ``--fine-scan`` takes instead the near-focus series at 0.25 Å steps, a scan that
 samples the BF disc's band (no aliases), weak and strong, and windows of whole lattice
 periods (docs/bias-matrix.md §6).
+``--commensurate`` takes instead one cell on scans of a/6 and a/8 steps, commensurate with
+the lattice (docs/bias-matrix.md §11).
 ``--fine-detector`` takes instead the defocus series on a 4×-finer detector (BF radius 25 px, its
 own cache subfolder): binned in software (``scripts/bias_profiles.py --pixels --bin 2|4``)
 its pixels integrate 2×2 or 4×4 point samples, as a real detector's do (docs/bias-matrix.md
@@ -40,6 +42,7 @@ from typing import Any
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
+A_STO = 3.905  # SrTiO3 lattice constant, Å (scripts/bias_matrix_simulate.py)
 PARAMS = ("C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")
 BASE: dict[str, Any] = {
     "structure": "srtio3", "cells_lateral": 4, "cells_z": 1, "abtem_C10": -80.0,
@@ -81,6 +84,15 @@ def fine_detector_cases() -> list[dict[str, Any]]:
             for i, c in enumerate((-150, -80, -40, -20, 20, 80, 150))]
 
 
+def commensurate_cases() -> list[dict[str, Any]]:
+    """One cell on scans commensurate with the lattice (docs/bias-matrix.md §11): steps of
+    a/6 (0.6508 Å, every alias of a reflection is another reflection) across defocus, and
+    a/8 (0.488 Å) at -80; 24 positions (4 and 3 periods: no leakage)."""
+    a6 = [_case(f"sto1_a6_C10{c:+.0f}", 300 + i, abtem_C10=float(c), step_A=A_STO / 6)
+          for i, c in enumerate((-120, -80, -40, 40, 80))]
+    return [*a6, _case("sto1_a8_C10-80", 310, step_A=A_STO / 8)]
+
+
 def fine_scan_cases() -> list[dict[str, Any]]:
     """The near-focus series at 0.25 Å steps over BASE's 12 Å field (48 positions): the
     scan samples the BF disc's band (Nyquist 2.0 Å⁻¹ > 2kα = 1.59), so no bin holds an
@@ -93,7 +105,7 @@ also with the potential scaled to a 0.05 rad peak phase (a weak object)."""
     weak = [_case(f"weak1_scan025_C10{c:+.0f}", 210 + i, abtem_C10=float(c), step_A=0.25,
                   scan=48, total_phase_rad=0.05) for i, c in enumerate(defocus)]
     # 48 positions over four lattice periods (0.3254 Å steps): no window leakage either
-    step = 4 * 3.905 / 48
+    step = 4 * A_STO / 48
     periodic = [_case(f"{kind}1_periodic_C10{c:+.0f}", 220 + i + 10 * j, abtem_C10=float(c),
                       step_A=step, scan=48, **extra)
                 for j, (kind, extra) in enumerate((("weak", {"total_phase_rad": 0.05}),
@@ -101,12 +113,12 @@ also with the potential scaled to a 0.05 rad peak phase (a weak object)."""
                 for i, c in enumerate((-80, -40, 40, 80))]
     # the weak object over 3 and 3.5 periods (0.2441, 0.2847 Å steps): integer or not
     periods = [_case(f"weak1_{n:g}periods_C10{c:+.0f}", 240 + i + 10 * j, abtem_C10=float(c),
-                     step_A=n * 3.905 / 48, scan=48, total_phase_rad=0.05)
+                     step_A=n * A_STO / 48, scan=48, total_phase_rad=0.05)
                for j, n in enumerate((3.0, 3.5)) for i, c in enumerate((-80, 80))]
     # the weak object over 3.07 and 6.07 periods on a detector of BF radius 25 px (8×8
     # cells laterally: the scan fits inside the potential): how the leakage falls
     longer = [_case(f"weak8_{per:g}p_C10{c:+.0f}", 270 + 2 * i + j, abtem_C10=float(c),
-                    step_A=per * 3.905 / scan, scan=scan, cells_lateral=8,
+                    step_A=per * A_STO / scan, scan=scan, cells_lateral=8,
                     total_phase_rad=0.05)
               for i, (per, scan) in enumerate(((3.07, 48), (6.07, 96)))
               for j, c in enumerate((-80, 80))]
@@ -260,11 +272,14 @@ def main() -> None:
     ap.add_argument("--peer-python", default="",
                     help="an interpreter with quantem 0.1.10: adds its column "
                          "(scripts/bias_matrix_peer.py; cached in --cache)")
+    ap.add_argument("--commensurate", action="store_true",
+                    help="one cell on scans of a/6 and a/8 steps (commensurate_cases)")
     ap.add_argument("--fine-scan", action="store_true",
                     help="the near-focus series at 0.25 Å steps, no aliases (fine_scan_cases)")
     args = ap.parse_args()
     pool = (fine_detector_cases() if args.fine_detector
-            else fine_scan_cases() if args.fine_scan else cases())
+            else fine_scan_cases() if args.fine_scan
+            else commensurate_cases() if args.commensurate else cases())
     chosen = [c for c in pool if args.only is None or c["name"] in args.only]
     name = "bias-matrix"  # the table's name and the cache's subfolders follow the options
     if args.fine_detector:
@@ -273,6 +288,9 @@ def main() -> None:
     if args.fine_scan:
         args.cache = args.cache / "scan025"
         name += "-scan025"
+    if args.commensurate:
+        args.cache = args.cache / "commensurate"
+        name += "-commensurate"
     if args.dose is not None:
         chosen = [{**c, "dose": args.dose} for c in chosen]
         tag = f"{args.dose:g}".replace("+", "")  # 1e+10 -> 1e10
