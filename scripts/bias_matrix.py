@@ -248,7 +248,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__,
+    ap = argparse.ArgumentParser(description=__doc__, allow_abbrev=False,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--abtem-python", default=os.environ.get("ABTEM_PYTHON", ""))
     ap.add_argument("--cache", type=Path,

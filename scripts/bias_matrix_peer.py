@@ -76,6 +76,10 @@ def peer_rows(peer_python: str, paths: list[Path], out: Path, trials: int) -> li
     cached = json.loads(out.read_text()) if out.exists() else []
     have = {r["case"] for r in cached if r["trials"] == trials}
     todo = [str(p) for p in paths if p.stem not in have]
+    if todo and not Path(peer_python).is_file():
+        sys.exit(f"--peer-python {peer_python}: no such interpreter; make one with "
+                 "python -m venv V && V/bin/pip install torch==2.14.1 torchvision==0.29.1 "
+                 "quantem==0.1.10")
     workers = [todo[i::2] for i in range(2) if todo[i::2]]
     parts = [out.with_name(f"{out.stem}.{i}.json") for i in range(len(workers))]
     procs = [subprocess.Popen([peer_python, __file__, str(part), str(trials), *cases])
