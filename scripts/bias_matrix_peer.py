@@ -92,7 +92,9 @@ def peer_rows(peer_python: str, paths: list[Path], out: Path, trials: int) -> li
         fresh = {r["case"] for r in new}
         rows = [r for r in rows if r["case"] not in fresh] + new
         part.unlink()
-    out.write_text(json.dumps(rows, indent=1))
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(rows, indent=1))
+    tmp.replace(out)
     want = {p.stem for p in paths}
     return [r for r in rows if r["case"] in want and r["trials"] == trials]
 
@@ -135,8 +137,8 @@ def peer_table(ours: list[dict[str, Any]], peer: list[dict[str, Any]],
         lines.append("| " + " | ".join(cells) + " |")
     n = len(rows)
     return ("\n".join(lines) + f"\n\n|ΔC10| within the target: ours {met[0]}/{n}, "
-            f"{tool} {met[1]}/{n} ({rows[0][1]['trials']} trials and its L-BFGS polish; "
-            "ours: Session.fit, 200 trials, its Newton and the rotation it finds).\n")
+            f"{tool} {met[1]}/{n} ({rows[0][1]['trials']} trials each; the peer then its "
+            "L-BFGS polish at the true rotation, ours its Newton at the rotation it finds).\n")
 
 
 def main() -> None:
