@@ -40,9 +40,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from bias_matrix_simulate import A_STO
 
 ROOT = Path(__file__).resolve().parents[1]
-A_STO = 3.905  # SrTiO3 lattice constant, Å (scripts/bias_matrix_simulate.py)
 PARAMS = ("C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")
 BASE: dict[str, Any] = {
     "structure": "srtio3", "cells_lateral": 4, "cells_z": 1, "abtem_C10": -80.0,
@@ -329,7 +329,7 @@ def main() -> None:
         paths = [args.cache / f"{c['name']}.npz" for c in chosen]
         peer = peer_rows(args.peer_python, paths, args.cache / "peer-quantem.json", args.trials)
         sections.append(f"### The peer, against scan_frequencies='{modes[-1]}'\n\n"
-                        f"{peer_table(record[modes[-1]], peer, c10_target_A, deviation)}")
+                        f"{peer_table(record[modes[-1]], peer)}")
     args.out.write_text("\n".join(sections))
     args.out.with_suffix(".json").write_text(json.dumps(record, indent=1))
     print(f"wrote {args.out}")

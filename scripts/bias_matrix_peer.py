@@ -38,6 +38,17 @@ import numpy as np
 BOX = {"C10": (-500.0, 500.0), "C12": (0.0, 100.0), "phi12": (-math.pi / 2, math.pi / 2)}
 
 
+def _read(out: Path) -> list[dict[str, Any]]:
+    return json.loads(out.read_text()) if out.exists() else []
+
+
+def _write(out: Path, rows: list[dict[str, Any]]) -> None:
+    """Atomically: an interrupted run keeps the fits written before it."""
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(rows, indent=1))
+    tmp.replace(out)
+
+
 def fit_case(path: Path, trials: int) -> dict[str, Any]:
     import optuna
     import quantem
@@ -73,7 +84,7 @@ def fit_case(path: Path, trials: int) -> dict[str, Any]:
 def peer_rows(peer_python: str, paths: list[Path], out: Path, trials: int) -> list[dict[str, Any]]:
     """The peer's fits of ``paths`` (from ``out``, a cache; the missing ones run now in
     ``peer_python``, one process per core)."""
-    cached = json.loads(out.read_text()) if out.exists() else []
+    cached = _read(out)
     have = {r["case"] for r in cached if r["trials"] == trials}
     todo = [str(p) for p in paths if p.stem not in have]
     if todo and not Path(peer_python).is_file():
@@ -92,9 +103,7 @@ def peer_rows(peer_python: str, paths: list[Path], out: Path, trials: int) -> li
         fresh = {r["case"] for r in new}
         rows = [r for r in rows if r["case"] not in fresh] + new
         part.unlink()
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(rows, indent=1))
-    tmp.replace(out)
+    _write(out, rows)
     want = {p.stem for p in paths}
     return [r for r in rows if r["case"] in want and r["trials"] == trials]
 
@@ -108,11 +117,12 @@ def canonical(fit: dict[str, float]) -> dict[str, float]:
     return {**fit, "C12": -fit["C12"], "phi12": phi}
 
 
-def peer_table(ours: list[dict[str, Any]], peer: list[dict[str, Any]],
-               target: Any, deviation: Any) -> str:
+def peer_table(ours: list[dict[str, Any]], peer: list[dict[str, Any]]) -> str:
     """Ours against the peer on the cases both fitted: Δ of C10, C12, phi12 (mrad) against
     the same truth (the peer's C12 made non-negative), |ΔC10| against the issue's target,
     and the time of each fit."""
+    from bias_matrix import c10_target_A, deviation  # (its module imports this one lazily)
+
     by_case = {r["case"]: r for r in peer}
     rows = [(r, by_case[r["case"]]) for r in ours if r["case"] in by_case]
     if not rows:
@@ -122,7 +132,7 @@ def peer_table(ours: list[dict[str, Any]], peer: list[dict[str, Any]],
              "Δφ12 mrad | fit s |", "|---|---|---|---|---|---|---|"]
     met = [0, 0]
     for r, q in rows:
-        t = target(r)
+        t = c10_target_A(r)
         cells = [r["case"], f"{r['C10']['truth']:.1f}", f"{t:.2f}"]
         for name, scale in (("C10", 1.0), ("C12", 1.0), ("phi12", 1000.0)):
             mine = r[name]["delta"]
@@ -147,7 +157,7 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)  # the matrix runs one process per core
-    rows = json.loads(out.read_text()) if out.exists() else []
+    rows = _read(out)
     done = {r["case"] for r in rows if r["trials"] == trials}
     for path in paths:
         if path.stem in done:
@@ -156,9 +166,7 @@ def main() -> None:
         print(f"{row['case']:28s} " + "  ".join(f"{k}={v:+.3f}" for k, v in row["fit"].items())
               + f"  {row['fit_s']:.0f} s", flush=True)
         rows = [r for r in rows if r["case"] != row["case"]] + [row]
-        tmp = out.with_suffix(".tmp")
-        tmp.write_text(json.dumps(rows, indent=1))
-        tmp.replace(out)
+        _write(out, rows)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
-from bias_matrix import c10_target_A, deviation
 from bias_matrix_peer import peer_table
 
 
@@ -29,7 +28,7 @@ def test_the_table_compares_both_fits_with_the_same_truth_and_counts_the_target(
              "fit": {"C10": -81.2, "C12": 5.4, "phi12": 0.31}},
             {"case": "b", "tool": "quantem 0.1.10", "trials": 200, "fit_s": 71.0,
              "fit": {"C10": -80.5, "C12": 4.9, "phi12": -math.pi / 2 + 0.05}}]
-    text = peer_table(ours, peer, c10_target_A, deviation)
+    text = peer_table(ours, peer)
     rows = [line for line in text.splitlines() if line.startswith("| a |")
             or line.startswith("| b |")]
     assert len(rows) == 2 and "not run by the peer" not in text
@@ -46,7 +45,7 @@ def test_a_negative_c12_is_the_same_aberration_turned_by_a_quarter() -> None:
     ours = [_ours("a", truth, {"C10": 0.3, "C12": -0.1, "phi12": 0.002})]
     peer = [{"case": "a", "tool": "quantem 0.1.10", "trials": 200, "fit_s": 70.0,
              "fit": {"C10": -80.0, "C12": -5.2, "phi12": 0.3 - math.pi / 2 + 0.01}}]
-    row = next(line for line in peer_table(ours, peer, c10_target_A, deviation).splitlines()
+    row = next(line for line in peer_table(ours, peer).splitlines()
                if line.startswith("| a |")).split(" | ")
     assert row[4] == "-0.10 / +0.20" and row[5] == "+2.00 / +10.00"
 
@@ -54,4 +53,4 @@ def test_a_negative_c12_is_the_same_aberration_turned_by_a_quarter() -> None:
 def test_no_common_case_gives_no_table() -> None:
     truth = {"C10": -80.0, "C12": 5.0, "phi12": 0.3}
     ours = [_ours("a", truth, {"C10": 0.3, "C12": -0.1, "phi12": 0.002})]
-    assert peer_table(ours, [], c10_target_A, deviation) == ""
+    assert peer_table(ours, []) == ""
