@@ -161,3 +161,62 @@ def test_the_kernels_bookkeeping_leaves_out_the_full_tests_pixels(k_alpha: float
                                                      spacing, bits)
     assert full.any() and not full.all()
     np.testing.assert_array_equal(got, full)
+
+
+def _exclusion_rows(k: np.ndarray, nu_r: np.ndarray, nu_c: np.ndarray, k_alpha: float,
+                    spacing: np.ndarray, reach2: float) -> np.ndarray:
+    """energy_masks.cu ``alias_exclusion``, line for line: uint32 words (M, 4·tiles), bit i
+    of word w set where the pair (pixel 32w + i, bin m) is left out: it shares an alias's
+    support, or lies outside both discs or inside both by 1e-3 k_α (float32)."""
+    f32 = np.float32
+    B, M = k.shape[0], nu_r.size
+    words = 4 * -(-B // 128)
+    out = np.full((M, words), 0xFFFFFFFF, dtype=np.uint32)
+    out2, in2 = (f32(k_alpha) * f32(1.001)) ** 2, (f32(k_alpha) * f32(0.999)) ** 2
+    for m in range(M):
+        reach = _kernel_reach(nu_r[m], nu_c[m], spacing, reach2)
+        fnr, fnc = f32(nu_r[m]), f32(nu_c[m])
+        for b in range(B):
+            fkr, fkc = f32(k[b, 0]), f32(k[b, 1])
+            dm = (fkr - fnr) ** 2 + (fkc - fnc) ** 2
+            dp = (fkr + fnr) ** 2 + (fkc + fnc) ** 2
+            off = (dm > out2 and dp > out2) or (dm < in2 and dp < in2)
+            if not off and not (reach and _kernel_shared(k[b], nu_r[m], nu_c[m], k_alpha**2,
+                                                         spacing, reach)):
+                out[m, b // 32] &= np.uint32(~(1 << (b % 32)) & 0xFFFFFFFF)
+    return out
+
+
+def _kept(row: np.ndarray, b: int) -> bool:
+    """walk.cu ``alias_kept`` on the tile's uint4 of a row (read once per tile of 128)."""
+    ex = row[4 * (b // 128):4 * (b // 128) + 4]
+    t = b % 128
+    return not (int(ex[t >> 5]) >> (t & 31)) & 1
+
+
+@pytest.mark.parametrize("k_alpha,step", GEOMETRIES)
+def test_the_exclusion_table_keeps_the_full_tests_pairs_in_walks_and_masks(
+        k_alpha: float, step: float) -> None:
+    # The table the alias module builds once per window and rotation, as its walks read it
+    # (a row per bin, a uint4 per tile of 128 pixels) and as the support masks OR it over
+    # a warp's bins: the trotter pairs it keeps are exactly those the full test keeps, and
+    # the masks list the pixels some bin takes (at steps ≥ 1 Å an alias shares every
+    # trotter pair: the masks then list none, the walks visit nothing).
+    k, nu_r, nu_c = _pixels_and_frequencies(k_alpha, step, 300, seed=5)  # 3 tiles, 1 partial
+    nu_r, nu_c = nu_r[:32], nu_c[:32]  # one warp's bins
+    spacing = alias_spacing((step, step), k_alpha, "excluded")
+    reach2 = ((np.max(np.hypot(k[:, 0], k[:, 1])) + k_alpha) * (1 + 1e-9)) ** 2
+    rows = _exclusion_rows(k, nu_r, nu_c, k_alpha, spacing, reach2)
+    trotter = trotter_support(k, nu_r, nu_c, k_alpha)
+    want = trotter & ~in_alias_support(k, nu_r, nu_c, k_alpha, spacing)
+    walked = np.array([[trotter[b, m] and _kept(rows[m], b) for m in range(nu_r.size)]
+                       for b in range(k.shape[0])])
+    assert (trotter & ~want).any()
+    np.testing.assert_array_equal(walked, want)
+    # support_mask: the pixels some bin of the warp may take (the clear bits OR-ed)
+    kept_any = np.bitwise_or.reduce(~rows, axis=0)
+    listed = np.array([(int(kept_any[b // 32]) >> (b % 32)) & 1 for b in range(k.shape[0])])
+    taken = want.any(axis=1)
+    assert np.all(listed[taken] == 1)
+    # beyond them only pixels within 1e-3 k_α of a disc's edge for some bin (not tested)
+    assert np.count_nonzero(listed[~taken]) <= 0.02 * k.shape[0]

@@ -2,8 +2,8 @@
 compiles ``cuda_kernels.source()`` with every name expression the engine asks for, for
 the H200's architecture, as the default module and as the alias module
 (``-DALIAS_PIXELS=1``, alias_pixels="excluded"). A kernel edit that would not compile
-fails here, not on the device. The default module holds no alias test at all; the alias
-module calls it from every kernel that walks trotter pairs."""
+fails here, not on the device. The default module holds no alias test at all; in the alias
+module the table kernel makes it and every kernel that walks trotter pairs reads the table."""
 
 from __future__ import annotations
 
@@ -82,11 +82,26 @@ def test_every_kernel_the_engine_names_compiles_for_the_h200(alias: bool) -> Non
     assert len(lowered) == len(ck._names())
 
 
-def test_only_the_alias_module_tests_the_aliases_in_every_pair_walk() -> None:
+def _reads_param(body: str, index: int) -> bool:
+    """Whether a kernel's PTX body loads its parameter ``index`` (an unused one is never
+    loaded)."""
+    return re.search(rf"ld\.param\.u64\s+%rd\d+, \[\w+_param_{index}\]", body) is not None
+
+
+def test_only_the_alias_module_leaves_alias_pixels_out_and_its_walks_read_the_table() -> None:
+    # The aliases are tested once per (bin, pixel) and rotation by alias_exclusion; the
+    # pair walks read its table, row by row (a call per pair cost twice the default time).
+    from test_cuda_launch_args import SIGNATURES
+
     _, _, default, names = _compile(False)
     _, _, alias, _ = _compile(True)
     assert "alias_shared" not in default
-    bodies = _entries(alias)
+    plain, bodies = _entries(default), _entries(alias)
     for name, mangled in names.items():
+        kernel = name.split("<")[0]
         calls = re.search(r"call[.\w]*[^;]*alias_shared", bodies[mangled]) is not None
-        assert calls == (name.split("<")[0] in PAIR_WALKS), name
+        assert calls == (kernel == "alias_exclusion"), name
+        if kernel in PAIR_WALKS:
+            at = [p for _, p in SIGNATURES[kernel]].index("g_alias_tab")
+            assert _reads_param(bodies[mangled], at), name
+            assert not _reads_param(plain[mangled], at), name

@@ -40,6 +40,8 @@ CPU_BYTES_PER_FREQUENCY = 4096
 CPU_FIXED = 272 * 2**20
 CPU_FINE_BYTES_PER_FREQUENCY = 160  # the fine half plane, its alias map and sums, O(ν)
 # CUDA (float32): G 8 plus the reusable scoring buffers; the fine grid keeps masks.
+# (alias_pixels="excluded" adds its exclusion tables, a bit per pair for each of up to 3
+# rotations, engine/cuda/prepare.py: 0.375 of the 16, inside HEADROOM.)
 CUDA_BYTES_PER_PAIR = 16
 CUDA_FINE_BYTES_PER_PAIR = 2
 IMAGE_BYTES_PER_PIXEL = 48  # the object spectrum, the image (complex128) and its copy

@@ -116,7 +116,7 @@ def _names() -> list[str]:
     names += [eval_kernel_name(ROTATION_GROUP, rotations=True)]
     names += [reconstruct_kernel_name(k, t) for k in RECON_GROUPS for t in (False, True)]
     names += ["vp_derivs", "vp_eval_finish", "vp_derivs_finish", "energy_kernel", "support_mask",
-              "fma_peak", "effective_sums", "slot_bins"]
+              "alias_exclusion", "fma_peak", "effective_sums", "slot_bins"]
     for t in COUNT_TYPES.values():
         names += [f"stage_window<{t}>", f"window_mean<{t}>", f"bf_com<{t}>", f"gather_bf<{t}>",
                   f"detector_sums<{t}>", f"descan_moments<{t}>"]

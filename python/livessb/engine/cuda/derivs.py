@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ...params import N_JOINT
+from ...physics.overlap import PAIRS
 from .. import cuda_kernels as ck
 from .launch import (
     DERIV_SHARED_BYTES,
@@ -20,7 +22,7 @@ from .launch import (
     pixel_split,
     vp_derivs_args,
 )
-from .prepare import support_masks
+from .prepare import alias_exclusion_table, support_masks
 
 if TYPE_CHECKING:
     from .engine import CUDAEngine, DeviceSpectra
@@ -44,15 +46,17 @@ def derivative_launch(engine: CUDAEngine, sp: DeviceSpectra, cand: np.ndarray,
     per, nsplit = pixel_split(M, sp.n_bf, min_blocks=FILL_BLOCKS_DERIV // (2 * K))
     table = cp.asarray(candidate_table(cand))
     raw = cp.empty((2 * K, nsplit, 3 + ck.NA, M) if nsplit > 1 else 1, dtype=cp.float64)
+    alias_tab = alias_exclusion_table(cp, engine.memory, sp.part, sp.n_bf, g, engine._kgeo)
     if sp.part.lobe_masks is None:  # per rotation
         sp.part.lobe_masks = support_masks(cp, engine.memory, sp.n_bf, g, w.nu_r, w.nu_c, M,
-                                           int(w.Nc) // 2 + 1, engine._kgeo, lobes=(0, 1))
+                                           int(w.Nc) // 2 + 1, engine._kgeo, lobes=(0, 1),
+                                           alias_tab=alias_tab)
     masks, tiles = sp.part.lobe_masks
     split = nsplit > 1
     # The epilogue runs in the finish kernel when split, else in vp_derivs itself.
     launch(fn, (2 * K, nblk, nsplit), (ck.NT,),
-           vp_derivs_args(w, g.k64, g.px, table, engine._kgeo, part, per, raw, masks, tiles,
-                          None if split else per_nu),
+           vp_derivs_args(w, g.k64, g.px, alias_tab, table, engine._kgeo, part, per, raw,
+                          masks, tiles, None if split else per_nu),
            shared_mem=smem)
     if split:
         launch(fin, (2 * K, nblk), (ck.NT,),
@@ -62,3 +66,21 @@ def derivative_launch(engine: CUDAEngine, sp: DeviceSpectra, cand: np.ndarray,
                shared_mem=smem)
     return part
 
+
+
+_PAIR_ROWS = np.array([i for i, _ in PAIRS])  # vp_derivs' Hessian terms, in PAIRS order
+_PAIR_COLS = np.array([j for _, j in PAIRS])
+
+
+def derivatives_from_partials(partials: np.ndarray, K: int, energy: float, nblk: int,
+                              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Loss (K,), gradient (K, 6) and Hessian (K, 6, 6) from vp_derivs' block partials
+    (2K, NQ, nblk) on the host: both lobes and every block added."""
+    s = partials.reshape(K, 2, ck.NQ, nblk).sum(axis=(1, 3))
+    losses = 1.0 - s[:, 0] / energy
+    grads = -s[:, 1:7] / energy
+    hess = np.empty((K, N_JOINT, N_JOINT))
+    pair_terms = -s[:, 7:7 + len(PAIRS)] / energy
+    hess[:, _PAIR_ROWS, _PAIR_COLS] = pair_terms  # both triangles, one fancy write each
+    hess[:, _PAIR_COLS, _PAIR_ROWS] = pair_terms
+    return losses, grads, hess

@@ -8,7 +8,8 @@ Same protocol and semantics as the CPU engine (the NumPy reference is the refere
 * ``prepare`` stages windows of pixels (mean-subtracted, zero padded; Hann-weighted for
   "hann") within the staging budget, batched ``rfft2`` into a reused (B, M) buffer.
 * Geometry is never stored per (b, ν): the kernels evaluate the trotter support (float64,
-  the NumPy formula) and the aperture from k_b and ν on the fly.
+  the NumPy formula) and the aperture from k_b and ν on the fly. (alias_pixels="excluded"
+  keeps one bit per pair and rotation: the pairs an alias shares, prepare.alias_exclusion_table.)
 * ``evaluate`` scores a (K, 6) batch, ``derivatives`` gives the exact loss, gradient and
   Hessian of a batch, each in one launch; ``reconstruct`` runs on the (f·Nr, f·Nc) grid
   in one launch plus one inverse FFT. The rest (other objectives, opted-in coefficients,
@@ -34,7 +35,6 @@ from ...physics.apodisation import apodised_for, check_scan_window
 from ...physics.frequencies import check_scan_frequencies
 from ...physics.geometry import fft_friendly_size, nearest_bf_pixels
 from ...physics.optics import has_higher_order
-from ...physics.overlap import PAIRS
 from ...results import Bounds
 from ...xp import to_host
 from .. import cuda_kernels as ck
@@ -42,7 +42,7 @@ from ..lifetime import Lifetime
 from ..protocol import Detachable, Spectra
 from ..records import DatasetGeometry, PreparedSpectra, ReferenceGeometry, same_pixels
 from ..reference import Reference, check_method, cropped, evaluate_rotations_per_theta
-from .derivs import derivative_launch
+from .derivs import derivative_launch, derivatives_from_partials
 from .launch import (
     KernelGeo,
     VpEvalFinishArgs,
@@ -61,6 +61,7 @@ from .launch import (
 from .memory import DeviceMemory, memory_report, planned_irfft2, resident_bf_counts
 from .memory import upload_bf_counts as gather_bf_counts
 from .prepare import (
+    alias_exclusion_table,
     pattern_centres_of_mass,
     reference_geometry,
     stage_spectra,
@@ -74,8 +75,6 @@ from .timing import timed
 GEOMETRY_CACHE = 8  # rotations whose device geometry rows are kept
 
 DeviceSpectra = PreparedSpectra[CUDAPart]
-_PAIR_ROWS = np.array([i for i, _ in PAIRS])  # vp_derivs' Hessian terms, in PAIRS order
-_PAIR_COLS = np.array([j for _, j in PAIRS])
 
 
 class CUDAEngine:
@@ -154,6 +153,9 @@ class CUDAEngine:
 
     def _window(self, sp: DeviceSpectra) -> Window:
         return Window.of(sp.G, sp.n_bf, sp.part.M, sp.shape, sp.part.nu_r, sp.part.nu_c)
+
+    def _alias_table(self, sp: DeviceSpectra, g: RotationGeometry) -> Any:
+        return alias_exclusion_table(self.cp, self.memory, sp.part, sp.n_bf, g, self._kgeo)
 
     def _at_rotation(self, sp: DeviceSpectra) -> tuple[Window, RotationGeometry]:
         g = sp.part.geometry
@@ -241,7 +243,8 @@ class CUDAEngine:
         out = cp.empty(2 * size + extra, dtype=cp.float64)  # energy, pairs: one download
         w = self._window(sp)
         launch(self._kgeo.function("energy_kernel"), (nblk, nsplit), (ck.NT,),
-               energy_args(w, g.k64, g.px, self._kgeo, out[:size], out[size:2 * size], per))
+               energy_args(w, g.k64, g.px, self._alias_table(sp, g), self._kgeo, out[:size],
+                           out[size:2 * size], per))
         if mean is not None:
             out[2 * size:] = mean
         host = to_host(out, "energy")
@@ -293,8 +296,9 @@ class CUDAEngine:
         per, nsplit = split
         raw = cp.empty((Kp, nsplit, ck.NS, M) if nsplit > 1 else 1, dtype=cp.float64)
         launch(self._kgeo.function(ck.eval_kernel_name(kc)), (Kp // kc, nblk, nsplit),
-               (ck.NT,), vp_eval_args(w, g.k64, g.px, cp.asarray(table), self._kgeo, part, per,
-                                      raw, raw, g.dk))  # (energy output unused here)
+               (ck.NT,), vp_eval_args(w, g.k64, g.px, self._alias_table(sp, g),
+                                      cp.asarray(table), self._kgeo, part, per, raw, raw,
+                                      g.dk))  # (energy output unused here)
         if nsplit > 1:
             launch(ck.function("vp_eval_finish"), (Kp, nblk), (ck.NT,),
                    VpEvalFinishArgs(raw, np.int32(nsplit), np.int32(M), w.Nc, part))
@@ -336,8 +340,9 @@ class CUDAEngine:
         w = self._window(sp)
         launch(self._kgeo.function(ck.eval_kernel_name(group, rotations=True)),
                (Rp // group, nblk, 1), (ck.NT,),
-               vp_eval_args(w, g.k64, g.px, cp.asarray(candidate_table(cand)), self._kgeo,
-                            part, sp.n_bf, part, energy, g.dk, cp.asarray(turn)))
+               vp_eval_args(w, g.k64, g.px, self._alias_table(sp, g),
+                            cp.asarray(candidate_table(cand)), self._kgeo, part, sp.n_bf, part,
+                            energy, g.dk, cp.asarray(turn)))
         host_sums, host_energy = to_host(out, "evaluate_rotations")
         sums = host_sums[:R].sum(axis=1)
         energies = np.array([float(np.sum(row)) for row in host_energy[:R]])
@@ -382,18 +387,8 @@ class CUDAEngine:
 
     def _from_partials(self, partials: np.ndarray, K: int, sp: DeviceSpectra,
                        ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Loss (K,), gradient (K, 6) and Hessian (K, 6, 6) from vp_derivs' block
-        partials (2K, NQ, nblk) on the host: both lobes and every block added."""
-        s = partials.reshape(K, 2, ck.NQ, freq_blocks(sp.part.M)).sum(axis=(1, 3))
-        E = sp.energy
-        losses = 1.0 - s[:, 0] / E
-        grads = -s[:, 1:7] / E
-        hess = np.empty((K, N_JOINT, N_JOINT))
-        pair_terms = -s[:, 7:7 + len(PAIRS)] / E
-        hess[:, _PAIR_ROWS, _PAIR_COLS] = pair_terms  # both triangles, one fancy write each
-        hess[:, _PAIR_COLS, _PAIR_ROWS] = pair_terms
         self.evaluations += K
-        return losses, grads, hess
+        return derivatives_from_partials(partials, K, sp.energy, freq_blocks(sp.part.M))
 
     # -- reconstruction ------------------------------------------------------------------
     @timed("reconstruct")

@@ -233,6 +233,7 @@ class _ScoringArgs(_PixelWalkArgs):
     g_inv_w: np.float32
     g_twopilam: np.float32
     g_alias: Any  # KernelGeo.g_alias
+    g_alias_tab: Any  # the window's exclusion table at this rotation (alias_exclusion_table)
     pilam: np.float64
     partial: Any
     bsplit: np.int32
@@ -289,6 +290,7 @@ class EnergyArgs(_PixelWalkArgs):
     g_inv_w: np.float32
     g_twopilam: np.float32
     g_alias: Any
+    g_alias_tab: Any
     partial: Any
     pairs: Any
     bsplit: np.int32
@@ -307,7 +309,25 @@ class SupportMaskArgs(KernelArgs):
     ka2: np.float64
     ka: np.float32
     lobe: np.int32
+    alias_tab: Any  # the grid's exclusion table, or NULL_POINTER
     masks: Any
+
+
+@dataclass(frozen=True)
+class AliasExclusionArgs(KernelArgs):  # alias_pixels="excluded" (prepare.alias_exclusion_table)
+    KERNEL: ClassVar[str] = "alias_exclusion"
+    B: np.int32
+    M: np.int32
+    nu_r: Any
+    nu_c: Any
+    k64: Any
+    px: Any
+    g_ka2: np.float64
+    g_ka: np.float32
+    g_inv_w: np.float32
+    g_twopilam: np.float32
+    g_alias: Any
+    out: Any
 
 
 @dataclass(frozen=True)
@@ -333,6 +353,7 @@ class ReconstructArgs(KernelArgs):
     g_inv_w: np.float32
     g_twopilam: np.float32
     g_alias: Any  # (the scan's own grid only: finer grids keep every pair)
+    g_alias_tab: Any
     pilam: np.float64
     eps: np.float32
     mode: np.int32
@@ -352,33 +373,35 @@ class SlotBinsArgs(KernelArgs):  # the slot→bin map itself (tests/test_cuda_pa
 
 ARG_RECORDS: tuple[type[KernelArgs], ...] = (
     GatherBFArgs, BFComArgs, WindowMeanArgs, StageWindowArgs, VpEvalArgs, VpEvalFinishArgs,
-    VpDerivsArgs, VpDerivsFinishArgs, EnergyArgs, SupportMaskArgs, ReconstructArgs,
-    DetectorSumsArgs, DescanMomentsArgs, EffectiveSumsArgs, SlotBinsArgs)
+    VpDerivsArgs, VpDerivsFinishArgs, EnergyArgs, SupportMaskArgs, AliasExclusionArgs,
+    ReconstructArgs, DetectorSumsArgs, DescanMomentsArgs, EffectiveSumsArgs, SlotBinsArgs)
 
 
 # -- builders of the records the scoring kernels share ---------------------------------
-def vp_eval_args(w: Window, k64: Any, px: Any, cand: Any, geo: KernelGeo, partial: Any,
-                 bsplit: int, raw: Any, energy: Any, dk: Any,
+# (alias_tab: the window's exclusion table at the rotation of k64 and px, or NULL_POINTER
+# where every pair is kept; prepare.alias_exclusion_table)
+def vp_eval_args(w: Window, k64: Any, px: Any, alias_tab: Any, cand: Any, geo: KernelGeo,
+                 partial: Any, bsplit: int, raw: Any, energy: Any, dk: Any,
                  turn: Any = None) -> VpEvalArgs:
     return VpEvalArgs(w.G, w.B, w.M, w.Nr, w.Nc, w.nu_r, w.nu_c, k64, px, cand, geo.g_ka2,
-                      geo.g_ka, geo.g_inv_w, geo.g_twopilam, geo.g_alias, geo.pilam, partial,
-                      np.int32(bsplit), raw, energy, dk,
+                      geo.g_ka, geo.g_inv_w, geo.g_twopilam, geo.g_alias, alias_tab, geo.pilam,
+                      partial, np.int32(bsplit), raw, energy, dk,
                       NULL_POINTER if turn is None else turn)
 
 
-def vp_derivs_args(w: Window, k64: Any, px: Any, cand: Any, geo: KernelGeo, partial: Any,
-                   bsplit: int, raw: Any, masks: Any, mask_stride: int,
+def vp_derivs_args(w: Window, k64: Any, px: Any, alias_tab: Any, cand: Any, geo: KernelGeo,
+                   partial: Any, bsplit: int, raw: Any, masks: Any, mask_stride: int,
                    per_nu: Any = None) -> VpDerivsArgs:
     return VpDerivsArgs(w.G, w.B, w.M, w.Nr, w.Nc, w.nu_r, w.nu_c, k64, px, cand, geo.g_ka2,
-                        geo.g_ka, geo.g_inv_w, geo.g_twopilam, geo.g_alias, geo.pilam, partial,
-                        np.int32(bsplit), raw, masks, np.int32(mask_stride),
-                        NULL_POINTER if per_nu is None else per_nu)
+                        geo.g_ka, geo.g_inv_w, geo.g_twopilam, geo.g_alias, alias_tab,
+                        geo.pilam, partial, np.int32(bsplit), raw, masks,
+                        np.int32(mask_stride), NULL_POINTER if per_nu is None else per_nu)
 
 
-def energy_args(w: Window, k64: Any, px: Any, geo: KernelGeo, partial: Any, pairs: Any,
-                bsplit: int) -> EnergyArgs:
+def energy_args(w: Window, k64: Any, px: Any, alias_tab: Any, geo: KernelGeo, partial: Any,
+                pairs: Any, bsplit: int) -> EnergyArgs:
     return EnergyArgs(w.G, w.B, w.M, w.Nr, w.Nc, w.nu_r, w.nu_c, k64, px, geo.g_ka2, geo.g_ka,
-                      geo.g_inv_w, geo.g_twopilam, geo.g_alias, partial, pairs,
+                      geo.g_inv_w, geo.g_twopilam, geo.g_alias, alias_tab, partial, pairs,
                       np.int32(bsplit))
 
 

@@ -16,6 +16,8 @@ from ..records import PreparedSpectra, ReferenceGeometry
 from ..reference import Reference
 from .launch import (
     MAX_GRID_Z,
+    NULL_POINTER,
+    AliasExclusionArgs,
     BFComArgs,
     EffectiveSumsArgs,
     KernelGeo,
@@ -184,17 +186,45 @@ def device_effective_frequencies(
                                  xp=cp, tables=tables)
 
 
+ALIAS_TABLES_KEPT = 3  # per window: the branch θ, its mirror θ + π and the θ scan's held one
+
+
+def alias_exclusion_table(cp: Any, memory: DeviceMemory, part: CUDAPart, n_bf: int,
+                          rows: RotationGeometry, geo: KernelGeo) -> Any:
+    """The window's exclusion table at the rotation of ``rows`` where alias pixels are
+    left out ("excluded" on an undersampled scan): bit i of uint32 word w of row m set where
+    BF pixel 32w + i shares the support of an alias of bin m (the kernels' ``alias_exclusion``,
+    the test the walks made pair by pair), rows of ceil(n_bf / BT) uint4; NULL_POINTER
+    where every pair is kept. Kept per window for its last rotations."""
+    if not geo.aliased:
+        return NULL_POINTER
+    tables = part.alias_tables
+    if rows not in tables:
+        if len(tables) >= ALIAS_TABLES_KEPT:
+            tables.pop(next(iter(tables)))
+        words = 4 * -(-n_bf // ck.BT)
+        with memory.guard("building the alias pixels' exclusion table", part.M * words * 4):
+            table = cp.empty(part.M * words, dtype=cp.uint32)
+        launch(geo.function("alias_exclusion"), (-(-part.M * words // ck.NT),), (ck.NT,),
+               AliasExclusionArgs(np.int32(n_bf), np.int32(part.M), part.nu_r, part.nu_c,
+                                  rows.k64, rows.px, geo.g_ka2, geo.g_ka, geo.g_inv_w,
+                                  geo.g_twopilam, geo.g_alias, table))
+        tables[rows] = table
+    return tables[rows]
+
+
 def support_masks(
     cp: Any, memory: DeviceMemory, n_bf: int, rows: RotationGeometry, nu_r: Any, nu_c: Any,
     M: int, H: int, geo: KernelGeo, lobes: tuple[int, ...] = (-1,),
-    tile_rows: int = ck.TILE_R,
+    tile_rows: int = ck.TILE_R, alias_tab: Any = NULL_POINTER,
 ) -> tuple[Any, int]:
     """Per-warp masks of the pixels that may be in the trotter (lobe -1) or one trotter
     lobe (0: k-ν, 1: k+ν) of some frequency of the warp, for the M frequencies (ν_r,
     ν_c) of a grid of H columns at the current rotation (a warp's frequencies: the
     kernels' ``slot_bin`` tile of ``tile_rows`` rows, as the consumer takes them), one
     block of rows per entry of ``lobes``: (uint32 (len(lobes)·rows·tiles·4), tiles per
-    row)."""
+    row). ``alias_tab`` (the grid's ``alias_exclusion_table``): the pixels every frequency
+    of a warp leaves out for an alias are left out of its mask too."""
     nblk = freq_blocks(M)
     tiles = -(-n_bf // ck.BT)
     words = nblk * ck.NT // 32 * tiles * 4
@@ -203,8 +233,8 @@ def support_masks(
     for i, lobe in enumerate(lobes):
         launch(ck.function("support_mask"), (nblk,), (ck.NT,),
                SupportMaskArgs(np.int32(n_bf), np.int32(M), np.int32(H), np.int32(tile_rows),
-                               nu_r, nu_c, rows.px,
-                               geo.g_ka2, geo.g_ka, np.int32(lobe), masks[i * words:]))
+                               nu_r, nu_c, rows.px, geo.g_ka2, geo.g_ka, np.int32(lobe),
+                               alias_tab, masks[i * words:]))
     return masks, tiles
 
 

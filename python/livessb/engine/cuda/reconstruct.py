@@ -19,9 +19,9 @@ from ...xp import to_host
 from .. import cuda_kernels as ck
 from ..records import PreparedSpectra
 from ..reference import RECON_EPS, Reference, cropped
-from .launch import KernelGeo, ReconstructArgs, Window, candidate_table, launch
+from .launch import NULL_POINTER, KernelGeo, ReconstructArgs, Window, candidate_table, launch
 from .memory import DeviceMemory
-from .prepare import fine_grid, subset_mask_words, support_masks
+from .prepare import alias_exclusion_table, fine_grid, subset_mask_words, support_masks
 from .records import CUDAPart, FineMasks, RotationGeometry
 from .timing import add_seconds
 
@@ -59,11 +59,15 @@ class Reconstructor:
         fine = part.fine[f]
         K = len(params)
         tile_rows = ck.recon_tile_rows(K)
+        # The scan's own grid leaves out the alias pixels as the fit does (finer grids'
+        # frequencies are the aliases themselves)
+        alias_tab = NULL_POINTER if f > 1 else alias_exclusion_table(
+            cp, self.memory, part, sp.n_bf, g, self.kgeo)
         masks = part.fine_masks.get(tile_rows)
         if masks is None or masks.upsample != f:  # per rotation
             masks = part.fine_masks[tile_rows] = FineMasks(f, tile_rows, *support_masks(
                 cp, self.memory, sp.n_bf, g, fine.nu_r, fine.nu_c, Fr * Hf, Hf, self.kgeo,
-                tile_rows=tile_rows))
+                tile_rows=tile_rows, alias_tab=alias_tab))
         words, n_sum = masks.masks, sp.n_bf
         if keep is not None:  # a BF-pixel subset: the walk skips the others' pairs
             with self.memory.guard("masking the BF-pixel subset", int(words.nbytes)):
@@ -83,7 +87,7 @@ class Reconstructor:
                        w.G, w.B, w.M, w.Nr, w.Nc, np.int32(Fr), np.int32(Fc), fine.nu_r,
                        fine.nu_c, fine.alias, g.k64, g.px, words, np.int32(masks.tiles),
                        cp.asarray(candidate_table(vec)), kg.g_ka2, kg.g_ka, kg.g_inv_w,
-                       kg.g_twopilam, kg.g_alias, kg.pilam, np.float32(RECON_EPS),
+                       kg.g_twopilam, kg.g_alias, alias_tab, kg.pilam, np.float32(RECON_EPS),
                        np.int32(0 if method == "ssb" else 1), np.int32(n_sum), O))
             ev[1].record()
             images = [cropped(self.reference.object_spectrum_to_image(sp, O[k], f),

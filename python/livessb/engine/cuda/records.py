@@ -58,6 +58,9 @@ class CUDAPart:
     # vp_derivs' per-lobe masks of this window's grid at the current rotation (likewise):
     # (uint32 masks of lobe 0 then lobe 1, tiles per row)
     lobe_masks: tuple[Any, int] | None = None
+    # alias_pixels="excluded": the exclusion table of this window's grid per rotation's
+    # rows (prepare.alias_exclusion_table), the last few
+    alias_tables: dict[RotationGeometry, Any] = field(default_factory=dict)
     # The window's mean count per BF pixel (n_bf,) float64 on the device until the first
     # energy download brings it along for the record's dc (one wait less per window).
     pending_mean: Any = None
@@ -73,6 +76,7 @@ class CUDAPart:
         out += [fm.masks for fm in self.fine_masks.values()]
         if self.lobe_masks is not None:
             out.append(self.lobe_masks[0])
+        out += list(self.alias_tables.values())
         if self.pending_mean is not None:
             out.append(self.pending_mean)
         return out

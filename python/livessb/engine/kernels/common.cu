@@ -62,7 +62,10 @@ struct Geo {
     double a_sr, a_sc; // alias spacing 1/step per scan axis (1/Å)
     int a_mr, a_mc;    // alias orders tested per axis (0: none, every pair kept)
     double a_reach2;   // (max |k| + k_alpha)²: an alias farther out holds no BF pixel
-    unsigned a_bits;   // per walk: the aliases of its ν within reach (alias_reach)
+    // The pairs an alias shares, per (bin, tile of BT pixels) (alias_exclusion): the walks
+    // read one row per tile instead of testing the aliases pair by pair.
+    const uint4* a_tab;
+    int a_tiles;       // tiles per row of a_tab
 #endif
 };
 
@@ -80,19 +83,26 @@ __device__ __forceinline__ Geo make_geo(double ka2, float ka, float inv_w, float
 #if ALIAS_PIXELS
     g.a_sr = g.a_sc = g.a_reach2 = 0.0;
     g.a_mr = g.a_mc = 0;
-    g.a_bits = 0u;
+    g.a_tab = nullptr;
+    g.a_tiles = 0;
 #endif
     return g;
 }
 
 // g with the alias spacing (1/step_r, 1/step_c, m_r, m_c) of physics.aliases.alias_spacing
-// and the reach² (launch.KernelGeo); nullptr (or the default module) keeps every pair.
-__device__ __forceinline__ Geo with_alias(Geo g, const double* __restrict__ alias) {
+// and the reach² (launch.KernelGeo), and the window's exclusion table at this rotation
+// (tab, rows of ceil(B / BT) uint4; the host builds it wherever alias is set); nullptr
+// (or the default module) keeps every pair.
+__device__ __forceinline__ Geo with_alias(Geo g, const double* __restrict__ alias,
+                                          const uint4* __restrict__ tab = nullptr,
+                                          int B = 0) {
 #if ALIAS_PIXELS
     if (alias != nullptr) {
         g.a_sr = alias[0]; g.a_sc = alias[1];
         g.a_mr = (int)alias[2]; g.a_mc = (int)alias[3];
         g.a_reach2 = alias[4];
+        g.a_tab = tab;
+        g.a_tiles = (B + BT - 1) / BT;
     }
 #endif
     return g;

@@ -33,12 +33,14 @@ __global__ void __launch_bounds__(NT, RECON_MINB_FOR(K)) reconstruct_kernel(
     const double* __restrict__ k64, const float4* __restrict__ px,
     const uint4* __restrict__ masks, int mask_stride,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
-    const double* __restrict__ g_alias, double pilam, float eps, int mode,
-    int n_sum, float2* __restrict__ out) {
+    const double* __restrict__ g_alias, const uint4* __restrict__ g_alias_tab, double pilam,
+    float eps, int mode, int n_sum, float2* __restrict__ out) {
     // The scan's own grid leaves out the alias pixels as the fit does; finer grids keep
     // every pair (their frequencies are the aliases themselves).
+    // (there the fine bin m is the coarse bin src: the table's rows are the scan's bins)
+    const bool own = Fr == Nr && Fc == Nc;
     const Geo geo = with_alias(make_geo(g_ka2, g_ka, g_inv_w, g_twopilam),
-                               Fr == Nr && Fc == Nc ? g_alias : nullptr);
+                               own ? g_alias : nullptr, own ? g_alias_tab : nullptr, B);
     const int Hc = Nc / 2 + 1, Hf = Fc / 2 + 1;
     const int MF = Fr * Hf;
     const int slot = blockIdx.x * NT + threadIdx.x;

@@ -237,10 +237,11 @@ __global__ void __launch_bounds__(NT, DERIV_MINB) vp_derivs(
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
     const double* __restrict__ k64, const float4* __restrict__ px,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
-    const double* __restrict__ g_alias,
+    const double* __restrict__ g_alias, const uint4* __restrict__ g_alias_tab,
     double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw,
     const uint4* __restrict__ masks, int mask_stride, double* __restrict__ per_nu) {
-    const Geo geo = with_alias(make_geo(g_ka2, g_ka, g_inv_w, g_twopilam), g_alias);
+    const Geo geo = with_alias(make_geo(g_ka2, g_ka, g_inv_w, g_twopilam), g_alias,
+                               g_alias_tab, B);
     extern __shared__ double sh[];  // NA * NT float64 accumulators, then the reduction
     const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
     const DerivThread th(M, Nc, nu_r, nu_c, cand, geo.ka2);

@@ -89,11 +89,12 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     const double* __restrict__ nu_r, const double* __restrict__ nu_c,
     const double* __restrict__ k64, const float4* __restrict__ px,
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
-    const double* __restrict__ g_alias,
+    const double* __restrict__ g_alias, const uint4* __restrict__ g_alias_tab,
     double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw,
     double* __restrict__ energy, const double* __restrict__ dk,
     const double* __restrict__ turn) {
-    const Geo geo = with_alias(make_geo(g_ka2, g_ka, g_inv_w, g_twopilam), g_alias);
+    const Geo geo = with_alias(make_geo(g_ka2, g_ka, g_inv_w, g_twopilam), g_alias,
+                               g_alias_tab, B);
     // float64 sums (N₋, D₋, N₊', D₊ per candidate, re and im; then the energy for ROT)
     // live in shared memory, not registers (more resident warps); later reused for the
     // block reduction.

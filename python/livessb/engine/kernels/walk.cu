@@ -101,8 +101,8 @@ __device__ __forceinline__ void discs_f64(const double* kd, double cr, double cc
 // first: its squared distances err by ~1e-6 k_alpha² (every value within a few k_alpha of
 // the origin), so only within 1e-4 k_alpha² of an edge does the float64 test decide, with
 // the Numba kernel's operations in its order (rounded ones: no contraction): both engines
-// keep the same pairs. Out of line (scalars by value): the hot loop keeps its registers;
-// called only for in-trotter pairs of an aliased scan.
+// keep the same pairs. Called by alias_exclusion only, once per (bin, pixel) and rotation:
+// the walks read its table (a call per pair in the hot loop cost twice the default's time).
 __device__ __noinline__ bool alias_shared(float fkr, float fkc, const double* kd, double nr,
                                           double nc, double ka2, double sr, double sc,
                                           int m_r, int m_c, unsigned bits) {
@@ -131,6 +131,18 @@ __device__ __noinline__ bool alias_shared(float fkr, float fkc, const double* kd
 }
 #endif
 
+// Whether pixel t of a tile keeps its pair: in the alias module unless bit t of the tile's
+// row of the exclusion table (word t / 32, read once per tile) is set; always elsewhere.
+__device__ __forceinline__ bool alias_kept(uint4 ex, int t) {
+#if ALIAS_PIXELS
+    const int q = t >> 5;
+    const unsigned w = q == 0 ? ex.x : q == 1 ? ex.y : q == 2 ? ex.z : ex.w;
+    return !((w >> (t & 31)) & 1u);
+#else
+    return true;
+#endif
+}
+
 // Mask, amplitudes and trotter lobe of pair (b, ν). Returns false outside the trotter;
 // minus: the hard disc at +ν holds k (|k-ν|² ≤ kα², the P(k-ν)P*(k) lobe), else the one
 // at -ν (trotter_support's own test, so the lobes are the CPU engine's).
@@ -146,11 +158,6 @@ __device__ __forceinline__ bool pair_geo(float fkr, float fkc, float fnr, float 
         discs_f64(kd, nr, nc, g.ka2, inm, inp);
     }
     if (inm == inp) return false;
-#if ALIAS_PIXELS
-    if (g.a_bits && alias_shared(fkr, fkc, kd, nr, nc, g.ka2, g.a_sr, g.a_sc, g.a_mr, g.a_mc,
-                                 g.a_bits))
-        return false;  // the pixel carries an alias's signal too
-#endif
     minus = inm;
     // One disc holds k: away from the soft edges its aperture is exactly 1 and the
     // other's exactly 0 (make_geo); near either edge (which includes every pair the
@@ -204,6 +211,8 @@ __device__ __forceinline__ int mask_to_list(uint4 mk, int lane, unsigned base) {
 // anchor flag) as float, staged in shared memory per tile), then tile_end() after each
 // tile (where the float partials are flushed to float64). Spectra are prefetched two pixels ahead to
 // hide the load latency behind the arithmetic of the current pixel.
+// ALIAS_PIXELS: a pair whose bit is set in the exclusion table (geo.a_tab, row src per
+// tile) is left out before its trotter test.
 // MASKED: wmask[tile] (this warp's row of a support mask, see support_mask) lists the
 // tile's pixels that may be in the trotter of some lane; only those are visited, in index
 // order, so the sums are those of the full walk. Pays where most pixels are outside
@@ -236,15 +245,14 @@ __device__ __forceinline__ void walk_pairs(
     const int lane = threadIdx.x & 31;
     const float fnr = (float)nr, fnc = (float)nc;
     if (!__any_sync(0xffffffffu, active)) return;  // warp-uniform
-#if ALIAS_PIXELS
-    Geo wg = geo;  // this frequency's aliases within reach
-    wg.a_bits = (wg.a_mr | wg.a_mc) ? alias_reach(nr, nc, geo) : 0u;
-#else
-    const Geo& wg = geo;
-#endif
     const float2 zero = make_float2(0.f, 0.f);
     for (int b0 = BL; b0 < BH; b0 += BT) {
         const int nb = min(BT, BH - b0);
+        uint4 ex = make_uint4(0u, 0u, 0u, 0u);  // (the default module: unused)
+#if ALIAS_PIXELS  // this frequency's row of the tile: the pixels an alias shares (src: its bin)
+        if (active && geo.a_tab != nullptr)
+            ex = __ldg(geo.a_tab + (size_t)src * geo.a_tiles + b0 / BT);
+#endif
         __syncwarp();
         for (int t = lane; t < nb; t += 32) st_shared(s_px, t, px[b0 + t]);
         __syncwarp();
@@ -265,8 +273,9 @@ __device__ __forceinline__ void walk_pairs(
                 const float4 p = ld_shared(s_px, t);
                 float am, ap;
                 bool minus;
-                if (active && pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc, p.z, wg,
-                                       am, ap, minus))
+                if (active && alias_kept(ex, t)
+                    && pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc, p.z, geo, am,
+                                ap, minus))
                     pair(p.x, p.y, g, am, ap, minus);
             }
         } else {
@@ -282,8 +291,9 @@ __device__ __forceinline__ void walk_pairs(
                 const float4 p = ld_shared(s_px, t);
                 float am, ap;
                 bool minus;
-                const bool in = active && pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr,
-                                                   nc, p.z, wg, am, ap, minus);
+                const bool in = active && alias_kept(ex, t)
+                                && pair_geo(p.x, p.y, fnr, fnc, k64 + 2 * (b0 + t), nr, nc,
+                                            p.z, geo, am, ap, minus);
                 if (WARP) pixel(p, in);
                 if (in) pair(p.x, p.y, g, am, ap, minus);
             }
