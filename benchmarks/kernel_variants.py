@@ -29,10 +29,10 @@ VARIANTS = {  # the first compiled module's timings run cold: "warmup" absorbs t
     "warmup": (),
     "default": (),  # tiles of 4 × 8 frequencies
     "tile_1x32": ("-DTILE_R=1", "-DTILE_C=32"),  # strips where tiles are used by default
-    # reconstruct_kernel<1>'s register budget: 8 blocks (64 registers) spill 24 bytes
-    # (ptxas, sm_90), 7 or 6 (72 registers) none
+    # reconstruct_kernel<1>'s register budget: at 8 blocks (64 registers) it spills 24
+    # bytes, reloaded once per tile of 128 pixels, not per pixel; at 7 (72 registers) none
+    # (benchmarks/kernel_registers.py)
     "recon_minb7": ("-DRECON_MINB=7",),
-    "recon_minb6": ("-DRECON_MINB=6",),
 }
 # Measured on the H200 at 3aefd1d and slower than the default (not timed every run):
 # "-DEVAL_MINB4=3" / "=5" (vp_eval<4> 2.35 / 3.51 ms per candidate against 1.88),
