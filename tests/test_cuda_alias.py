@@ -22,6 +22,8 @@ from livessb import Session
 from livessb.engine.cpu import CPUEngine
 from livessb.engine.cuda import CUDAEngine
 from livessb.params import JOINT
+from livessb.physics.aliases import alias_spacing, in_alias_support
+from livessb.physics.geometry import trotter_support
 from livessb.simulate import simulate_4dstem
 
 if TYPE_CHECKING:
@@ -73,6 +75,32 @@ def test_the_gpu_keeps_the_cpus_pairs_energy_losses_and_derivatives(thick: Datas
     finally:
         for e in (cpu, gpu, gpu_kept):
             e.close()
+
+
+def test_the_exclusion_table_marks_the_pairs_an_alias_shares(thick: Dataset4D) -> None:
+    # alias_exclusion's table (a bit per (bin, BF pixel), once per window and rotation):
+    # on every trotter pair (float64, the CPU's test) set exactly where an alias shares the
+    # pixel; clear elsewhere only within its 1e-3 k_α margin of a disc's edge.
+    gpu = CUDAEngine(thick, alias_pixels="excluded")
+    try:
+        _, sg = ch.prepared(gpu, thick)
+        g = sg.part.geometry
+        words = cp.asnumpy(sg.part.alias_tables[g]).reshape(sg.part.M, -1)
+        bits = np.unpackbits(words.view(np.uint8), axis=1, bitorder="little")[:, :sg.n_bf].T
+        k = cp.asnumpy(g.k64)
+        nu_r, nu_c = cp.asnumpy(sg.part.nu_r), cp.asnumpy(sg.part.nu_c)
+        k_alpha = gpu.geo.k_alpha
+        trotter = trotter_support(k, nu_r, nu_c, k_alpha)
+        shared = in_alias_support(k, nu_r, nu_c, k_alpha,
+                                  alias_spacing(gpu.geo.step, k_alpha, "excluded"))
+        clear_off = int(np.count_nonzero(~trotter & (bits == 0)))
+        record("alias_table", trotter_pairs=int(trotter.sum()), shared=int(shared[trotter].sum()),
+               clear_outside_trotter=clear_off)
+        assert shared[trotter].any() and not shared[trotter].all()
+        np.testing.assert_array_equal(bits[trotter] == 1, shared[trotter])
+        assert clear_off <= 0.01 * trotter.sum()
+    finally:
+        gpu.close()
 
 
 def test_the_theta_grid_and_the_reconstructions_leave_out_the_same_pixels(
