@@ -67,7 +67,6 @@ def derivative_launch(engine: CUDAEngine, sp: DeviceSpectra, cand: np.ndarray,
     return part
 
 
-
 _PAIR_ROWS = np.array([i for i, _ in PAIRS])  # vp_derivs' Hessian terms, in PAIRS order
 _PAIR_COLS = np.array([j for _, j in PAIRS])
 

@@ -9,7 +9,8 @@ Same protocol and semantics as the CPU engine (the NumPy reference is the refere
   "hann") within the staging budget, batched ``rfft2`` into a reused (B, M) buffer.
 * Geometry is never stored per (b, ν): the kernels evaluate the trotter support (float64,
   the NumPy formula) and the aperture from k_b and ν on the fly. (alias_pixels="excluded"
-  keeps one bit per pair and rotation: the pairs an alias shares, prepare.alias_exclusion_table.)
+  keeps a bit per pair and rotation, the pairs its walks leave out:
+  prepare.alias_exclusion_table.)
 * ``evaluate`` scores a (K, 6) batch, ``derivatives`` gives the exact loss, gradient and
   Hessian of a batch, each in one launch; ``reconstruct`` runs on the (f·Nr, f·Nc) grid
   in one launch plus one inverse FFT. The rest (other objectives, opted-in coefficients,

@@ -193,9 +193,10 @@ def alias_exclusion_table(cp: Any, memory: DeviceMemory, part: CUDAPart, n_bf: i
                           rows: RotationGeometry, geo: KernelGeo) -> Any:
     """The window's exclusion table at the rotation of ``rows`` where alias pixels are
     left out ("excluded" on an undersampled scan): bit i of uint32 word w of row m set where
-    BF pixel 32w + i shares the support of an alias of bin m (the kernels' ``alias_exclusion``,
-    the test the walks made pair by pair), rows of ceil(n_bf / BT) uint4; NULL_POINTER
-    where every pair is kept. Kept per window for its last rotations."""
+    the walks leave the pair (BF pixel 32w + i, bin m) out, because it shares the support of
+    an alias of bin m (the kernels' ``alias_exclusion``: the test the walks made pair by
+    pair) or lies outside the trotter by a margin; rows of ceil(n_bf / BT) uint4;
+    NULL_POINTER where every pair is kept. Kept per window for its last rotations."""
     if not geo.aliased:
         return NULL_POINTER
     tables = part.alias_tables
@@ -223,8 +224,8 @@ def support_masks(
     ν_c) of a grid of H columns at the current rotation (a warp's frequencies: the
     kernels' ``slot_bin`` tile of ``tile_rows`` rows, as the consumer takes them), one
     block of rows per entry of ``lobes``: (uint32 (len(lobes)·rows·tiles·4), tiles per
-    row). ``alias_tab`` (the grid's ``alias_exclusion_table``): the pixels every frequency
-    of a warp leaves out for an alias are left out of its mask too."""
+    row). ``alias_tab`` (the grid's ``alias_exclusion_table``): a pixel that no frequency
+    of a warp takes is left out of its mask too."""
     nblk = freq_blocks(M)
     tiles = -(-n_bf // ck.BT)
     words = nblk * ck.NT // 32 * tiles * 4

@@ -62,8 +62,9 @@ struct Geo {
     double a_sr, a_sc; // alias spacing 1/step per scan axis (1/Å)
     int a_mr, a_mc;    // alias orders tested per axis (0: none, every pair kept)
     double a_reach2;   // (max |k| + k_alpha)²: an alias farther out holds no BF pixel
-    // The pairs an alias shares, per (bin, tile of BT pixels) (alias_exclusion): the walks
-    // read one row per tile instead of testing the aliases pair by pair.
+    // The pairs the walks leave out (an alias shares them, or they lie outside the
+    // trotter), a row per bin of uint4 per tile of BT pixels (alias_exclusion): the walks
+    // read one per tile instead of testing the aliases pair by pair.
     const uint4* a_tab;
     int a_tiles;       // tiles per row of a_tab
 #endif
