@@ -1,5 +1,6 @@
 """Registers, spills and loop sizes of the CUDA kernels without a GPU: NVRTC compiles both
-modules (default and alias, as tests/test_cuda_compile.py does) for sm_90, ptxas reports
+modules (default and alias; livessb.engine.nvrtc, as tests/test_cuda_compile.py does) for
+sm_90, ptxas reports
 each kernel's registers and spill bytes, and cuobjdump's SASS gives the instructions and the
 local loads/stores (spills) inside loops. A kernel edit can be checked here before it
 costs device time: the default module's hot kernels should not change unless meant to.
@@ -13,7 +14,6 @@ Usage: python3 benchmarks/kernel_registers.py [--tools /tmp/nv/x] [-D OPTION ...
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import re
 import subprocess
@@ -24,33 +24,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 from livessb.engine import cuda_kernels as ck
+from livessb.engine.nvrtc import compile_kernels
 
 HOT = ("vp_eval", "vp_derivs", "energy_kernel", "reconstruct_kernel", "alias_exclusion",
        "support_mask")
-
-
-def nvrtc_ptx(options: list[str]) -> str:
-    import nvidia.cuda_nvrtc as pkg
-
-    lib_dir = next(Path(p) / "lib" for p in pkg.__path__)
-    lib = ctypes.CDLL(str(next(lib_dir.glob("libnvrtc.so*"))))
-    prog = ctypes.c_void_p()
-    lib.nvrtcCreateProgram(ctypes.byref(prog), ck.source().encode(), b"livessb.cu", 0, None,
-                           None)
-    for name in ck._names():
-        lib.nvrtcAddNameExpression(prog, name.encode())
-    opts = [o.encode() for o in ["-std=c++17", "--gpu-architecture=compute_90", *options]]
-    status = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
-    size = ctypes.c_size_t()
-    if status != 0:
-        lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-        log = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetProgramLog(prog, log)
-        raise SystemExit(f"NVRTC failed ({options}):\n{log.value.decode()[-3000:]}")
-    lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
-    buf = ctypes.create_string_buffer(size.value)
-    lib.nvrtcGetPTX(prog, buf)
-    return buf.value.decode()
 
 
 def ptxas_report(ptxas: Path, ptx: Path, cubin: Path) -> dict[str, dict[str, int]]:
@@ -107,31 +84,22 @@ def main() -> None:
     result: dict[str, Any] = {"defines": defines}
     with tempfile.TemporaryDirectory() as tmp:
         for module, extra in (("default", []), ("alias", ["-DALIAS_PIXELS=1"])):
+            compiled = compile_kernels(defines + extra)
+            if compiled.status != 0:
+                raise SystemExit(f"NVRTC failed ({module}, {defines}):\n{compiled.log[-3000:]}")
             ptx, cubin = Path(tmp, f"{module}.ptx"), Path(tmp, f"{module}.cubin")
-            ptx.write_text(nvrtc_ptx(defines + extra))
+            ptx.write_text(compiled.ptx)
             regs = ptxas_report(tools["ptxas"], ptx, cubin)
             loops = loop_report(tools["cuobjdump"], cubin)
-            names = {mangled: name for name in ck._names()
-                     if (mangled := _mangled_match(name, regs)) is not None}
             rows = {}
-            for mangled, name in sorted(names.items(), key=lambda x: x[1]):
+            for name in sorted(ck._names()):
                 if name.split("<")[0] in HOT:
+                    mangled = compiled.lowered[name]
                     rows[name] = {**regs[mangled], **loops.get(mangled, {})}
                     print(f"{module:8s} {name:34s} {rows[name]}")
             result[module] = rows
     if args.json:
         args.json.write_text(json.dumps(result, indent=1))
-
-
-def _mangled_match(name: str, regs: dict[str, dict[str, int]]) -> str | None:
-    """The mangled entry of a name expression (``vp_eval<4, false>`` → _Z7vp_evalILi4ELb0…)."""
-    base, _, targs = name.partition("<")
-    parts = [a.strip() for a in targs.rstrip(">").split(",")] if targs else []
-    enc = "".join("Lb1E" if a == "true" else "Lb0E" if a == "false" else f"Li{a}E"
-                  for a in parts if a in ("true", "false") or a.isdigit())
-    prefix = f"_Z{len(base)}{base}" + (f"I{enc}E" if parts else "")
-    hits = [m for m in regs if m.startswith(prefix)] if enc or not parts else []
-    return hits[0] if len(hits) == 1 else None
 
 
 if __name__ == "__main__":

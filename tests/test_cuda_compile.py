@@ -7,10 +7,8 @@ module the table kernel makes it and every kernel that walks trotter pairs reads
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import re
-from pathlib import Path
 
 import pytest
 
@@ -19,47 +17,16 @@ from helpers import importable, require
 require(importable("nvidia.cuda_nvrtc"), "NVRTC (pip install nvidia-cuda-nvrtc-cu12)")
 
 from livessb.engine import cuda_kernels as ck  # noqa: E402
+from livessb.engine.nvrtc import compile_kernels  # noqa: E402
 
-ARCH = b"--gpu-architecture=compute_90"  # the H200 (Hopper)
 PAIR_WALKS = ("vp_eval", "vp_derivs", "energy_kernel", "reconstruct_kernel")
-
-
-@functools.lru_cache(maxsize=1)
-def _nvrtc() -> ctypes.CDLL:
-    import nvidia.cuda_nvrtc as pkg
-
-    lib = next(Path(p) / "lib" for p in pkg.__path__)
-    return ctypes.CDLL(str(next(lib.glob("libnvrtc.so*"))))
 
 
 @functools.lru_cache(maxsize=2)
 def _compile(alias: bool) -> tuple[int, str, str, dict[str, str]]:
-    """(status, log, PTX, lowered name of each name expression)."""
-    lib = _nvrtc()
-    prog = ctypes.c_void_p()
-    assert lib.nvrtcCreateProgram(ctypes.byref(prog), ck.source().encode(), b"livessb.cu",
-                                  0, None, None) == 0
-    names = ck._names()
-    for name in names:
-        assert lib.nvrtcAddNameExpression(prog, name.encode()) == 0, name
-    opts = [b"-std=c++17", ARCH] + ([b"-DALIAS_PIXELS=1"] if alias else [])
-    status = lib.nvrtcCompileProgram(prog, len(opts), (ctypes.c_char_p * len(opts))(*opts))
-    size = ctypes.c_size_t()
-    lib.nvrtcGetProgramLogSize(prog, ctypes.byref(size))
-    log = ctypes.create_string_buffer(size.value)
-    lib.nvrtcGetProgramLog(prog, log)
-    ptx, lowered = "", {}
-    if status == 0:
-        lib.nvrtcGetPTXSize(prog, ctypes.byref(size))
-        buf = ctypes.create_string_buffer(size.value)
-        lib.nvrtcGetPTX(prog, buf)
-        ptx = buf.value.decode()
-        for name in names:
-            out = ctypes.c_char_p()
-            assert lib.nvrtcGetLoweredName(prog, name.encode(), ctypes.byref(out)) == 0, name
-            lowered[name] = (out.value or b"").decode()
-    lib.nvrtcDestroyProgram(ctypes.byref(prog))
-    return status, log.value.decode(), ptx, lowered
+    """(status, log, PTX, lowered name of each name expression) of one module."""
+    out = compile_kernels(("-DALIAS_PIXELS=1",) if alias else ())
+    return out.status, out.log, out.ptx, out.lowered
 
 
 def _entries(ptx: str) -> dict[str, str]:

@@ -22,7 +22,7 @@ from .launch import (
     pixel_split,
     vp_derivs_args,
 )
-from .prepare import alias_exclusion_table, support_masks
+from .prepare import support_masks
 
 if TYPE_CHECKING:
     from .engine import CUDAEngine, DeviceSpectra
@@ -46,7 +46,7 @@ def derivative_launch(engine: CUDAEngine, sp: DeviceSpectra, cand: np.ndarray,
     per, nsplit = pixel_split(M, sp.n_bf, min_blocks=FILL_BLOCKS_DERIV // (2 * K))
     table = cp.asarray(candidate_table(cand))
     raw = cp.empty((2 * K, nsplit, 3 + ck.NA, M) if nsplit > 1 else 1, dtype=cp.float64)
-    alias_tab = alias_exclusion_table(cp, engine.memory, sp.part, sp.n_bf, g, engine._kgeo)
+    alias_tab = engine._alias_table(sp, g)
     if sp.part.lobe_masks is None:  # per rotation
         sp.part.lobe_masks = support_masks(cp, engine.memory, sp.n_bf, g, w.nu_r, w.nu_c, M,
                                            int(w.Nc) // 2 + 1, engine._kgeo, lobes=(0, 1),
