@@ -72,3 +72,15 @@ def test_only_the_alias_module_leaves_alias_pixels_out_and_its_walks_read_the_ta
             at = [p for _, p in SIGNATURES[kernel]].index("g_alias_tab")
             assert _reads_param(bodies[mangled], at), name
             assert not _reads_param(plain[mangled], at), name
+
+
+@pytest.mark.parametrize("alias", [False, True], ids=["default", "alias"])
+def test_float_quotients_take_the_sfu_reciprocal_alone(alias: bool) -> None:
+    # __fdividef's div.approx.f32 rescales a denormal divisor in SASS (two FMULs, a
+    # compare, two selects per quotient: ~36 of the ~180 instructions vp_eval<4> issues
+    # per pixel); the kernels' divisors are normal floats, so fast_rcp (rcp.approx.ftz,
+    # MUFU.RCP alone) gives the same bits.
+    _, _, ptx, _ = _compile(alias)
+    assert "div.approx.f32" not in ptx
+    assert "div.full.f32" not in ptx and "div.rn.f32" not in ptx
+    assert "rcp.approx.ftz.f32" in ptx

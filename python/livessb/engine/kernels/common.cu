@@ -70,12 +70,22 @@ struct Geo {
 #endif
 };
 
+// 1/x by the SFU alone (rcp.approx.ftz: MUFU.RCP). __fdividef(s, x) is s times this same
+// reciprocal wherever |x| is a normal float, but its SASS also rescales a denormal x (two
+// FMULs, a compare and two selects per quotient): the sinc arguments that reach a quotient
+// are ≥ 1e-3 in magnitude, so the same bits come from MUFU.RCP and one FMUL.
+__device__ __forceinline__ float fast_rcp(float x) {
+    float r;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+}
+
 // The aperture's soft edge spans |q| ∈ ka ∓ w/2; in2 and out2 sit 1e-5 (relative) inside
 // that band's ends, far beyond the rounding of aperture_f, which therefore clamps to
 // exactly 1 below in2 and exactly 0 above out2: pair_geo takes those values without the
 // square root (same bits).
 __device__ __forceinline__ Geo make_geo(double ka2, float ka, float inv_w, float twopilam) {
-    const float half_w = __fdividef(0.5f, inv_w);
+    const float half_w = __fmul_rn(0.5f, fast_rcp(inv_w));
     const float lo = (ka - half_w) * (1.0f - 1e-5f), hi = (ka + half_w) * (1.0f + 1e-5f);
     Geo g;
     g.ka2 = ka2; g.ka = ka; g.inv_w = inv_w; g.twopilam = twopilam;
@@ -205,7 +215,7 @@ __device__ __forceinline__ float opaque(float x) {
 // forms are computed and one selected: no branch per pair.
 #define SINC_SERIES 0.6f
 __device__ __forceinline__ float sinc_f(float x, float s) {
-    const float quotient = __fdividef(s, x);
+    const float quotient = __fmul_rn(s, fast_rcp(x));
     const float series = __fmaf_rn(__fmul_rn(x, x), -0.16666667f, 1.0f);
     return fabsf(x) < 1e-3f ? series : quotient;
 }
@@ -221,7 +231,7 @@ __device__ __forceinline__ void sinc_d12(float x, float S, float sn, float cs, f
         S2 = -1.f / 3.f + x2 * (0.1f + x2 * (-1.f / 168.f + x2 * (1.f / 6480.f
                  + x2 * (-1.f / 443520.f))));
     } else {
-        const float ix = __fdividef(1.f, x);
+        const float ix = fast_rcp(x);  // (|x| ≥ SINC_SERIES here)
         S1 = (x * cs - sn) * ix * ix;
         S2 = -S - 2.f * S1 * ix;
     }

@@ -73,7 +73,7 @@ __device__ __forceinline__ void rotate(float& zr, float& zi, float wr, float wi)
 // |x| = 1e-2 the series (1 - x²/6, exact to 1e-10 there) replaces the quotient.
 __device__ __forceinline__ float sinc_rec(float x, float s) {
     return fabsf(x) < 1e-2f ? __fmaf_rn(__fmul_rn(x, x), -0.16666667f, 1.0f)
-                            : __fdividef(s, x);
+                            : __fmul_rn(s, fast_rcp(x));
 }
 
 // A warp's frequencies (walk.cu slot_bin): recurrent candidates (KC ≥ 2) share each
