@@ -37,7 +37,6 @@ from ..physics.geometry import (
     to_detector_frame,
 )
 from ..physics.optics import aperture, has_higher_order
-from ..physics.overlap import PAIRS
 from ..results import Bounds
 from ..xp import to_host
 from .lifetime import Lifetime
@@ -62,7 +61,6 @@ from .reference import (
     host_bf_counts,
 )
 
-_PAIRS = np.array(PAIRS, dtype=np.int64)
 SUMS_BYTES = 64 * 2**20  # the scoring kernel's per-(lobe, ν) sums of one candidate block
 # Trotter pairs kept (every window, rotation and grid of the engine together): a small
 # scan's previews and fits then skip the pair search; a large one finds them per call.
@@ -291,7 +289,7 @@ class CPUEngine:
         args = self._kernel_args(sp, kg, 1)
         weights = obj.lobe_weights(geometry.weights)
         for k in range(K):
-            N, D, dN, dD, d2N, d2D = vp_derivative_sums(*args, cand[k], _PAIRS)
+            N, D, dN, dD, d2N, d2D = vp_derivative_sums(*args, cand[k])
             losses[k], grads[k], hessians[k] = obj.vp_loss_derivatives(
                 N, D, dN, dD, d2N, d2D, weights, sp.energy)
         self.evaluations += K
@@ -308,7 +306,7 @@ class CPUEngine:
         # The derivative kernel's per-lobe sums already hold every frequency's terms.
         vp_derivative_sums: Any = _kernels().vp_derivative_sums
         cand = np.ascontiguousarray(candidate, dtype=np.float64).reshape(N_JOINT)
-        N, D, dN, dD, d2N, d2D = vp_derivative_sums(*self._kernel_args(sp, kg, 1), cand, _PAIRS)
+        N, D, dN, dD, d2N, d2D = vp_derivative_sums(*self._kernel_args(sp, kg, 1), cand)
         return obj.vp_misfit_terms(N, D, dN, dD, d2N, d2D, obj.lobe_weights(geometry.weights),
                                    sp.energy, JOINT.index("C10"))
 

@@ -238,46 +238,61 @@ def _sinc3(x: float) -> tuple[float, float, float]:
 
 
 @njit(cache=True, parallel=True)
-def vp_derivative_sums(G, k_r, k_c, a_k, nu_r, nu_c, pack, geo, pl, params, pairs):  # type: ignore[no-untyped-def]
-    """N, D and their first (6) and second (21, ``pairs`` order) derivative sums per
-    (lobe, ν): 2M columns as ``vp_sums``."""
+def vp_derivative_sums(G, k_r, k_c, a_k, nu_r, nu_c, pack, geo, pl, params):  # type: ignore[no-untyped-def]
+    """N, D and their first (6) and second (21, ``physics.overlap.PAIRS`` order)
+    derivative sums per (lobe, ν): 2M columns as ``vp_sums``."""
     M, B = nu_r.shape[0], k_r.shape[0]
-    n_pairs = pairs.shape[0]
     N = np.zeros(2 * M, dtype=np.complex128)
     D = np.zeros(2 * M)
     dN = np.zeros((6, 2 * M), dtype=np.complex128)
     dD = np.zeros((6, 2 * M))
-    d2N = np.zeros((n_pairs, 2 * M), dtype=np.complex128)
-    d2D = np.zeros((n_pairs, 2 * M))
+    d2N = np.zeros((N_SECOND, 2 * M), dtype=np.complex128)
+    d2D = np.zeros((N_SECOND, 2 * M))
     n_chunks = _chunks(M)
     for ch in prange(n_chunks):
         buf = _buffers(B)
-        work = (np.zeros(6, dtype=np.complex128), np.zeros(n_pairs, dtype=np.complex128),
-                np.zeros(3, dtype=np.complex128), np.zeros(3), np.zeros(3))
+        g1 = np.zeros(6, dtype=np.complex128)
+        g2 = np.zeros(N_SECOND, dtype=np.complex128)
+        # One frequency's sums per lobe (k-ν, k+ν): [N, dN (6), d2N (21)] and [D, dD, d2D],
+        # added up here and stored once (the same additions in the same order as into
+        # the outputs: the same bits, without a store per pair into 2M-strided rows).
+        acc_n = np.zeros((2, 1 + 6 + N_SECOND), dtype=np.complex128)
+        acc_d = np.zeros((2, 1 + 6 + N_SECOND))
         for m in range(ch * M // n_chunks, (ch + 1) * M // n_chunks):
             idx, amps_m, amps_p, minus, n_in = _pairs_at(m, pack, k_r, k_c, a_k, nu_r, nu_c,
                                                          geo, buf)
-            _derivative_frequency(m, M, nu_r[m], nu_c[m], idx, amps_m, amps_p, minus, n_in,
-                                  G, k_r, k_c, pl, params, pairs, work,
-                                  (N, D, dN, dD, d2N, d2D))
+            acc_n[:] = 0
+            acc_d[:] = 0
+            _derivative_frequency(nu_r[m], nu_c[m], idx, amps_m, amps_p, minus, n_in, G[m],
+                                  k_r, k_c, pl, params, g1, g2, acc_n, acc_d)
+            for lobe in range(2):
+                col = m if lobe == 0 else M + m
+                N[col], D[col] = acc_n[lobe, 0], acc_d[lobe, 0]
+                for p in range(6):
+                    dN[p, col], dD[p, col] = acc_n[lobe, 1 + p], acc_d[lobe, 1 + p]
+                for n in range(N_SECOND):
+                    d2N[n, col], d2D[n, col] = acc_n[lobe, 7 + n], acc_d[lobe, 7 + n]
     return N, D, dN, dD, d2N, d2D
 
 
+N_SECOND = 21  # second derivatives of the six parameters: physics.overlap.PAIRS
+
+
 @njit(cache=True, inline="always")
-def _derivative_frequency(m, M, nr, nc, idx, amps_m, amps_p, minus, n_in, G, k_r, k_c, pl,  # type: ignore[no-untyped-def]
-                          params, pairs, work, sums):
-    """``vp_derivative_sums`` at frequency m."""
-    N, D, dN, dD, d2N, d2D = sums
-    g1, g2, wv, dxs, dch = work
-    n_pairs = pairs.shape[0]
+def _derivative_frequency(nr, nc, idx, amps_m, amps_p, minus, n_in, G_m, k_r, k_c, pl,  # type: ignore[no-untyped-def]
+                          params, g1, g2, acc_n, acc_d):
+    """``vp_derivative_sums`` at one frequency: its pairs' Γ, first and second
+    derivatives (g2 written out in PAIRS order: (0,0) (0,1) … (0,5) (1,1) … (5,5)), summed
+    per lobe into acc_n, acc_d."""
     C10, C12, phi = params[0], params[1], params[2]
     dep = params[5]
     c2, s2 = math.cos(2.0 * phi), math.sin(2.0 * phi)
     nn, nd, nx = nr * nr + nc * nc, nr * nr - nc * nc, 2.0 * nr * nc
     tilt = 2.0 * math.pi * MRAD * (nr * params[3] + nc * params[4])
+    dx0 = math.pi * dep * MRAD * nr  # ∂x/∂τ_r, ∂x/∂τ_c of the sinc argument x = βΔ/2
+    dx1 = math.pi * dep * MRAD * nc
     for j in range(n_in):
         b = idx[j]
-        col = m if minus[j] else M + m
         kr, kc = k_r[b], k_c[b]
         gam = 0j
         g1[:] = 0
@@ -296,47 +311,55 @@ def _derivative_frequency(m, M, nr, nc, idx, amps_m, amps_p, minus, n_in, G, k_r
             beta = -sign * d10 + tilt
             S, S1, S2 = _sinc3(beta * dep / 2.0)
             gam += sgn * S * wave
-            dch[0] = d10
-            dch[1] = c2 * dc + s2 * ds
-            dch[2] = C12 * (-2.0 * s2 * dc + 2.0 * c2 * ds)
+            h0, h1 = d10, c2 * dc + s2 * ds  # ∂χ/∂C10, ∂χ/∂C12, ∂χ/∂φ12
+            h2 = C12 * (-2.0 * s2 * dc + 2.0 * c2 * ds)
             d12phi = -2.0 * s2 * dc + 2.0 * c2 * ds
             dphiphi = C12 * (-4.0 * c2 * dc - 4.0 * s2 * ds)
-            dxs[0] = math.pi * dep * MRAD * nr
-            dxs[1] = math.pi * dep * MRAD * nc
-            dxs[2] = beta / 2.0
+            dx2 = beta / 2.0  # ∂x/∂Δ
             ip = complex(0.0, sign)
-            for p in range(3):
-                wv[p] = ip * dch[p] * wave
-                g1[p] += sgn * S * wv[p]
-                g1[3 + p] += sgn * S1 * dxs[p] * wave
-            for n in range(n_pairs):
-                i, q = pairs[n, 0], pairs[n, 1]
-                if q < 3:
-                    second = ip * dch[i] * wv[q]
-                    if i == 1 and q == 2:
-                        second += ip * d12phi * wave
-                    elif i == 2 and q == 2:
-                        second += ip * dphiphi * wave
-                    g2[n] += sgn * S * second
-                elif i < 3:
-                    g2[n] += sgn * S1 * dxs[q - 3] * wv[i]
-                else:
-                    a, bb = i - 3, q - 3
-                    d2 = S2 * dxs[a] * dxs[bb]
-                    if bb == 2 and a < 2:
-                        d2 += S1 * math.pi * MRAD * (nr if a == 0 else nc)
-                    g2[n] += sgn * d2 * wave
-        Gj = G[m, b]
+            w0, w1, w2 = ip * h0 * wave, ip * h1 * wave, ip * h2 * wave
+            sS = sgn * S
+            g1[0] += sS * w0
+            g1[1] += sS * w1
+            g1[2] += sS * w2
+            g1[3] += sgn * S1 * dx0 * wave
+            g1[4] += sgn * S1 * dx1 * wave
+            g1[5] += sgn * S1 * dx2 * wave
+            g2[0] += sS * (ip * h0 * w0)
+            g2[1] += sS * (ip * h0 * w1)
+            g2[2] += sS * (ip * h0 * w2)
+            g2[3] += sgn * S1 * dx0 * w0
+            g2[4] += sgn * S1 * dx1 * w0
+            g2[5] += sgn * S1 * dx2 * w0
+            g2[6] += sS * (ip * h1 * w1)
+            g2[7] += sS * (ip * h1 * w2 + ip * d12phi * wave)
+            g2[8] += sgn * S1 * dx0 * w1
+            g2[9] += sgn * S1 * dx1 * w1
+            g2[10] += sgn * S1 * dx2 * w1
+            g2[11] += sS * (ip * h2 * w2 + ip * dphiphi * wave)
+            g2[12] += sgn * S1 * dx0 * w2
+            g2[13] += sgn * S1 * dx1 * w2
+            g2[14] += sgn * S1 * dx2 * w2
+            g2[15] += sgn * (S2 * dx0 * dx0) * wave
+            g2[16] += sgn * (S2 * dx0 * dx1) * wave
+            g2[17] += sgn * (S2 * dx0 * dx2 + S1 * math.pi * MRAD * nr) * wave
+            g2[18] += sgn * (S2 * dx1 * dx1) * wave
+            g2[19] += sgn * (S2 * dx1 * dx2 + S1 * math.pi * MRAD * nc) * wave
+            g2[20] += sgn * (S2 * dx2 * dx2) * wave
+        Gj = G_m[b]
         gc = gam.conjugate()
-        N[col] += gc * Gj
-        D[col] += gam.real * gam.real + gam.imag * gam.imag
+        lobe = 0 if minus[j] else 1
+        acc_n[lobe, 0] += gc * Gj
+        acc_d[lobe, 0] += gam.real * gam.real + gam.imag * gam.imag
         for p in range(6):
-            dN[p, col] += g1[p].conjugate() * Gj
-            dD[p, col] += 2.0 * (gc * g1[p]).real
-        for n in range(n_pairs):
-            i, q = pairs[n, 0], pairs[n, 1]
-            d2N[n, col] += g2[n].conjugate() * Gj
-            d2D[n, col] += 2.0 * (g1[q].conjugate() * g1[i] + gc * g2[n]).real
+            acc_n[lobe, 1 + p] += g1[p].conjugate() * Gj
+            acc_d[lobe, 1 + p] += 2.0 * (gc * g1[p]).real
+        n = 0
+        for i in range(6):
+            for q in range(i, 6):
+                acc_n[lobe, 7 + n] += g2[n].conjugate() * Gj
+                acc_d[lobe, 7 + n] += 2.0 * (g1[q].conjugate() * g1[i] + gc * g2[n]).real
+                n += 1
 
 
 @njit(cache=True, parallel=True)
