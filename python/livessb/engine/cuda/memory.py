@@ -9,6 +9,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -27,6 +28,8 @@ HOST_SLAB_BYTES = 64 << 20  # whole patterns per upload of host counts
 # reuses them. ``plan_pool_bytes()`` reports what they hold.
 _PLANS: dict[tuple[Any, ...], Any] = {}
 _PLAN_POOL: Any = None
+_PLANNER: ThreadPoolExecutor | None = None  # makes the plans (see _planner)
+_PLANNER_LOCK = threading.Lock()
 # Closing hands the pooled blocks back to the device on a worker thread (cudaFree of a
 # session's ~14 GiB takes ~18 ms on the H200, which close need not wait for); the pools
 # are thread-safe. ``wait_for_release`` joins it: a new engine does, before its baseline.
@@ -40,21 +43,41 @@ def wait_for_release() -> None:
 
 
 def fft_plan(x: Any, value_type: str, shape: tuple[int, int] | None = None) -> Any:
-    global _PLAN_POOL
     import cupy as cp
-    import cupyx.scipy.fft as cfft
 
-    key = (x.shape, x.dtype.str, value_type, shape, cp.cuda.runtime.getDevice())
+    device = cp.cuda.runtime.getDevice()
+    key = (x.shape, x.dtype.str, value_type, shape, device)
     plan = _PLANS.pop(key, None)
     if plan is None:
-        if _PLAN_POOL is None:
-            _PLAN_POOL = cp.cuda.MemoryPool()
-        with cp.cuda.using_allocator(_PLAN_POOL.malloc):
-            plan = cfft.get_fft_plan(x, shape=shape, axes=(-2, -1), value_type=value_type)
+        plan = _planner().submit(_make_plan, x, value_type, shape, device).result()
         while len(_PLANS) >= MAX_PLANS:
             _PLANS.pop(next(iter(_PLANS)))
     _PLANS[key] = plan  # most recently used last
     return plan
+
+
+def _planner() -> ThreadPoolExecutor:
+    """The one thread that makes cuFFT plans. CuPy's get_fft_plan gives the calling thread
+    its own plan cache, and when that thread ends CuPy's finalizer of the cache runs a full
+    gc.collect() (80-120 ms on the H200's host): a map tile's thread made a session's first
+    64² plan and its end stalled the first map. This thread lives as long as the process."""
+    global _PLANNER
+    with _PLANNER_LOCK:
+        if _PLANNER is None:
+            _PLANNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="livessb-fft-plans")
+        return _PLANNER
+
+
+def _make_plan(x: Any, value_type: str, shape: tuple[int, int] | None, device: int) -> Any:
+    global _PLAN_POOL
+    import cupy as cp
+    import cupyx.scipy.fft as cfft
+
+    with cp.cuda.Device(device):
+        if _PLAN_POOL is None:
+            _PLAN_POOL = cp.cuda.MemoryPool()
+        with cp.cuda.using_allocator(_PLAN_POOL.malloc):
+            return cfft.get_fft_plan(x, shape=shape, axes=(-2, -1), value_type=value_type)
 
 
 def planned_irfft2(cp: Any, H: Any, shape: tuple[int, int]) -> Any:
