@@ -105,12 +105,14 @@ class CPUEngine:
         spacing = alias_spacing(self.geo.step, self.geo.k_alpha, self.alias_pixels)
         self.reference = Reference(self.geo, np, np.float64, self._chunk_elements, spacing)
         bf = dataset.bright_field
-        # Detector frequency of every detector row/column (1/Å), for the phase tables.
+        # Detector frequency (1/Å) of the detector rows/columns the BF pixels span, for the
+        # phase tables (filled per frequency and candidate; a pixel's entry: row - r0).
         w = self.geo.edge_width
-        self._row_off = (np.arange(dataset.detector_shape[0]) - bf.center_row) * w
-        self._col_off = (np.arange(dataset.detector_shape[1]) - bf.center_col) * w
-        self._det_r = self.geo.bf.rows.astype(np.int64)
-        self._det_c = self.geo.bf.cols.astype(np.int64)
+        rows, cols = self.geo.bf.rows.astype(np.int64), self.geo.bf.cols.astype(np.int64)
+        r0, c0, r1, c1 = int(rows.min()), int(cols.min()), int(rows.max()) + 1, int(cols.max()) + 1
+        self._row_off = (np.arange(r0, r1) - bf.center_row) * w
+        self._col_off = (np.arange(c0, c1) - bf.center_col) * w
+        self._det_r, self._det_c = rows - r0, cols - c0
         self._aperture = aperture_constants(self.geo.k_alpha, w)  # every pair: f > 1
         # The scan's own grid (f = 1: the fit, and reconstructions at it) leaves out the
         # pixels an alias shares with "excluded" (physics.aliases).

@@ -148,34 +148,43 @@ def vp_sums(G, k_r, k_c, a_k, nu_r, nu_c, pack, geo, pl, cand,  # type: ignore[n
     over detector rows times one over detector columns (``row_off``/``col_off``
     are the detector frequencies of each row/column, ``to_det`` maps scan-frame
     vectors to the detector frame), so the inner loop has no sin/cos when Δ = 0.
+    Each frequency's tables are made for every candidate first (rows × K), then every
+    pair's pixel, apertures and spectrum are read once for all K candidates; each
+    candidate's sums still add its pairs in pixel order (the same bits as a candidate at
+    a time, which read them K times).
     """
     K = cand.shape[0]
     M, B = nu_r.shape[0], k_r.shape[0]
+    R, C = row_off.shape[0], col_off.shape[0]
     N = np.zeros((K, 2 * M), dtype=np.complex128)
     D = np.zeros((K, 2 * M))
     n_chunks = _chunks(M)
     for ch in prange(n_chunks):
         buf = _buffers(B)
-        tabs = (np.empty(row_off.shape[0], dtype=np.complex128),
-                np.empty(col_off.shape[0], dtype=np.complex128),
-                np.empty(row_off.shape[0], dtype=np.complex128),
-                np.empty(col_off.shape[0], dtype=np.complex128))
+        tabs = (np.empty((R, K), dtype=np.complex128), np.empty((C, K), dtype=np.complex128),
+                np.empty((R, K), dtype=np.complex128), np.empty((C, K), dtype=np.complex128))
+        per_k = (np.empty((3, K)), np.empty((3, K), dtype=np.complex128))
+        sums = (np.empty((2, K), dtype=np.complex128), np.empty((2, K)))
         for m in range(ch * M // n_chunks, (ch + 1) * M // n_chunks):
             idx, amp_m, amp_p, minus, n_pairs = _pairs_at(m, pack, k_r, k_c, a_k, nu_r, nu_c,
                                                           geo, buf)
             if n_pairs > 0:
                 _vp_frequency(m, M, nu_r[m], nu_c[m], idx, amp_m, amp_p, minus, n_pairs, G,
                               phase_k_r, phase_k_c, pl, cand, det_r, det_c, row_off, col_off,
-                              to_det, tabs, N, D)
+                              to_det, tabs, per_k, sums, N, D)
     return N, D
 
 
 @njit(cache=True, inline="always")
 def _vp_frequency(m, M, nr, nc, idx, amp_m, amp_p, minus, n_pairs, G, k_r, k_c, pl, cand,  # type: ignore[no-untyped-def]
-                  det_r, det_c, row_off, col_off, to_det, tabs, N, D):
+                  det_r, det_c, row_off, col_off, to_det, tabs, per_k, sums, N, D):
     """``vp_sums`` at frequency m: columns m (k-ν lobe) and M + m (k+ν lobe)."""
     K = cand.shape[0]
     tab_r, tab_c, dep_r, dep_c = tabs
+    real_k, cplx_k = per_k
+    xa, xb, pd = real_k[0], real_k[1], real_k[2]  # sinc arguments' offsets, πλΔ
+    eqc, ea, eb = cplx_k[0], cplx_k[1], cplx_k[2]  # e^{iπλq}, e^{i xa}, e^{i xb}
+    acc_n, acc_d = sums
     nn, nd, nx = nr * nr + nc * nc, nr * nr - nc * nc, 2.0 * nr * nc
     for k in range(K):
         C10, C12, phi = cand[k, 0], cand[k, 1], cand[k, 2]
@@ -186,37 +195,41 @@ def _vp_frequency(m, M, nr, nc, idx, amp_m, amp_p, minus, n_pairs, G, k_r, k_c, 
         # lin = k·w with w = 2Mν (scan frame); tables hold exp(iπλ k_det·w_det).
         w_r = 2.0 * (C10 * nr + C12 * (c2 * nr + s2 * nc))
         w_c = 2.0 * (C10 * nc + C12 * (s2 * nr - c2 * nc))
-        _fill_plane_tables(pl, w_r, w_c, row_off, col_off, to_det, tab_r, tab_c)
-        eq = complex(math.cos(pl * q), math.sin(pl * q))
+        _fill_plane_tables(pl, w_r, w_c, row_off, col_off, to_det, tab_r[:, k], tab_c[:, k])
+        eqc[k] = complex(math.cos(pl * q), math.sin(pl * q))  # e^{iπλq}
+        pd[k] = pl * dep
         if dep != 0.0:
             # exp(-iπλΔ k·ν) for the depth factors' sines, same factorisation.
-            _fill_plane_tables(-pl * dep, nr, nc, row_off, col_off, to_det, dep_r, dep_c)
-            xa0 = (pl * nn + tilt) * dep / 2.0
-            xb0 = (-pl * nn + tilt) * dep / 2.0
-            ea0 = complex(math.cos(xa0), math.sin(xa0))
-            eb0 = complex(math.cos(xb0), math.sin(xb0))
-        n_m = n_p = 0j
-        d_m = d_p = 0.0
-        for j in range(n_pairs):
-            b = idx[j]
-            lin = tab_r[det_r[b]] * tab_c[det_c[b]]  # exp(iπλ·lin)
-            wa = amp_m[j] * eq.conjugate() * lin  # exp(-iπλ(q - lin))
-            wb = amp_p[j] * (eq * lin)  # exp(+iπλ(q + lin))
-            if dep != 0.0:
-                ku = k_r[b] * nr + k_c[b] * nc
-                e = dep_r[det_r[b]] * dep_c[det_c[b]]
-                gam = _sinc_from(xa0 - pl * dep * ku, (ea0 * e).imag) * wa - _sinc_from(
-                    xb0 - pl * dep * ku, (eb0 * e).imag) * wb
+            _fill_plane_tables(-pl * dep, nr, nc, row_off, col_off, to_det, dep_r[:, k],
+                               dep_c[:, k])
+            xa[k] = (pl * nn + tilt) * dep / 2.0
+            xb[k] = (-pl * nn + tilt) * dep / 2.0
+            ea[k] = complex(math.cos(xa[k]), math.sin(xa[k]))
+            eb[k] = complex(math.cos(xb[k]), math.sin(xb[k]))
+    acc_n[:] = 0j
+    acc_d[:] = 0.0
+    for j in range(n_pairs):
+        b = idx[j]
+        dr, dc = det_r[b], det_c[b]
+        am, ap, g = amp_m[j], amp_p[j], G[m, b]
+        lobe = 0 if minus[j] else 1
+        ku = k_r[b] * nr + k_c[b] * nc
+        for k in range(K):
+            lin = tab_r[dr, k] * tab_c[dc, k]  # exp(iπλ·lin)
+            eq = eqc[k]
+            wa = am * eq.conjugate() * lin  # exp(-iπλ(q - lin))
+            wb = ap * (eq * lin)  # exp(+iπλ(q + lin))
+            if pd[k] != 0.0:
+                e = dep_r[dr, k] * dep_c[dc, k]
+                gam = _sinc_from(xa[k] - pd[k] * ku, (ea[k] * e).imag) * wa - _sinc_from(
+                    xb[k] - pd[k] * ku, (eb[k] * e).imag) * wb
             else:
                 gam = wa - wb
-            if minus[j]:
-                n_m += gam.conjugate() * G[m, b]
-                d_m += gam.real * gam.real + gam.imag * gam.imag
-            else:
-                n_p += gam.conjugate() * G[m, b]
-                d_p += gam.real * gam.real + gam.imag * gam.imag
-        N[k, m], D[k, m] = n_m, d_m
-        N[k, M + m], D[k, M + m] = n_p, d_p
+            acc_n[lobe, k] += gam.conjugate() * g
+            acc_d[lobe, k] += gam.real * gam.real + gam.imag * gam.imag
+    for k in range(K):
+        N[k, m], D[k, m] = acc_n[0, k], acc_d[0, k]
+        N[k, M + m], D[k, M + m] = acc_n[1, k], acc_d[1, k]
 
 
 @njit(cache=True, inline="always")
