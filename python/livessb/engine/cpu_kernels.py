@@ -250,6 +250,9 @@ def _sinc3(x: float) -> tuple[float, float, float]:
     return S, S1, -S - 2.0 * S1 / x
 
 
+N_SECOND = 21  # second derivatives of the six parameters: physics.overlap.PAIRS
+
+
 @njit(cache=True, parallel=True)
 def vp_derivative_sums(G, k_r, k_c, a_k, nu_r, nu_c, pack, geo, pl, params):  # type: ignore[no-untyped-def]
     """N, D and their first (6) and second (21, ``physics.overlap.PAIRS`` order)
@@ -286,9 +289,6 @@ def vp_derivative_sums(G, k_r, k_c, a_k, nu_r, nu_c, pack, geo, pl, params):  # 
                 for n in range(N_SECOND):
                     d2N[n, col], d2D[n, col] = acc_n[lobe, 7 + n], acc_d[lobe, 7 + n]
     return N, D, dN, dD, d2N, d2D
-
-
-N_SECOND = 21  # second derivatives of the six parameters: physics.overlap.PAIRS
 
 
 @njit(cache=True, inline="always")
