@@ -111,3 +111,28 @@ def test_the_one_kernel_pass_equals_the_chunked_pass(dose: float, scan: tuple[in
     assert np.array_equal(np.isnan(dev_fit.measured), np.isnan(host_fit.measured))
     np.testing.assert_allclose(dev_fit.coefficients, host_fit.coefficients, rtol=1e-10,
                                atol=1e-12)
+
+
+def test_a_one_frame_spike_is_replaced_on_the_device_as_on_the_host() -> None:
+    """One saturated count in one frame (engine.spikes): both engines replace it in their
+    resident BF counts by the same value, and fit alike."""
+    ds, _ = simulate_4dstem(scan_shape=(32, 32), detector_shape=(32, 32), scan_step_A=0.6,
+                            aberrations={"C10": -40.0}, dose=2e4, seed=3, rotation_deg=8.0)
+    counts = ds.counts.copy()
+    counts[9, 21, 14, 17] = 65535
+    calibration = dict(voltage_kV=ds.voltage_kV, semiangle_mrad=ds.semiangle_mrad,
+                       scan_step_A=ds.scan_step_A,
+                       detector_sampling_mrad=ds.detector_sampling_mrad)
+    host = Dataset4D(counts, **calibration)
+    device = DeviceDataset4D(cp.asarray(counts), **calibration)
+    with Session(host, device="cpu") as s_cpu, Session(device, device="cuda") as s_gpu:
+        assert s_cpu.diagnostics.spikes_repaired == s_gpu.diagnostics.spikes_repaired == 1
+        on_host = np.asarray(s_cpu.diagnostics.bf_counts)
+        on_device = cp.asnumpy(s_gpu.diagnostics.bf_counts)
+        if on_device.shape != on_host.shape:  # (B, Rr, Rc) on the device
+            on_device = np.moveaxis(on_device, 0, 2)
+        np.testing.assert_array_equal(on_device, on_host)
+        fit_cpu = s_cpu.fit(trials=32, progress=False)
+        fit_gpu = s_gpu.fit(trials=32, progress=False)
+    assert abs(fit_gpu.rotation_deg - fit_cpu.rotation_deg) < 0.05
+    assert abs(fit_gpu.params["C10"] - fit_cpu.params["C10"]) < 0.5

@@ -205,7 +205,7 @@ def open_session(args: argparse.Namespace, ds: Dataset4D, preprocessing: Preproc
                 alias_pixels=args.alias_pixels, scan_window=args.scan_window)
     try:
         say(dataset_line(args.path, ds, s.device))
-        say(preprocessing_line(s.preprocessing))
+        say(preprocessing_line(s.preprocessing, s.diagnostics.spikes_repaired))
         if args.calibration is None:
             s.fit(trials=args.trials, seed=args.seed, progress=not args.quiet,
                   fit_detector_sampling=bool(getattr(args, "fit_detector_sampling", False)))

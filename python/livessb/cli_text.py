@@ -137,8 +137,9 @@ def dataset_line(path: str, ds: Any, device: str) -> str:
             f"{ds.detector_sampling_mrad:.4g} mrad/px; device {device}")
 
 
-def preprocessing_line(corrections: Any) -> str:
-    """What was corrected before the spectra: descan, bad pixels, dose normalisation."""
+def preprocessing_line(corrections: Any, spikes: int = 0) -> str:
+    """What was corrected before the spectra: descan, bad pixels, one-frame spikes, dose
+    normalisation."""
     d = corrections.to_dict()
     opts, fit = d["options"], corrections.descan
     if opts["descan"] is None:
@@ -154,7 +155,8 @@ def preprocessing_line(corrections: Any) -> str:
     auto = f"{found} found automatically" if opts["find_bad_pixels"] else "search off"
     pixels = f"{n} bad detector pixel{'' if n == 1 else 's'} repaired ({auto})"
     dose = "dose normalised" if opts["dose_normalise"] else "dose normalisation off"
-    return f"preprocessing: {descan}; {pixels}; {dose}"
+    spiked = f"{spikes} one-frame spike{'' if spikes == 1 else 's'} replaced"
+    return f"preprocessing: {descan}; {pixels}; {spiked}; {dose}"
 
 
 def unknown_options_hint(parser: argparse.ArgumentParser, extras: list[str]) -> str:

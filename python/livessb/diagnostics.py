@@ -48,6 +48,12 @@ class SessionDiagnostics:
         return int(self.engine.n_bf)
 
     @property
+    def spikes_repaired(self) -> int:
+        """One-frame spikes (an X-ray hit, a saturated read) the engine replaced in the
+        resident BF counts by their pixel's mean (``livessb.engine.spikes``)."""
+        return int(self.engine.spikes_repaired)
+
+    @property
     def bf_counts(self) -> Any:
         """The resident BF counts, (scan rows, scan cols, BF pixels), engine array module."""
         return self.engine.resident_bf_counts()

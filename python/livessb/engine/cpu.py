@@ -1,13 +1,12 @@
 """NumPy/SciPy engine on the host (tests, CI, laptops), float64.
 
-Composes the NumPy reference operations (``engine.reference``) with fused Numba
-kernels over the trotter pairs only, which cover the six-parameter VP objective
-and the quadratic reconstruction; the reference runs the rest and is what the
-kernels are tested against (``kernels=False`` runs it for everything). Memory: the BF
-counts, the spectra G (stored frequency-major, the kernels' order) and O(B + M) arrays;
-the kernels find each frequency's trotter pairs from k themselves (a small scan's are
-kept, ``PAIR_CACHE_BYTES``), and the reference's dense (B, M) geometry is built a chunk
-at a time when it is used (kept only when small).
+Composes the NumPy reference operations (``engine.reference``) with fused Numba kernels
+over the trotter pairs only, which cover the six-parameter VP objective and the quadratic
+reconstruction; the reference runs the rest and is what the kernels are tested against
+(``kernels=False`` runs it for everything). Memory: the BF counts, the spectra G (stored
+frequency-major, the kernels' order) and O(B + M) arrays; the kernels find each frequency's
+trotter pairs from k themselves (a small scan's are kept, ``PAIR_CACHE_BYTES``), and the
+reference's dense (B, M) geometry is built a chunk at a time when it is used (kept if small).
 """
 
 from __future__ import annotations
@@ -60,6 +59,7 @@ from .reference import (
     evaluate_rotations_per_theta,
     host_bf_counts,
 )
+from .spikes import repair_spikes
 
 SUMS_BYTES = 64 * 2**20  # the scoring kernel's per-(lobe, ν) sums of one candidate block
 # Trotter pairs kept (every window, rotation and grid of the engine together): a small
@@ -114,8 +114,7 @@ class CPUEngine:
         self._col_off = (np.arange(c0, c1) - bf.center_col) * w
         self._det_r, self._det_c = rows - r0, cols - c0
         self._aperture = aperture_constants(self.geo.k_alpha, w)  # every pair: f > 1
-        # The scan's own grid (f = 1: the fit, and reconstructions at it) leaves out the
-        # pixels an alias shares with "excluded" (physics.aliases).
+        # The scan's own grid (f = 1) leaves out the pixels an alias shares ("excluded").
         self._fit_geo = np.concatenate([self._aperture[:5], spacing])
         self._all_pixels = np.ones(self.geo.bf.count, dtype=bool)  # the kernel's keep: all
         self._bf_counts = None  # the last scan's, freed before the next is read
@@ -136,7 +135,9 @@ class CPUEngine:
 
     # -- resident data -----------------------------------------------------------------
     def upload_bf_counts(self, counts: Any) -> np.ndarray:
-        return host_bf_counts(counts, self.geo.bf)
+        bf = host_bf_counts(counts, self.geo.bf)
+        self.spikes_repaired = repair_spikes(np, bf, pixel_axis=2)  # one-frame spikes
+        return bf
 
     def _counts(self) -> np.ndarray:
         self._life.check_open()

@@ -52,6 +52,7 @@ class Engine(Protocol):
     alias_pixels: str  # physics.aliases.ALIAS_PIXELS: the fit's pairs on an undersampled scan
     scan_window: str  # physics.apodisation.SCAN_WINDOWS: the fit's spectra apodised or not
     evaluations: int  # candidate evaluations so far (loss or derivatives)
+    spikes_repaired: int  # one-frame spikes replaced in the BF counts (engine.spikes)
     models: list[Detachable]  # models bound to this engine (the engine↔model cycle)
     # The NumPy/CuPy reference operations over this engine's geometry and array module
     # (engine.reference.Reference); fit.robust reads the spectra ``G`` through it.

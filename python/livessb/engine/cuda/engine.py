@@ -43,6 +43,7 @@ from ..lifetime import Lifetime
 from ..protocol import Detachable, Spectra
 from ..records import DatasetGeometry, PreparedSpectra, ReferenceGeometry, same_pixels
 from ..reference import Reference, check_method, cropped, evaluate_rotations_per_theta
+from ..spikes import repair_spikes
 from .derivs import derivative_launch, derivatives_from_partials
 from .launch import (
     KernelGeo,
@@ -130,6 +131,7 @@ class CUDAEngine:
         del old  # one that does not fit goes back to the pool before the new one is taken
         self._bf_counts = resident_bf_counts(cp, self.memory, dataset.counts, geo.bf, out,
                                              self.close_breakdown)
+        self.spikes_repaired = repair_spikes(cp, self._bf_counts, pixel_axis=0)
         bf = geo.bf
         self._k_px: Any = cp.asarray(bf.k_det / geo.edge_width)
         self._anchors = ck.recurrence_anchors(bf.rows, bf.cols)
