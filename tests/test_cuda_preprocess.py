@@ -4,6 +4,8 @@ same (skipped without a CUDA GPU)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -120,9 +122,10 @@ def test_a_one_frame_spike_is_replaced_on_the_device_as_on_the_host() -> None:
                             aberrations={"C10": -40.0}, dose=2e4, seed=3, rotation_deg=8.0)
     counts = ds.counts.copy()
     counts[9, 21, 14, 17] = 65535
-    calibration = dict(voltage_kV=ds.voltage_kV, semiangle_mrad=ds.semiangle_mrad,
-                       scan_step_A=ds.scan_step_A,
-                       detector_sampling_mrad=ds.detector_sampling_mrad)
+    calibration: dict[str, Any] = dict(voltage_kV=ds.voltage_kV,
+                                       semiangle_mrad=ds.semiangle_mrad,
+                                       scan_step_A=ds.scan_step_A,
+                                       detector_sampling_mrad=ds.detector_sampling_mrad)
     host = Dataset4D(counts, **calibration)
     device = DeviceDataset4D(cp.asarray(counts), **calibration)
     with Session(host, device="cpu") as s_cpu, Session(device, device="cuda") as s_gpu:

@@ -136,7 +136,7 @@ class CPUEngine:
     # -- resident data -----------------------------------------------------------------
     def upload_bf_counts(self, counts: Any) -> np.ndarray:
         bf = host_bf_counts(counts, self.geo.bf)
-        self.spikes_repaired = repair_spikes(np, bf, pixel_axis=2)  # one-frame spikes
+        self.spikes_repaired = repair_spikes(np, bf, 2, self.geo.bf_means)  # one-frame spikes
         return bf
 
     def _counts(self) -> np.ndarray:

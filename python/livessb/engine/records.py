@@ -135,18 +135,21 @@ class DatasetGeometry:
     edge_width: float  # one detector pixel, 1/Å
     bf_center: tuple[float, float]  # detector px
     bf: BFPixels
+    # Each BF pixel's mean count (the mean pattern there): engine.spikes' limits.
+    bf_means: np.ndarray = field(default_factory=lambda: np.zeros(0), compare=False)
 
     @classmethod
     def of(cls, dataset: Dataset4D) -> DatasetGeometry:
         bf = dataset.bright_field
         center = (float(bf.center_row), float(bf.center_col))
+        pixels = bright_field_pixels(dataset.detector_shape, (bf.center_row, bf.center_col),
+                                     dataset.detector_pixel_inv_A, dataset.k_alpha)
         return cls(
             shape=tuple(dataset.counts.shape), detector_shape=dataset.detector_shape,
             step=dataset.scan_step_A, wavelength=dataset.wavelength_A,
             k_alpha=dataset.k_alpha, edge_width=dataset.detector_pixel_inv_A,
-            bf_center=center,
-            bf=bright_field_pixels(dataset.detector_shape, (bf.center_row, bf.center_col),
-                                   dataset.detector_pixel_inv_A, dataset.k_alpha))
+            bf_center=center, bf=pixels,
+            bf_means=np.asarray(dataset.mean_pattern, dtype=np.float64)[pixels.rows, pixels.cols])
 
 
 def same_pixels(a: DatasetGeometry, b: DatasetGeometry) -> bool:

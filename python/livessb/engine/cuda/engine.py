@@ -131,7 +131,7 @@ class CUDAEngine:
         del old  # one that does not fit goes back to the pool before the new one is taken
         self._bf_counts = resident_bf_counts(cp, self.memory, dataset.counts, geo.bf, out,
                                              self.close_breakdown)
-        self.spikes_repaired = repair_spikes(cp, self._bf_counts, pixel_axis=0)
+        self.spikes_repaired = repair_spikes(cp, self._bf_counts, 0, geo.bf_means)
         bf = geo.bf
         self._k_px: Any = cp.asarray(bf.k_det / geo.edge_width)
         self._anchors = ck.recurrence_anchors(bf.rows, bf.cols)
