@@ -119,6 +119,7 @@ class CPUEngine:
         self._all_pixels = np.ones(self.geo.bf.count, dtype=bool)  # the kernel's keep: all
         self._bf_counts = None  # the last scan's, freed before the next is read
         self._bf_counts = self.upload_bf_counts(dataset.counts)
+        self.spikes_repaired = repair_spikes(np, self._bf_counts, 2, self.geo.bf_means)
 
     def load_counts(self, dataset: Dataset4D) -> bool:
         """``engine.protocol``: the next scan's counts in place of these (on the host
@@ -135,9 +136,7 @@ class CPUEngine:
 
     # -- resident data -----------------------------------------------------------------
     def upload_bf_counts(self, counts: Any) -> np.ndarray:
-        bf = host_bf_counts(counts, self.geo.bf)
-        self.spikes_repaired = repair_spikes(np, bf, 2, self.geo.bf_means)  # one-frame spikes
-        return bf
+        return host_bf_counts(counts, self.geo.bf)
 
     def _counts(self) -> np.ndarray:
         self._life.check_open()

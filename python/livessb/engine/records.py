@@ -136,7 +136,7 @@ class DatasetGeometry:
     bf_center: tuple[float, float]  # detector px
     bf: BFPixels
     # Each BF pixel's mean count (the mean pattern there): engine.spikes' limits.
-    bf_means: np.ndarray = field(default_factory=lambda: np.zeros(0), compare=False)
+    bf_means: np.ndarray = field(compare=False)
 
     @classmethod
     def of(cls, dataset: Dataset4D) -> DatasetGeometry:
