@@ -128,6 +128,18 @@ def test_save_is_atomic_and_failed_save_keeps_old_file(
     assert [p.name for p in tmp_path.iterdir()] == ["keep.json"]  # no temp file left
 
 
+def test_a_folder_given_as_the_file_is_refused_before_anything_is_written(
+        saved: Saved, tmp_path: Path) -> None:
+    ds, path, _, _ = saved
+    folder = tmp_path / "out"
+    folder.mkdir()
+    with livessb.Session(ds, device="cpu", calibration=path) as s, \
+            pytest.raises(IsADirectoryError, match="is a folder: give a file path inside it"):
+        s.save_calibration(folder)
+    assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temp file beside it
+    assert list(folder.iterdir()) == []
+
+
 def test_nothing_to_save_before_a_fit(saved: Saved, tmp_path: Path) -> None:
     ds = saved[0]
     with livessb.Session(ds, device="cpu") as s, pytest.raises(RuntimeError, match="fit"):

@@ -120,6 +120,8 @@ def test_reconstruct_options_and_errors(fitted: livessb.Session) -> None:
     assert higher.phase_hash() != rec.phase_hash()
     with pytest.raises(ValueError, match="unknown parameter"):
         fitted.reconstruct({"C10": 1.0, "defocus": 3.0})
+    with pytest.raises(ValueError, match=r"\{'C10': nan\} are not finite"):
+        fitted.reconstruct({"C10": float("nan"), "C12": 2.0})  # not a silent NaN image
     with pytest.raises(ValueError, match="upsample"):
         fitted.reconstruct(upsample=0)
     with pytest.raises(ValueError, match="method"):

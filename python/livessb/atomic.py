@@ -45,6 +45,9 @@ def atomic_write(path: str | Path) -> Iterator[IO[bytes]]:
     On any exception the temporary file is removed and ``path`` is left as it was.
     """
     target = Path(path).expanduser()
+    if target.is_dir():  # os.replace would fail only after the data were written
+        raise IsADirectoryError(f"{str(path)!r} is a folder: give a file path inside it "
+                                f"({str(target / '<name>')!r}), not the folder itself")
     directory = require_folder(folder_of(target))
     # os.open with 0o666 lets the user's umask decide the mode, as for any new file
     # (tempfile.mkstemp would leave it 0600).

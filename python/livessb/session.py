@@ -30,9 +30,9 @@ from .fit.window_check import with_window_check
 from .map_blend import TILES_PER_BATCH, auto_density, blend_tiles, refine_tiles
 from .maps import MapResult
 from .memory import check_reconstruct_memory
-from .params import JOINT, OPTIONAL, fit_names
+from .params import JOINT, fit_names
 from .physics.geometry import auto_upsample
-from .physics.optics import unknown_aberration_keys
+from .physics.optics import check_reconstruction_params
 from .preprocess import Corrections, DescanFit, Preprocessing
 from .progress import staged, with_progress
 from .regions import RegionError as RegionError  # re-exported: livessb.session.RegionError
@@ -419,11 +419,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
                 raise FitRequiredError("no parameters given and no full-field fit: call fit() "
                                        "or pass params")
             params = self.full_fit.params
-        unknown = unknown_aberration_keys(params)
-        if unknown:
-            raise ValueError(f"unknown parameter(s) {unknown}: use {', '.join(JOINT)} or "
-                             f"aberrations up to fifth order ({', '.join(OPTIONAL)}, …, C56, "
-                             "phi56: livessb.params.TABLE)")
+        check_reconstruction_params(params)
         f = self._upsample_factor(upsample)
         check_reconstruct_memory(self, f)  # refuse before allocating the f-times grid
         (rows, cols), step = self.dataset.scan_shape, self.dataset.scan_step_A

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..params import ABERRATION_KEYS, ABERRATION_ORDERS, GEOMETRY_KEYS
+from ..params import ABERRATION_KEYS, ABERRATION_ORDERS, GEOMETRY_KEYS, JOINT, OPTIONAL
 
 __all__ = ["ABERRATION_KEYS", "ABERRATION_ORDERS"]  # the orders chi() sums, from the table
 
@@ -35,6 +35,27 @@ def wavelength_A(voltage_kV: float) -> float:
 def unknown_aberration_keys(coeffs: Mapping[str, float]) -> list[str]:
     """Keys of ``coeffs`` that are neither aberrations nor fit parameters."""
     return sorted(k for k in coeffs if k not in ABERRATION_KEYS and k not in GEOMETRY_KEYS)
+
+
+def check_reconstruction_params(coeffs: Mapping[str, float]) -> None:
+    """ValueError naming unknown keys, or values that are not finite numbers (a NaN would
+    give a silent NaN image)."""
+    unknown = unknown_aberration_keys(coeffs)
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {unknown}: use {', '.join(JOINT)} or "
+                         f"aberrations up to fifth order ({', '.join(OPTIONAL)}, …, C56, "
+                         "phi56: livessb.params.TABLE)")
+    bad = {}
+    for k, v in coeffs.items():
+        try:
+            finite = math.isfinite(float(v))
+        except (TypeError, ValueError):
+            finite = False
+        if not finite:
+            bad[k] = v
+    if bad:
+        raise ValueError(f"parameter(s) {bad} are not finite numbers: give each a finite "
+                         "value (Å for C.., rad for phi.., mrad for tilts)")
 
 
 def has_higher_order(coeffs: Mapping[str, float]) -> bool:
