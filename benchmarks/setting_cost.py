@@ -5,7 +5,8 @@ default and with the setting, the window check's share, the fitted C10 and C12 (
 errors) against the synthetic truth and the pairs each keeps. One process, both settings
 in turn.
 
-Usage: python3 benchmarks/setting_cost.py OUT.json NAME=VALUE [cuda|cpu] [scan] [detector] [runs]
+Usage: python3 benchmarks/setting_cost.py OUT.json NAME=VALUE[,NAME=VALUE] [cuda|cpu] [scan]
+[detector] [runs] (several settings at once: ``alias_pixels=excluded,scan_window=hann``)
 """
 
 from __future__ import annotations
@@ -38,9 +39,11 @@ def _warm(fn: Any, runs: int) -> tuple[float, Any]:
 
 def main() -> None:
     path = sys.argv[1]
-    name, value = sys.argv[2].split("=")
-    if name not in DEFAULTS:
-        sys.exit(f"setting_cost: NAME must be one of {sorted(DEFAULTS)}, got {name!r}")
+    settings = dict(item.split("=", 1) for item in sys.argv[2].split(","))
+    unknown = sorted(set(settings) - set(DEFAULTS))
+    if unknown:
+        sys.exit(f"setting_cost: NAME must be one of {sorted(DEFAULTS)}, got {unknown}")
+    label = ",".join(f"{k}={v}" for k, v in settings.items())
     device = sys.argv[3] if len(sys.argv) > 3 else "cuda"
     scan = int(sys.argv[4]) if len(sys.argv) > 4 else 512
     det = int(sys.argv[5]) if len(sys.argv) > 5 else 192
@@ -49,8 +52,9 @@ def main() -> None:
     ds, truth = backend.generate((scan, scan), (det, det), "uint16", 42)
     region = REGIONS["region_128"] if scan == 512 else (scan // 4, scan // 2, scan // 4, scan // 2)
     rows: dict[str, Any] = {}
-    for mode in (DEFAULTS[name], value):
-        with Session(ds, device=device, **{name: mode}) as s:
+    for mode, options in (("default", {k: DEFAULTS[k] for k in settings}), (label, settings)):
+        with Session(ds, device=device, alias_pixels=options.get("alias_pixels"),
+                     scan_window=options.get("scan_window")) as s:
             t_fit, fit = _warm(lambda s=s: s.fit(trials=200, seed=42, progress=False), runs)
             t_region, reg = _warm(lambda s=s: s.fit_region(region, trials=200, seed=42), runs)
             t_auto, _ = _warm(lambda s=s: s.reconstruct(), runs)
@@ -73,7 +77,7 @@ def main() -> None:
                                     if k.endswith("_s") or k.startswith("dC10")}))
     commit = os.environ.get("LIVESSB_COMMIT", "unknown")
     out = {"what": __doc__.split("\n\n")[0], "date": datetime.now(UTC).isoformat(),
-           "commit": commit, "device": backend.device_name, "setting": name, "scan": scan,
+           "commit": commit, "device": backend.device_name, "setting": label, "scan": scan,
            "detector": det, "runs": runs, "truth": truth.params, "modes": rows}
     with open(path, "w") as f:
         json.dump(out, f, indent=1, default=float)
