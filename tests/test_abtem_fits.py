@@ -41,6 +41,13 @@ DETECTORS: dict[str, tuple[Callable[[np.ndarray], np.ndarray], float, bool]] = {
 }
 
 
+# One SrTiO3 cell in two abTEM slices scatters at the centroid of its slice planes,
+# 0.846 Å below the entrance surface (docs/bias-matrix.md §1, §11: one slice against two
+# moves both tools' C10 by that much; the bias matrix's fixtures store it as
+# potential_plane_A), not at the t/2 (1.95 Å) this older fixture's truth_C10 keeps.
+SCATTERING_PLANE_BELOW_ENTRANCE_A = {"srtio3_thin": 0.846}
+
+
 @functools.cache  # a fit is shared by the tests that read it (read only)
 def _fit(name: str, detector: str = "as stored",
          alias_pixels: str = "kept") -> tuple[FitResult, dict[str, float]]:
@@ -50,6 +57,8 @@ def _fit(name: str, detector: str = "as stored",
         semiangle_mrad=float(d["semiangle_mrad"]), scan_step_A=tuple(d["scan_step_A"]),
         detector_sampling_mrad=float(d["detector_sampling_mrad"]))
     truth = {k[len("truth_"):]: float(d[k]) for k in d.files if k.startswith("truth_")}
+    if name in SCATTERING_PLANE_BELOW_ENTRANCE_A:  # not the t/2 the fixture stores
+        truth["C10"] = float(d["abtem_C10"]) + SCATTERING_PLANE_BELOW_ENTRANCE_A[name]
     with livessb.Session(ds, device="cpu", alias_pixels=alias_pixels) as s:
         return s.fit(progress=False), truth
 
@@ -76,45 +85,42 @@ def _assert_inside_two_errors(fit: FitResult, truth: dict[str, float],
 
 def test_thin_srtio3_minimum_at_simulator_aberrations() -> None:
     fit, t = _fit("srtio3_thin")
-    # max(1 Å, 1 %) (issue 15): a single object for both trotter lobes gave -35.3 (2.8 low)
-    assert fit.params["C10"] == pytest.approx(t["C10"], abs=max(1.0, 0.01 * abs(t["C10"])))
-    assert fit.params["C12"] == pytest.approx(t["C12"], abs=1.0)  # 19.60 for 20
+    assert fit.params["C12"] == pytest.approx(t["C12"], abs=1.0)  # 19.52 for 20
     assert fit.params["phi12"] == pytest.approx(t["phi12"], abs=0.01)  # 0.0045 off
     assert abs((fit.rotation_deg + 180) % 360 - 180) < 1.0 and not fit.transpose
-    # Measured: z = -0.04 (C10), -0.52 (C12), -0.41 (phi12); noise errors alone: C12
-    # z = -8.7, phi12 -3.7.
-    _assert_inside_two_errors(fit, t, ("C10", "C12", "phi12"))
+    # Measured: z = -0.52 (C12), -0.41 (phi12); noise errors alone: C12 z = -8.7, phi12 -3.7.
+    _assert_inside_two_errors(fit, t, ("C12", "phi12"))
 
 
-# One SrTiO3 cell in two abTEM slices scatters at the centroid of its slice planes,
-# 0.846 Å below the entrance surface (docs/bias-matrix.md §1; the bias matrix's fixtures
-# store it as potential_plane_A), not at the t/2 this older fixture's truth_C10 keeps.
-THIN_PLANE_BELOW_ENTRANCE_A = 0.846
+@pytest.mark.xfail(strict=True, reason=(
+    "issue 20, docs/bias-matrix.md §7, §12: with the alias pixels kept (the default) the "
+    "0.6 Å scan's aliases pull C10 1.31 Å from the scattering plane at errors of ±0.39 "
+    "(z 3.4); alias_pixels='excluded' fits it (the next test)"))
+def test_thin_srtio3_defocus_with_the_aliases_kept_is_within_its_errors() -> None:
+    fit, t = _fit("srtio3_thin")
+    assert abs(fit.params["C10"] - t["C10"]) <= 2 * fit.errors["C10"], (fit.params, t)
 
 
 def test_an_undersampled_scan_with_its_alias_pixels_left_out_fits_the_scattering_plane(
         ) -> None:
     # 0.6 Å steps: the scan's Nyquist 0.83 1/Å is below the BF band 2k_α = 1.59 1/Å, and
     # half the trotter pairs also carry an alias. Kept (the default) they pull |C10|
-    # 1.32 Å low and C12 0.48 Å low; left out, measured: ΔC10 +0.08 Å, ΔC12 -0.03 Å,
+    # 1.31 Å low and C12 0.48 Å low; left out, measured: ΔC10 +0.08 Å, ΔC12 -0.03 Å,
     # Δphi12 -0.001 rad (against the plane the crystal scatters from).
-    d = np.load(FIXTURES / "srtio3_thin.npz")
-    plane_C10 = float(d["abtem_C10"]) + THIN_PLANE_BELOW_ENTRANCE_A
     fit, t = _fit("srtio3_thin", alias_pixels="excluded")
-    assert fit.params["C10"] == pytest.approx(plane_C10, abs=0.3)
+    assert fit.params["C10"] == pytest.approx(t["C10"], abs=0.3)
     assert fit.params["C12"] == pytest.approx(t["C12"], abs=0.15)
     assert abs(_deviation("phi12", fit.params["phi12"], t["phi12"])) < 0.005
     assert abs((fit.rotation_deg + 180) % 360 - 180) < 1.0 and not fit.transpose
     assert fit.provenance["alias_pixels"] == "excluded"
     kept, _ = _fit("srtio3_thin")
-    assert abs(kept.params["C10"] - plane_C10) > 1.0  # what the aliases do when kept
+    assert abs(kept.params["C10"] - t["C10"]) > 1.0  # what the aliases do when kept
     # Within two errors; the model now describes the data: the noise errors alone cover it
     # too (with the aliases kept only the misfit errors did).
-    truth = {**t, "C10": plane_C10}
     noise = fit.provenance["errors_components"]["noise"]
     for n in ("C10", "C12", "phi12"):
-        assert abs(_deviation(n, fit.params[n], truth[n])) <= 2 * fit.errors[n], n
-        assert abs(_deviation(n, fit.params[n], truth[n])) <= 2 * noise[n], n
+        assert abs(_deviation(n, fit.params[n], t[n])) <= 2 * fit.errors[n], n
+        assert abs(_deviation(n, fit.params[n], t[n])) <= 2 * noise[n], n
 
 
 def test_weak_object_over_whole_lattice_periods_is_fitted_exactly() -> None:
@@ -182,8 +188,8 @@ def test_transformed_detector_gives_the_derived_geometry_and_the_same_aberration
     assert fit.transpose is transpose
     assert _angle_diff_deg(fit.rotation_deg, rotation_deg) < 1.0  # 0.03-0.06° off
     p = fit.params
-    # the truth, with the stored fixtures' tolerances (phi12: 0.0045 / 0.0048 rad off)
-    assert p["C10"] == pytest.approx(t["C10"], abs=max(1.0, 0.01 * abs(t["C10"])))
+    # the truth, with the stored fixtures' tolerances (phi12: 0.0045 / 0.0048 rad off; C10:
+    # the stored fixture's own, which the aliases pull off its plane, is asserted below)
     assert p["C12"] == pytest.approx(t["C12"], abs=1.0)
     assert abs(_deviation("phi12", p["phi12"], t["phi12"])) < 0.01
     if t["depth"] > 10.0:  # the tilted slab: tilt is a scan-frame vector too
