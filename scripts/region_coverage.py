@@ -5,6 +5,8 @@ truth (C10 at the region's centre: the demo has a defocus gradient). docs/bias-m
 
     python scripts/region_coverage.py                       # 16² regions, the four settings
     python scripts/region_coverage.py --size 32 --json out.json
+    python scripts/region_coverage.py --dose 5e5      # the demo simulated at another dose
+    python scripts/region_coverage.py --dose 0        # ... without noise
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from itertools import product
 from typing import Any
 
 from livessb import Session
-from livessb.simulate.demo import demo_dataset
+from livessb.simulate.demo import DEMO_SETTINGS, demo_dataset
+from livessb.simulate.forward import simulate_4dstem
 
 SETTINGS = {"kept/none": ("kept", "none"), "excluded/none": ("excluded", "none"),
             "kept/hann": ("kept", "hann"), "excluded/hann": ("excluded", "hann")}
 
 
-def region_grid(scan: tuple[int, int], size: int, per_axis: int) -> list[tuple[int, ...]]:
+def region_grid(scan: tuple[int, int], size: int,
+                per_axis: int) -> list[tuple[int, int, int, int]]:
     """``per_axis``² regions of ``size``² spread evenly over the scan, corners included."""
     starts = [[round(i * (n - size) / (per_axis - 1)) for i in range(per_axis)] for n in scan]
     return [(r, r + size, c, c + size) for r, c in product(*starts)]
@@ -45,14 +49,21 @@ def main() -> None:
     ap.add_argument("--per-axis", type=int, default=3, help="regions per scan axis (3)")
     ap.add_argument("--settings", nargs="+", default=list(SETTINGS), choices=list(SETTINGS))
     ap.add_argument("--trials", type=int, default=200)
+    ap.add_argument("--dose", type=float, default=None,
+                    help="simulate the demo at this dose (e⁻ per position; 0: no noise) "
+                         "instead of the embedded 5·10⁴")
     ap.add_argument("--json", help="write every fit's Δ, error and z here")
     args = ap.parse_args()
-    ds, truth = demo_dataset(with_truth=True)
+    if args.dose is None:
+        ds, truth = demo_dataset(with_truth=True)
+    else:
+        ds, truth = simulate_4dstem(**{**DEMO_SETTINGS, "dose": args.dose or None})
     regions = region_grid(truth.scan_shape, args.size, args.per_axis)
-    record: dict[str, Any] = {"size": args.size, "regions": regions, "settings": {}}
+    record: dict[str, Any] = {"size": args.size, "dose": truth.dose, "regions": regions,
+                              "settings": {}}
     for label in args.settings:
         alias, window = SETTINGS[label]
-        rows = []
+        rows: list[dict[str, Any]] = []
         with Session(ds, device="cpu", alias_pixels=alias, scan_window=window) as s:
             s.fit(trials=args.trials, seed=1)
             for b in regions:
