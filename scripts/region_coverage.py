@@ -17,6 +17,8 @@ import math
 from itertools import product
 from typing import Any
 
+from bias_matrix import deviation  # (scripts/: the matrix's own Δ, phi12 modulo π)
+
 from livessb import Session
 from livessb.simulate.demo import DEMO_SETTINGS, demo_dataset
 from livessb.simulate.forward import simulate_4dstem
@@ -34,13 +36,9 @@ def region_grid(scan: tuple[int, int], size: int,
 
 def z_scores(params: dict[str, float], errors: dict[str, float],
              truth: dict[str, float]) -> dict[str, float]:
-    out = {}
-    for name, true in truth.items():
-        delta = params[name] - true
-        if name == "phi12":  # the axis of a twofold astigmatism: modulo π
-            delta = (delta + math.pi / 2) % math.pi - math.pi / 2
-        out[name] = delta / errors[name] if errors.get(name) else math.inf
-    return out
+    """Each deviation (phi12 on its circle of period π) in units of its error."""
+    return {name: deviation(name, params[name], true) / errors[name] if errors.get(name)
+            else math.inf for name, true in truth.items()}
 
 
 def main() -> None:

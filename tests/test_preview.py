@@ -133,6 +133,11 @@ def test_frame_is_the_reconstruction_at_display_resolution(session: Session) -> 
     np.testing.assert_allclose(amp.image, np.abs(session.reconstruct(params, upsample=f).object))
 
 
+def test_a_frame_with_a_parameter_that_is_not_finite_is_refused(session: Session) -> None:
+    with pytest.raises(ValueError, match=r"\{'C10': inf\} are not finite numbers"):
+        render_preview(session, {**TRUTH, "C10": float("inf")}, draft=True)
+
+
 def test_frame_loss_is_the_session_evaluators(session: Session) -> None:
     params = {**TRUTH, "C10": -30.0, "C12": 12.0}
     frame = render_preview(session, params)
