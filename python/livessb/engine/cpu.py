@@ -23,9 +23,11 @@ from ..physics.aliases import alias_spacing, check_alias_pixels
 from ..physics.apodisation import apodised_for, check_scan_window
 from ..physics.frequencies import (
     check_scan_frequencies,
+    corrects_noise,
     effective_chunk,
     effective_frequencies,
     frequencies_from_sums,
+    poisson_noise_energy,
     sums_by_axis,
     tables_for,
 )
@@ -151,8 +153,7 @@ class CPUEngine:
 
     # -- preparation -------------------------------------------------------------------
     def prepare(self, bounds: Bounds | None = None, apodise: bool | None = None) -> HostSpectra:
-        """``apodise``: the fit's Hann-weighted spectra (None: as the engine's
-        ``scan_window``; False for the session's reconstructions)."""
+        """``apodise``: Hann-weighted spectra (None: per ``scan_window``; False: unweighted)."""
         counts = self._counts()
         Rr, Rc = self.geo.shape[:2]
         b: Bounds = (0, Rr, 0, Rc) if bounds is None else (
@@ -179,17 +180,18 @@ class CPUEngine:
                                data_shape: tuple[int, int], nu_r: np.ndarray,
                                nu_c: np.ndarray, apodised: bool,
                                ) -> tuple[np.ndarray, np.ndarray]:
-        """Each bin's measured frequency: the sums by the Numba kernel over the
-        frequency-major G (by ``physics.frequencies``' NumPy path with ``kernels=False``)."""
+        """Each bin's measured frequency (``physics.frequencies``; the sums by Numba)."""
+        poisson = corrects_noise(self._counts().dtype, apodised)
         if not self.kernels:
             return effective_frequencies(G, shape, data_shape, self.geo.step, nu_r, nu_c,
                                          effective_chunk(self.staging_bytes, shape),
-                                         apodised=apodised)
+                                         apodised=apodised, poisson=poisson)
         from .frequency_kernels import effective_sums
-
         energy, cross = sums_by_axis(effective_sums(G.T, shape[0], shape[1]))
+        noise = (poisson_noise_energy(np.sum(G[:, 0].real, dtype=np.float64), data_shape,
+                                      shape, apodised) if poisson else None)
         return frequencies_from_sums(energy, cross, shape, data_shape, self.geo.step, nu_r,
-                                     nu_c, tables=tables_for(apodised))
+                                     nu_c, tables=tables_for(apodised), noise=noise)
 
     def set_rotation(self, spectra: Spectra, theta: float, transpose: bool) -> None:
         sp = self._life.own(spectra)

@@ -17,6 +17,17 @@ x per bin and per scan axis from one pass over the spectra the fit uses anyway (
 further FFT), inverted through a table of the ratio computed from the same weights over
 the measured positions. A bin without a single dominant frequency (an amorphous
 object's continuous spectrum) gets x ≈ 0, its grid frequency.
+
+Noise: Σ_b |Gw|² carries the counts' noise energy while the cross's imaginary part does
+not (the noise's expectation there is real), so a noisy bin's ratio shrinks towards 0 and
+x towards the grid. On the Hann-apodised spectra, whose peaks spread over three bins of
+lower signal-to-noise, that pulled 16² region fits of the demo at 5·10⁴ e⁻ towards the
+grid frequencies' leakage bias: |C10| 2 Å low at −82 Å (docs/bias-matrix.md §13). For
+integer counts (electron counts: Poisson, variance = count) of apodised spectra the
+expected noise energy per axis, Σ_R (h·w)²(R) times the window's mean BF total, is taken
+off the energy (``poisson_noise_energy``, ``corrects_noise``). Not on unapodised spectra:
+there the uncorrected offsets are measured unbiased within the noise and the correction
+overshoots (§13); nor on float data (noise-free simulations, scaled counts).
 Pure; ``xp`` is numpy or cupy.
 """
 
@@ -28,13 +39,17 @@ from typing import Any
 
 import numpy as np
 
-from .apodisation import hann
+from .apodisation import hann, hann_2d
 from .settings import check_setting
 
 TABLE_POINTS = 401  # offsets tabulated over ± half a bin
 APODISED_SPAN_BINS = 1.5  # an apodised peak's main lobe: three bins (physics.apodisation)
 ENERGY_FLOOR = 1e-12  # of the largest bin's: below it a bin is round-off, kept at ν
 SCAN_FREQUENCIES = ("grid", "effective")
+# A bin's noise-corrected energy is kept at this share of its measured one at least: a
+# bin the noise dominates (SNR < 1/3) is corrected only partly instead of dividing by ~0
+# (0.5 left 35 % of the C10 bias on the demo's 16² Hann regions, 0.25 12 %: §13).
+SIGNAL_SHARE_FLOOR = 0.25
 
 
 def scan_frequencies_for(value: str | None, calibration: dict[str, Any] | None) -> str:
@@ -81,6 +96,36 @@ def offset_table(n: int, n_grid: int, apodised: bool = False) -> tuple[np.ndarra
     return table_q, table_x
 
 
+@functools.lru_cache(maxsize=32)  # per window shape (every map tile shares its own)
+def stencil_weight_sums(data_shape: tuple[int, int], shape: tuple[int, int],
+                        apodised: bool = False) -> tuple[float, float]:
+    """Σ_R (h(R)·w(R))² over the ``data_shape`` measured positions for the stencil w of
+    each scan axis (rows, columns), w = 1 − cos(2πR/N) over the ``shape`` padded ones, h
+    the scan-window Hann when ``apodised`` (else 1): white noise of unit variance per
+    position gives each bin's Gw this expected energy."""
+    n_r, n_c = data_shape
+    h = hann_2d((n_r, n_c), (n_r, n_c), np) if apodised else np.ones((n_r, n_c))
+    w_r = 1.0 - np.cos(2 * np.pi * np.arange(n_r) / shape[0])
+    w_c = 1.0 - np.cos(2 * np.pi * np.arange(n_c) / shape[1])
+    return (float(np.sum((h * w_r[:, None]) ** 2)), float(np.sum((h * w_c[None, :]) ** 2)))
+
+
+def corrects_noise(count_dtype: Any, apodised: bool) -> bool:
+    """Whether a window's effective frequencies take the Poisson noise energy off: integer
+    counts of apodised spectra (module docstring)."""
+    return apodised and np.dtype(count_dtype).kind in "iu"
+
+
+def poisson_noise_energy(dc_sum: Any, data_shape: tuple[int, int], shape: tuple[int, int],
+                         apodised: bool = False) -> tuple[Any, Any]:
+    """Expected noise energy of Σ_b |Gw|² per scan axis for Poisson counts, from
+    ``dc_sum`` = Σ_b G_b(0) (each BF pixel's window mean × the ``shape`` positions: the
+    spectra's DC column summed; a device scalar stays on the device)."""
+    mean_total = dc_sum / float(shape[0] * shape[1])
+    s_r, s_c = stencil_weight_sums(data_shape, shape, apodised)
+    return mean_total * s_r, mean_total * s_c
+
+
 def _axis_stencils(xp: Any, X: Any, axis: int, Nc: int) -> tuple[Any, Any]:
     """(Gw, Gt) of a (c, Nr, H) block of half-plane spectra along scan axis 0 (rows,
     periodic) or 1 (columns, the missing half from Hermitian symmetry)."""
@@ -105,16 +150,19 @@ def effective_chunk(staging_bytes: int, shape: tuple[int, int]) -> int:
 def effective_frequencies(
     G: Any, shape: tuple[int, int], data_shape: tuple[int, int],
     step_A: tuple[float, float], nu_r: np.ndarray, nu_c: np.ndarray, chunk_pixels: int,
-    xp: Any = np, apodised: bool = False,
+    xp: Any = np, apodised: bool = False, poisson: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(ν_r, ν_c) of every half-plane bin (flattened, row-major, as ``nu_r``/``nu_c``,
     the grid frequencies) from the (B, M) half-plane spectra ``G`` of a window of
     ``data_shape`` positions padded to ``shape`` with its mean pattern (the engines'
     spectra; ``apodised``: of the Hann-weighted data), ``chunk_pixels`` BF pixels at a
-    time. Bins with no energy keep ν."""
+    time. Bins with no energy keep ν. ``poisson``: the counts' Poisson noise energy is
+    taken off (``corrects_noise``)."""
     energy, cross = effective_sums(G, shape, chunk_pixels, xp)
+    noise = (poisson_noise_energy(xp.sum(xp.asarray(G[:, 0]).real, dtype=np.float64),
+                                  data_shape, shape, apodised) if poisson else None)
     return frequencies_from_sums(energy, cross, shape, data_shape, step_A, nu_r, nu_c, xp,
-                                 tables_for(apodised))
+                                 tables_for(apodised), noise)
 
 
 def tables_for(apodised: bool) -> Callable[[int, int], tuple[np.ndarray, np.ndarray]]:
@@ -154,10 +202,13 @@ def frequencies_from_sums(
     energy: Any, cross: Any, shape: tuple[int, int], data_shape: tuple[int, int],
     step_A: tuple[float, float], nu_r: Any, nu_c: Any, xp: Any = np,
     tables: Callable[[int, int], tuple[Any, Any]] = offset_table,
+    noise: tuple[Any, Any] | None = None,
 ) -> tuple[Any, Any]:
     """Each bin's frequency from ``effective_sums``' per-axis sums, in ``xp`` (on the
     device where the sums are: no round trip per window); ``tables`` gives
-    ``offset_table``'s values (the CUDA engine's are kept on the device)."""
+    ``offset_table``'s values (the CUDA engine's are kept on the device). ``noise``:
+    each axis's expected noise energy per bin (``poisson_noise_energy``), taken off the
+    energy that divides the cross (down to SIGNAL_SHARE_FLOOR of it)."""
     out = []
     for axis, (n, n_grid, nu) in enumerate(((data_shape[0], shape[0], nu_r),
                                             (data_shape[1], shape[1], nu_c))):
@@ -165,7 +216,8 @@ def frequencies_from_sums(
         # DC (mean removed: round-off only) and empty bins keep their grid frequency
         ok = e > ENERGY_FLOOR * xp.max(e)
         ok[0] = False
-        q = xp.where(ok, (2 * np.pi * c / xp.where(ok, e, 1.0)).imag, 0.0)
+        signal = e if noise is None else xp.maximum(e - noise[axis], SIGNAL_SHARE_FLOOR * e)
+        q = xp.where(ok, (2 * np.pi * c / xp.where(ok, signal, 1.0)).imag, 0.0)
         table_q, table_x = tables(n, n_grid)
         x = xp.interp(q, xp.asarray(table_q), xp.asarray(table_x))
         out.append(xp.asarray(nu, dtype=np.float64) + x / step_A[axis])

@@ -8,7 +8,13 @@ from typing import Any
 import numpy as np
 
 from ...physics.apodisation import hann_2d
-from ...physics.frequencies import frequencies_from_sums, offset_table, sums_by_axis
+from ...physics.frequencies import (
+    corrects_noise,
+    frequencies_from_sums,
+    offset_table,
+    poisson_noise_energy,
+    sums_by_axis,
+)
 from ...results import Bounds
 from ...xp import to_host
 from .. import cuda_kernels as ck
@@ -89,7 +95,7 @@ def stage_spectra(
         raise
     if scan_frequencies == "effective":  # physics.frequencies, from the spectra G
         nu_r, nu_c = device_effective_frequencies(cp, memory, G, shape, (h, w), step, n_bf,
-                                                  apodise)
+                                                  apodise, corrects_noise(count_dtype, apodise))
     else:
         nu_r, nu_c = device_half_plane_grid(cp, shape, step)
     # dc (the window's mean count × Nr·Nc) comes with the first set_rotation's download
@@ -158,10 +164,12 @@ EFFECTIVE_MIN_PIXELS = 64  # BF pixels per split at least
 def device_effective_frequencies(
     cp: Any, memory: DeviceMemory, G: Any, shape: tuple[int, int],
     data_shape: tuple[int, int], step: tuple[float, float], n_bf: int, apodised: bool = False,
+    poisson: bool = False,
 ) -> tuple[Any, Any]:
     """``physics.frequencies.effective_frequencies`` of the device spectra G: the sums in
     one kernel pass (``effective_sums``), the offsets from them on the device too (the
-    bins' (ν_r, ν_c) as device arrays: nothing crosses to the host)."""
+    bins' (ν_r, ν_c) as device arrays: nothing crosses to the host). ``poisson``: the noise
+    energy is taken off (``corrects_noise``; from G's DC column, a device scalar)."""
     M = shape[0] * (shape[1] // 2 + 1)
     nblk = freq_blocks(M)
     # Splits of the pixel loop so that a small window still fills the device.
@@ -182,8 +190,10 @@ def device_effective_frequencies(
         return memory.constant(("offset_table", n, n_grid, apodised), lambda: tuple(
             cp.asarray(t) for t in offset_table(n, n_grid, apodised)))
 
+    noise = (poisson_noise_energy(G[:, 0].real.sum(dtype=cp.float64), data_shape, shape,
+                                  apodised) if poisson else None)
     return frequencies_from_sums(energy, cross, shape, data_shape, step, grid_r, grid_c,
-                                 xp=cp, tables=tables)
+                                 xp=cp, tables=tables, noise=noise)
 
 
 ALIAS_TABLES_KEPT = 3  # per window: the branch θ, its mirror θ + π and the θ scan's held one
