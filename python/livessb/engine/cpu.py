@@ -188,8 +188,7 @@ class CPUEngine:
                                          apodised=apodised, poisson=poisson)
         from .frequency_kernels import effective_sums
         energy, cross = sums_by_axis(effective_sums(G.T, shape[0], shape[1]))
-        noise = (poisson_noise_energy(np.sum(G[:, 0].real, dtype=np.float64), data_shape,
-                                      shape, apodised) if poisson else None)
+        noise = poisson_noise_energy(G, data_shape, shape, apodised) if poisson else None
         return frequencies_from_sums(energy, cross, shape, data_shape, self.geo.step, nu_r,
                                      nu_c, tables=tables_for(apodised), noise=noise)
 

@@ -116,12 +116,12 @@ def corrects_noise(count_dtype: Any, apodised: bool) -> bool:
     return apodised and np.dtype(count_dtype).kind in "iu"
 
 
-def poisson_noise_energy(dc_sum: Any, data_shape: tuple[int, int], shape: tuple[int, int],
-                         apodised: bool = False) -> tuple[Any, Any]:
-    """Expected noise energy of Σ_b |Gw|² per scan axis for Poisson counts, from
-    ``dc_sum`` = Σ_b G_b(0) (each BF pixel's window mean × the ``shape`` positions: the
-    spectra's DC column summed; a device scalar stays on the device)."""
-    mean_total = dc_sum / float(shape[0] * shape[1])
+def poisson_noise_energy(G: Any, data_shape: tuple[int, int], shape: tuple[int, int],
+                         apodised: bool = False, xp: Any = np) -> tuple[Any, Any]:
+    """Expected noise energy of Σ_b |Gw|² per scan axis for Poisson counts, from the (B, M)
+    spectra ``G``' DC column (each BF pixel's window mean × the ``shape`` positions; on
+    the device a device scalar: no sync)."""
+    mean_total = xp.sum(xp.asarray(G[:, 0]).real, dtype=np.float64) / float(shape[0] * shape[1])
     s_r, s_c = stencil_weight_sums(data_shape, shape, apodised)
     return mean_total * s_r, mean_total * s_c
 
@@ -159,8 +159,7 @@ def effective_frequencies(
     time. Bins with no energy keep ν. ``poisson``: the counts' Poisson noise energy is
     taken off (``corrects_noise``)."""
     energy, cross = effective_sums(G, shape, chunk_pixels, xp)
-    noise = (poisson_noise_energy(xp.sum(xp.asarray(G[:, 0]).real, dtype=np.float64),
-                                  data_shape, shape, apodised) if poisson else None)
+    noise = poisson_noise_energy(G, data_shape, shape, apodised, xp) if poisson else None
     return frequencies_from_sums(energy, cross, shape, data_shape, step_A, nu_r, nu_c, xp,
                                  tables_for(apodised), noise)
 

@@ -190,8 +190,7 @@ def device_effective_frequencies(
         return memory.constant(("offset_table", n, n_grid, apodised), lambda: tuple(
             cp.asarray(t) for t in offset_table(n, n_grid, apodised)))
 
-    noise = (poisson_noise_energy(G[:, 0].real.sum(dtype=cp.float64), data_shape, shape,
-                                  apodised) if poisson else None)
+    noise = poisson_noise_energy(G, data_shape, shape, apodised, cp) if poisson else None
     return frequencies_from_sums(energy, cross, shape, data_shape, step, grid_r, grid_c,
                                  xp=cp, tables=tables, noise=noise)
 
