@@ -345,3 +345,25 @@ def test_cropped_reconstruction_is_the_cut_of_the_whole(thick: Dataset4D) -> Non
             part = gpu.reconstruct(sg, p, f, "ssb", crop=(5, 29, 3, 19))  # (a 32² scan)
             assert part.shape == (24, 16)
             np.testing.assert_array_equal(part, whole[5:29, 3:19])
+
+
+def test_undecided_transpose_verdict_matches_cpu() -> None:
+    # fit.transpose_choice on the device: the 16² crystal whose curl halves disagree and
+    # whose two orientations' losses lie within their noise (CPU: z = -0.32).
+    from test_transpose_choice import small_crystal_scan
+
+    ds = small_crystal_scan()
+    fits = []
+    for device in ("cpu", "cuda"):
+        with Session(ds, device=device) as s:
+            fits.append(s.fit(trials=200, seed=1, progress=False))
+    c, g = fits
+    rc, rg = c.provenance, g.provenance
+    record("transpose_z", cpu=rc["transpose_z"], cuda=rg["transpose_z"])
+    assert rg["transpose_chosen_by"] == rc["transpose_chosen_by"] == "curl"
+    assert rg["transpose_determined"] is rc["transpose_determined"] is False
+    assert g.transpose == c.transpose and g.undetermined == c.undetermined
+    assert rg["transpose_z"] == pytest.approx(rc["transpose_z"], rel=1e-3, abs=1e-3)
+    for cand_g, cand_c in zip(rg["transpose_candidates"], rc["transpose_candidates"],
+                              strict=True):
+        assert cand_g["loss"] == pytest.approx(cand_c["loss"], rel=1e-5)

@@ -25,7 +25,7 @@ from .fit.progress import Progress, callback_of
 from .fit.region import WindowSpec, fit_window
 from .fit.sampling import check_sampling_request, refit_detector_sampling
 from .fit.search import Box
-from .fit.uncertainty import assess, with_assessment
+from .fit.uncertainty import assess, explained_variance, with_assessment
 from .fit.window_check import with_window_check
 from .map_blend import TILES_PER_BATCH, auto_density, blend_tiles, refine_tiles
 from .maps import MapResult
@@ -218,7 +218,9 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
                                search_both_branches, progress)
         result = fit_full_field(
             self._full_model, engine.bf_center_of_mass, self.dataset.scan_step_A, spec,
-            self._provenance(trials, seed, fit_box, objective, mode="full_field", fixed=held))
+            self._provenance(trials, seed, fit_box, objective, mode="full_field", fixed=held),
+            (lambda m, loss: explained_variance(m, loss, self.dataset, len(fit_box.names)))
+            if objective == "vp" else None)  # the transposes' losses within their noise?
         if objective == "vp":  # errors, undetermined names, thin or thick (fit.uncertainty)
             view = FreeView(self._full_model(math.radians(result.rotation_deg),
                                              result.transpose), fit_box, held)

@@ -1,6 +1,7 @@
-"""The full-field fit strategy: rotation from the COM curl, both branches θ and θ+π,
-the mirrored branch, the branch choice by phase skewness, rotation refinement and the
-FitResult that records it all.
+"""The full-field fit strategy: rotation from the COM curl (both transposes where it
+cannot tell: fit.transpose_choice), both branches θ and θ+π, the mirrored branch, the
+branch choice by phase skewness, rotation refinement and the FitResult that records it
+all.
 
 The VP loss is exactly invariant under (θ→θ+π, C10→-C10, phi12→phi12+π/2, tilt→-tilt).
 When the box maps onto itself under that mirror, branch θ+π's search would be branch
@@ -26,10 +27,12 @@ from .joint import BranchFit, joint_fit, refine_rotation
 from .model import ThickSampleModel
 from .progress import Progress
 from .search import Box, box_is_mirror_symmetric, mirror_in_box, mirror_params
+from .transpose_choice import choose_transpose
 
 MIRROR_LOSS_RTOL = 1e-5  # float32 sums in another order; a real asymmetry is far larger
 
 ModelAt = Callable[[float, bool], ThickSampleModel]  # the full-field model at (θ, transpose)
+ExplainedVariance = Callable[[ThickSampleModel, float], float]  # (model, loss) -> var(1 - L)
 
 
 @dataclass(frozen=True)
@@ -54,28 +57,39 @@ def stored_theta(theta: float) -> float:
 def fit_full_field(
     model_at: ModelAt, bf_center_of_mass: Callable[[], np.ndarray],
     scan_step_A: tuple[float, float], spec: FullFieldSearch, provenance: dict[str, Any],
+    explained_variance: ExplainedVariance | None = None,
 ) -> FitResult:
     """Run the whole strategy; the full-field model is left at the stored rotation.
 
     ``provenance`` is the caller's record (versions, device, dataset); the strategy
-    adds its own entries.
+    adds its own entries. ``explained_variance`` (the VP loss's noise at a model's
+    optimum) lets the losses of the two transposes decide only where they differ beyond
+    it (fit.transpose_choice); without it the lower loss decides.
     """
     t0 = time.perf_counter()
     rot = estimate_rotation(bf_center_of_mass(), scan_step_A)
     t_rot = time.perf_counter()
     geometries = [(rot.theta, rot.transpose)]
-    if rot.transpose_undecided:  # the final losses decide (wrong transpose: ≈ 0.8)
+    if rot.transpose_undecided:  # the final losses decide where significant
         geometries.append((rot.theta_other_transpose, not rot.transpose))
     fits = [_fit_geometry(model_at, theta0, transpose, spec)
             for theta0, transpose in geometries]
-    kept = int(np.argmin([g.best.loss for g in fits]))
-    g = fits[kept]
+    losses = [f.best.loss for f in fits]
+    variances = ([0.0] * len(fits) if explained_variance is None or len(fits) == 1 else
+                 [explained_variance(model_at(f.theta, f.transpose), f.best.loss)
+                  for f in fits])
+    verdict = choose_transpose(losses, variances)
+    g = fits[verdict.kept]
     theta, best, branches, choice, transpose = g.theta, g.best, g.branches, g.choice, g.transpose
     transpose_record = {
-        "transpose_chosen_by": "loss" if len(geometries) > 1 else "curl",
+        "transpose_chosen_by": verdict.chosen_by,
+        "transpose_determined": verdict.determined,
+        "transpose_z": verdict.z if math.isfinite(verdict.z) else None,  # JSON: no nan
         "transpose_candidates": [
-            {"transpose": f.transpose, "rotation_com_deg": math.degrees(th), "loss": f.best.loss}
-            for (th, _), f in zip(geometries, fits, strict=True)]}
+            {"transpose": f.transpose, "rotation_com_deg": math.degrees(th), "loss": f.best.loss,
+             "rotation_deg": math.degrees(f.theta) % 360.0, "params": dict(f.best.params),
+             "chosen": i == verdict.kept}
+            for i, ((th, _), f) in enumerate(zip(geometries, fits, strict=True))]}
     rotation_deg = math.degrees(theta) % 360.0
     model_at(math.radians(rotation_deg), transpose)  # in place after the refinement
     return FitResult(
@@ -90,7 +104,7 @@ def fit_full_field(
                     for k, v in b.timings.items()}},
         provenance={**provenance, "sampler": spec.sampler,
                     "branches_searched": sum(not b.derived for _, b in branches),
-                    "rotation_com_deg": math.degrees(geometries[kept][0]),
+                    "rotation_com_deg": math.degrees(geometries[verdict.kept][0]),
                     "rotation_residual": rot.residual,
                     "rotation_residual_other_transpose": rot.residual_other_transpose,
                     **transpose_record},

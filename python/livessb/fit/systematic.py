@@ -55,6 +55,7 @@ import numpy as np
 from ..physics.objective import MisfitTerms, frequency_bands, radial_order
 from .errors import FLAT_CURVATURE_REL, NoiseLevel, profile_inflation
 from .model_choice import ModelChoice
+from .transpose_choice import ORIENTATION_NOT_DETERMINED
 
 SIGNIFICANCE = 10.83  # χ²₁ at p = 0.001: the bands disagree beyond their noise
 DEPTH_DISAGREEMENT = 0.10  # of the depth: beyond the thick model's own leakage bias (≤ 6 %)
@@ -200,3 +201,11 @@ def depth_not_described(choice: ModelChoice | None, noise: NoiseLevel) -> str:
             f"({noise.excess:.3g}× its level): the specimen is not one projected structure "
             "through its depth (amorphous, or strongly dynamical), which the thick model "
             "assumes")
+
+
+def why_not_determined(warnings: Sequence[str]) -> list[str]:
+    """The warnings that say why parameters are listed as not determined (depth and tilt,
+    or the detector orientation: fit.transpose_choice), which the CLI and the widget show
+    beside the values."""
+    return [w for w in warnings
+            if w.startswith((DEPTH_NOT_DETERMINED, ORIENTATION_NOT_DETERMINED))]

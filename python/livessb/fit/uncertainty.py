@@ -12,6 +12,7 @@ systematic error where the low and high scan frequencies disagree (fit.systemati
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -53,6 +54,7 @@ from .systematic import (
     depth_not_described,
     depth_not_determined,
 )
+from .transpose_choice import orientation_notes
 
 
 @dataclass
@@ -183,6 +185,25 @@ def window_statistics(spectra: Any, dataset: Any, pixel_totals: np.ndarray,
     return float(spectra.energy), n_obs, n_object, s2p
 
 
+def _window(model: Any, dataset: Any) -> tuple[float, float, float, float, float]:
+    """(E, n_obs, n_object, Poisson σ², design factor) of a model's window at its rotation."""
+    totals = window_pixel_totals(dataset, model.spectra)
+    stats = window_statistics(model.spectra, dataset, totals, model.alias_pixels)
+    design = design_factor(_measured(model.spectra)) if model.spectra.apodised else 1.0
+    return (*stats, design)
+
+
+def explained_variance(model: Any, loss: float, dataset: Any, n_parameters: int) -> float:
+    """Counting-noise variance of a fit's explained fraction 1 - L at its optimum (the
+    model at the fit's rotation): per frequency var X ≈ 2σ²X (the cross term of signal and
+    noise), so var(1 - L) = 2κσ²·design·(1 - L)/E; inf where σ² is not determined."""
+    energy, n_obs, n_object, s2p, design = _window(model, dataset)
+    noise = noise_level(loss, energy, n_obs, n_object, n_parameters, s2p, design)
+    if not (noise.determined and energy > 0):
+        return math.inf
+    return 2.0 * noise.kappa * noise.sigma2 * noise.design * max(1.0 - loss, 0.0) / energy
+
+
 def _measured(spectra: Any) -> tuple[int, int]:
     """The window's measured positions per scan axis."""
     r0, r1, c0, c1 = spectra.bounds
@@ -213,10 +234,7 @@ def assess(
     """
     t0 = time.perf_counter()
     model = view.model
-    totals = window_pixel_totals(dataset, model.spectra)
-    energy, n_obs, n_object, s2p = window_statistics(model.spectra, dataset, totals,
-                                                     model.alias_pixels)
-    design = design_factor(_measured(model.spectra)) if model.spectra.apodised else 1.0
+    energy, n_obs, n_object, s2p, design = _window(model, dataset)
     kept_hessian = hessian  # None: from the errors' own derivatives call below
     noise = noise_level(loss, energy, n_obs, n_object, len(box.names), s2p, design)
     kept_params, kept_loss, kept_noise, kept_box = dict(params), float(loss), noise, box
@@ -296,8 +314,13 @@ def with_assessment(result: FitResult, a: Assessment) -> FitResult:
     timings = {**result.timings, **a.timings}
     if "total_s" in timings:
         timings["total_s"] += spent
+    provenance = {**result.provenance, **a.provenance()}
+    # a full field whose detector orientation the data do not decide (fit.transpose_choice)
+    by_orientation, warning = orientation_notes(a.params, a.errors, result.provenance)
+    if warning:
+        provenance["warnings"] = [*provenance["warnings"], warning]
+    undet = [n for n in a.params if n in a.undetermined or n in by_orientation]
     return replace(result, params=dict(a.params), loss=a.loss, errors=dict(a.errors),
                    errors_systematic=dict(a.errors_systematic),
-                   undetermined=list(a.undetermined), on_box_edge=list(a.on_box_edge),
-                   newton=result.newton + a.newton, timings=timings,
-                   provenance={**result.provenance, **a.provenance()})
+                   undetermined=undet, on_box_edge=list(a.on_box_edge),
+                   newton=result.newton + a.newton, timings=timings, provenance=provenance)

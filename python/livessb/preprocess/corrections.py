@@ -378,5 +378,6 @@ def preprocess_for(dataset: Dataset4D, options: Preprocessing | None,
     if out.descan is not None and out.descan.scan_shape != dataset.scan_shape:
         raise CalibrationError(
             f"the calibration's descan fit is for a {out.descan.scan_shape} scan, the data "
-            f"are {dataset.scan_shape}: refit on these data, or pass preprocessing=...")
+            f"are {dataset.scan_shape}: measure the corrections on these data instead "
+            "(Python: preprocessing=livessb.Preprocessing(); CLI: --descan plane)")
     return out

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
+from ..fit.systematic import why_not_determined
 from ..params import table_for_frontend
 from ..preview import Frame, render_preview
 from ..regions import MIN_REGION_PX
@@ -349,6 +350,9 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
             return
         with self._lock, self.hold_sync():
             self.full_fit = full_fit_record(fit)
+            why = why_not_determined(fit.provenance.get("warnings", []))
+            if why:  # e.g. a detector orientation the data do not decide: say so
+                self.message = why[0]
             if fit.trials:  # a refine has no search: the last search's trials stay listed
                 self.trials_full = best_trials(fit)
             self.progress = dict(IDLE)
