@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -110,9 +111,16 @@ def small_crystal_scan() -> livessb.Dataset4D:
 
 
 @pytest.fixture(scope="module")
-def small_fit() -> livessb.FitResult:
+def small_session() -> Iterator[livessb.Session]:
     with livessb.Session(small_crystal_scan(), device="cpu") as s:
-        return s.fit(trials=200, seed=1, progress=False)
+        s.fit(trials=200, seed=1, progress=False)
+        yield s
+
+
+@pytest.fixture(scope="module")
+def small_fit(small_session: livessb.Session) -> livessb.FitResult:
+    assert small_session.full_fit is not None
+    return small_session.full_fit
 
 
 def test_a_scan_too_small_to_tell_the_transpose_keeps_the_curl_and_says_so(
@@ -144,3 +152,9 @@ def test_the_cli_summary_says_why_the_aberrations_are_not_determined(
     why = [line for line in lines if line.startswith("  why: ")]
     assert why and ORIENTATION_NOT_DETERMINED in why[0]
 
+
+def test_a_region_at_an_undetermined_orientation_says_so_too(
+        small_session: livessb.Session) -> None:
+    fit = small_session.fit_region((2, 14, 2, 14), trials=100, seed=1).fit
+    assert {"C10", "C12", "phi12"} <= set(fit.undetermined)
+    assert any(w.startswith(ORIENTATION_NOT_DETERMINED) for w in fit.provenance["warnings"])

@@ -25,6 +25,7 @@ from .fit.progress import Progress, callback_of
 from .fit.region import WindowSpec, fit_window
 from .fit.sampling import check_sampling_request, refit_detector_sampling
 from .fit.search import Box
+from .fit.transpose_choice import inherited_orientation
 from .fit.uncertainty import assess, explained_variance, with_assessment
 from .fit.window_check import with_window_check
 from .map_blend import TILES_PER_BATCH, auto_density, blend_tiles, refine_tiles
@@ -287,9 +288,8 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         if report is not None:
             report("reconstruct", 1, 1)
         t_end = time.perf_counter()
-        timings = {**result.timings, "reconstruct_crop_s": t_end - t_fit,
-                   "total_s": t_end - t0}
-        result.timings = timings
+        result.timings = timings = {**result.timings, "reconstruct_crop_s": t_end - t_fit,
+                                    "total_s": t_end - t0}
         rid = region_id or self._next_region_id()
         region = RegionResult(id=rid, bounds=b, fit=result, crop=crop, timings=timings)
         self.regions[rid] = region
@@ -494,5 +494,6 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
                 "objective": objective, "box": box.to_dict(),
                 "scan_frequencies": self.scan_frequencies, "alias_pixels": self.alias_pixels,
                 "scan_window": self.scan_window,
-                "dataset_sha256": self.dataset.signature()["content_sha256"], **extra}
+                "dataset_sha256": self.dataset.signature()["content_sha256"],
+                **inherited_orientation(self.full_fit), **extra}
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..params import BY_NAME
+from ..results import FitResult
 
 Z_MIN = math.sqrt(10.83)  # χ²₁ at p = 0.001
 ORIENTATION_NOT_DETERMINED = "the detector orientation is not determined"  # its warning's start
@@ -89,3 +90,14 @@ def orientation_notes(
         "then fit_region over the whole scan; CLI: --calibration path --force --descan "
         "plane --region 0 ROWS 0 COLS)")
     return differ, warning
+
+
+def inherited_orientation(full_fit: FitResult | None) -> dict[str, Any]:
+    """The full field's orientation verdict for a fit at its rotation (a region, a map
+    tile, a refinement): where it is not determined, the keys ``orientation_notes`` reads,
+    so that those fits say so too; {} elsewhere."""
+    record = {} if full_fit is None else full_fit.provenance
+    if record.get("transpose_determined", True):
+        return {}
+    return {k: record[k] for k in ("transpose_determined", "transpose_z",
+                                   "transpose_candidates")}
