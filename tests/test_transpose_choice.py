@@ -12,12 +12,14 @@ import dataclasses
 import json
 import math
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 import livessb
 import livessb.fit.full_field as full_field
+from livessb.cli import main
 from livessb.cli_text import fit_lines
 from livessb.fit.transpose_choice import ORIENTATION_NOT_DETERMINED, Z_MIN, choose_transpose
 from livessb.physics.geometry import RotationEstimate, estimate_rotation
@@ -141,7 +143,7 @@ def test_a_scan_too_small_to_tell_the_transpose_keeps_the_curl_and_says_so(
     assert abs(fit.params["C10"] - SMALL_TRUTH["C10"]) < 4.0, fit.params
     assert {"C10", "C12", "phi12"} <= set(fit.undetermined)
     warning = next(w for w in record["warnings"] if w.startswith(ORIENTATION_NOT_DETERMINED))
-    assert "transpose=True" in warning and "--calibration" in warning
+    assert "transpose=True" in warning and "--transpose" in warning and "--calibration" in warning
     json.dumps(fit.to_dict(), allow_nan=False)  # the record saves (z is finite here)
 
 
@@ -158,3 +160,43 @@ def test_a_region_at_an_undetermined_orientation_says_so_too(
     fit = small_session.fit_region((2, 14, 2, 14), trials=100, seed=1).fit
     assert {"C10", "C12", "phi12"} <= set(fit.undetermined)
     assert any(w.startswith(ORIENTATION_NOT_DETERMINED) for w in fit.provenance["warnings"])
+
+
+@pytest.mark.parametrize("transpose", [False, True])
+def test_a_transpose_the_user_knows_is_held(transpose: bool) -> None:
+    # The same 16² scan: held, only that orientation is fitted, at the curl's θ for it.
+    # Measured: False -> C10 -80.3 ± 0.7 Å, determined; True -> the mimic, C10 +13 Å.
+    with livessb.Session(small_crystal_scan(), device="cpu") as s:
+        fit = s.fit(trials=200, seed=1, progress=False, transpose=transpose)
+    record = fit.provenance
+    assert fit.transpose is transpose and record["transpose_chosen_by"] == "given"
+    assert len(record["transpose_candidates"]) == 1 and record["transpose_determined"]
+    assert not any(w.startswith(ORIENTATION_NOT_DETERMINED) for w in record["warnings"])
+    if transpose:
+        assert fit.params["C10"] > 0  # what the wrong orientation reads
+    else:
+        assert abs(fit.params["C10"] - SMALL_TRUTH["C10"]) < 4.0 and "C10" not in fit.undetermined
+
+
+def test_a_transpose_that_is_not_a_bool_is_refused_before_any_work() -> None:
+    with livessb.Session(small_crystal_scan(), device="cpu") as s:
+        with pytest.raises(TypeError, match="transpose must be True, False or None"):
+            s.fit(trials=10, progress=False, transpose="no")  # type: ignore[arg-type]
+        assert s.full_fit is None
+
+
+def test_the_cli_holds_a_known_transpose_and_refuses_it_with_a_calibration(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "small.npy"
+    np.save(path, np.asarray(small_crystal_scan().counts))
+    args = ["fit", str(path), "--voltage-kV", "200", "--semiangle-mrad", "20", "--scan-step-A",
+            "0.6", "--device", "cpu", "--trials", "200"]
+    assert main(args) == 0  # undecided: says why
+    out = capsys.readouterr().out
+    assert "  C10            not determined" in out and ORIENTATION_NOT_DETERMINED in out
+    assert main([*args, "--transpose", "no"]) == 0  # held: C10 is determined
+    out = capsys.readouterr().out
+    assert "not determined" not in out.split("C10", 1)[1].split("\n", 1)[0]
+    assert ORIENTATION_NOT_DETERMINED not in out
+    assert main([*args, "--transpose", "no", "--calibration", str(tmp_path / "c.json")]) == 2
+    assert "drop one of them" in capsys.readouterr().err

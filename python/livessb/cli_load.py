@@ -97,6 +97,10 @@ def add_data_arguments(f: argparse.ArgumentParser) -> None:
                         "auto (fits hann, reports the unapodised fit where the window check "
                         "sees no leakage and it has the smaller errors); with --calibration, "
                         "the file's own by default")
+    f.add_argument("--transpose", default=None, choices=["yes", "no"],
+                   help="hold the detector transpose you know (yes: rows and columns "
+                        "swapped against the scan) instead of estimating it from the COM "
+                        "curl; for a new fit, not with --calibration")
     f.add_argument("--force", action="store_true",
                    help="accept implausible calibration values (unusual set-ups) and a "
                         "calibration file saved for other data")
@@ -106,11 +110,15 @@ def add_data_arguments(f: argparse.ArgumentParser) -> None:
 
 
 def check_data_args(args: argparse.Namespace) -> None:
-    """Values argparse's types cannot refuse: --upsample and --trials."""
+    """Values argparse's types cannot refuse: --upsample, --trials, --transpose with
+    --calibration."""
     if args.upsample != "auto" and not (args.upsample.isdigit() and int(args.upsample) >= 1):
         raise UsageError(f"--upsample must be 'auto' or a positive integer, got {args.upsample!r}")
     if args.trials < 1:
         raise UsageError(f"--trials must be at least 1, got {args.trials}")
+    if args.transpose is not None and args.calibration is not None:
+        raise UsageError("--transpose holds the transpose of a new fit; --calibration restores "
+                         "the file's own: drop one of them")
 
 
 def calibration_kwargs(args: argparse.Namespace) -> dict[str, Any]:
@@ -208,7 +216,8 @@ def open_session(args: argparse.Namespace, ds: Dataset4D, preprocessing: Preproc
         say(preprocessing_line(s.preprocessing, s.diagnostics.spikes_repaired))
         if args.calibration is None:
             s.fit(trials=args.trials, seed=args.seed, progress=not args.quiet,
-                  fit_detector_sampling=bool(getattr(args, "fit_detector_sampling", False)))
+                  fit_detector_sampling=bool(getattr(args, "fit_detector_sampling", False)),
+                  transpose=None if args.transpose is None else args.transpose == "yes")
         assert s.full_fit is not None
         if (fitted := s.full_fit.provenance.get("detector_sampling")) is not None:
             say(f"detector sampling fitted: {fitted['mrad']:.5g} ± {fitted['error_mrad']:.2g} "

@@ -26,7 +26,7 @@ from .fit.region import WindowSpec, fit_window
 from .fit.sampling import check_sampling_request, refit_detector_sampling
 from .fit.search import Box
 from .fit.transpose_choice import inherited_orientation
-from .fit.uncertainty import assess, explained_variance, with_assessment
+from .fit.uncertainty import assess, with_assessment
 from .fit.window_check import with_window_check
 from .map_blend import TILES_PER_BATCH, auto_density, blend_tiles, refine_tiles
 from .maps import MapResult
@@ -197,7 +197,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         box: Mapping[str, tuple[float, float]] | None = None, objective: str = "vp",
         progress: Progress = True, sampler: str = "native", extra: Sequence[str] = (),
         search_both_branches: bool = False, fixed: Mapping[str, float] | None = None,
-        fit_detector_sampling: bool = False,
+        fit_detector_sampling: bool = False, transpose: bool | None = None,
     ) -> FitResult:
         """Full-field joint fit: rotation from the COM curl, both branches θ and θ+π
         (the strategy: ``livessb.fit.full_field``).
@@ -209,6 +209,8 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         ``search_both_branches=True`` searches branch θ+π even when it could be derived
         as the mirror of branch θ. ``fit_detector_sampling=True`` refines the detector
         sampling too (``livessb.fit.sampling``; the session continues at the fitted one).
+        ``transpose`` (True/False) holds the detector transpose you know instead of the
+        COM curl's (docs/uncertainty.md "The detector orientation").
         """
         engine = self._check_open()
         check_scan_fits(self.dataset.scan_shape)
@@ -216,12 +218,10 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         fit_box, held = self._fit_box(box, extra, fixed)  # bad input fails first
         callback_of(progress)
         spec = FullFieldSearch(trials, seed, fit_box, held, objective, sampler,
-                               search_both_branches, progress)
+                               search_both_branches, progress, self.dataset, transpose)
         result = fit_full_field(
             self._full_model, engine.bf_center_of_mass, self.dataset.scan_step_A, spec,
-            self._provenance(trials, seed, fit_box, objective, mode="full_field", fixed=held),
-            (lambda m, loss: explained_variance(m, loss, self.dataset, len(fit_box.names)))
-            if objective == "vp" else None)  # the transposes' losses within their noise?
+            self._provenance(trials, seed, fit_box, objective, mode="full_field", fixed=held))
         if objective == "vp":  # errors, undetermined names, thin or thick (fit.uncertainty)
             view = FreeView(self._full_model(math.radians(result.rotation_deg),
                                              result.transpose), fit_box, held)

@@ -11,6 +11,7 @@ When the box maps onto itself under that mirror, branch θ+π's search would be 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -28,11 +29,11 @@ from .model import ThickSampleModel
 from .progress import Progress
 from .search import Box, box_is_mirror_symmetric, mirror_in_box, mirror_params
 from .transpose_choice import choose_transpose
+from .uncertainty import explained_variance
 
 MIRROR_LOSS_RTOL = 1e-5  # float32 sums in another order; a real asymmetry is far larger
 
 ModelAt = Callable[[float, bool], ThickSampleModel]  # the full-field model at (θ, transpose)
-ExplainedVariance = Callable[[ThickSampleModel, float], float]  # (model, loss) -> var(1 - L)
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,13 @@ class FullFieldSearch:
     sampler: str = "native"
     search_both_branches: bool = False
     progress: Progress = True
+    dataset: Any = None  # for the noise level that lets the transposes' losses decide
+    transpose: bool | None = None  # held by the caller; None: from the COM curl
+
+    def __post_init__(self) -> None:
+        if self.transpose is not None and not isinstance(self.transpose, bool | np.bool_):
+            raise TypeError(f"transpose must be True, False or None (estimate it from the "
+                            f"COM curl), got {self.transpose!r}")
 
 
 def stored_theta(theta: float) -> float:
@@ -57,28 +65,32 @@ def stored_theta(theta: float) -> float:
 def fit_full_field(
     model_at: ModelAt, bf_center_of_mass: Callable[[], np.ndarray],
     scan_step_A: tuple[float, float], spec: FullFieldSearch, provenance: dict[str, Any],
-    explained_variance: ExplainedVariance | None = None,
 ) -> FitResult:
     """Run the whole strategy; the full-field model is left at the stored rotation.
 
     ``provenance`` is the caller's record (versions, device, dataset); the strategy
-    adds its own entries. ``explained_variance`` (the VP loss's noise at a model's
-    optimum) lets the losses of the two transposes decide only where they differ beyond
-    it (fit.transpose_choice); without it the lower loss decides.
+    adds its own entries. The losses of the two transposes decide only where they differ
+    beyond their noise (fit.transpose_choice; the VP objective with ``spec.dataset``,
+    else the lower loss decides); a transpose held in ``spec`` is the only one fitted.
     """
     t0 = time.perf_counter()
     rot = estimate_rotation(bf_center_of_mass(), scan_step_A)
     t_rot = time.perf_counter()
     geometries = [(rot.theta, rot.transpose)]
-    if rot.transpose_undecided:  # the final losses decide where significant
+    if spec.transpose is not None:  # the caller's: the curl's θ for that transpose
+        geometries = [(rot.theta if rot.transpose == spec.transpose
+                       else rot.theta_other_transpose, bool(spec.transpose))]
+    elif rot.transpose_undecided:  # the final losses decide where significant
         geometries.append((rot.theta_other_transpose, not rot.transpose))
     fits = [_fit_geometry(model_at, theta0, transpose, spec)
             for theta0, transpose in geometries]
     losses = [f.best.loss for f in fits]
-    variances = ([0.0] * len(fits) if explained_variance is None or len(fits) == 1 else
-                 [explained_variance(model_at(f.theta, f.transpose), f.best.loss)
-                  for f in fits])
+    noise = len(fits) > 1 and spec.objective == "vp" and spec.dataset is not None
+    variances = [explained_variance(model_at(f.theta, f.transpose), f.best.loss, spec.dataset,
+                                    len(spec.box.names)) if noise else 0.0 for f in fits]
     verdict = choose_transpose(losses, variances)
+    if spec.transpose is not None:
+        verdict = dataclasses.replace(verdict, chosen_by="given")
     g = fits[verdict.kept]
     theta, best, branches, choice, transpose = g.theta, g.best, g.branches, g.choice, g.transpose
     transpose_record = {

@@ -84,11 +84,12 @@ def orientation_notes(
         f"transpose={other['transpose']} (rotation {other['rotation_deg']:.1f}°: {shown}) "
         f"explains the data as well (loss {other['loss']:.5g}, z = "
         f"{record['transpose_z']:.2f} within ±{Z_MIN:.2f}); {', '.join(differ) or 'nothing'} "
-        "depend on it and are listed as undetermined. Fit a larger scan of the same setup, "
-        "save its calibration and fit this one as a region at its rotation (Python: "
-        "Session(ds, calibration=path, force=True, preprocessing=livessb.Preprocessing()), "
-        "then fit_region over the whole scan; CLI: --calibration path --force --descan "
-        "plane --region 0 ROWS 0 COLS)")
+        "depend on it and are listed as undetermined. If you know the detector's "
+        "orientation, hold it (fit(transpose=...), CLI --transpose yes/no); else fit a larger "
+        "scan of the same setup, save its calibration and fit this one as a region at its "
+        "rotation (Python: Session(ds, calibration=path, force=True, preprocessing="
+        "livessb.Preprocessing()), then fit_region over the whole scan; CLI: --calibration "
+        "path --force --descan plane --region 0 ROWS 0 COLS)")
     return differ, warning
 
 
