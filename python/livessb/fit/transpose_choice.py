@@ -14,8 +14,8 @@ So the losses decide only where their difference stands out from the noise:
     z = (L_other - L_curl) / √(v_curl + v_other),  v = var(1 - L) = 2κσ²·design·(1 - L)/E
 
 (``fit.uncertainty.explained_variance``: each orientation's own noise level, the two
-taken as independent, which overstates the variance of a difference of two fits to the
-same counts, so the test is conservative). Where |z| > ``Z_MIN`` (χ²₁ at p = 0.001, the
+taken as independent; 0.8-1.5x the scatter of the difference over ten noise draws of a
+16²-32² crystal scan). Where |z| > ``Z_MIN`` (χ²₁ at p = 0.001, the
 level of the fit's other tests) the lower loss wins. Otherwise the curl's whole-scan
 choice stays and the orientation is not determined: the record says so, the warnings
 name the other orientation's fit, and every parameter on which the two fits differ by
