@@ -54,7 +54,7 @@ def _hints(record: type) -> dict[str, Any]:
 def test_source_parses_to_every_compiled_kernel() -> None:
     compiled = {n.split("<")[0] for n in ck._names()}
     assert compiled == set(SIGNATURES)
-    assert len(SIGNATURES["vp_eval"]) == 23  # a parse that stopped early would not be
+    assert len(SIGNATURES["vp_eval"]) == 22  # a parse that stopped early would not be
     # Every kernel the engine launches has a record (fma_peak is the benchmark's probe).
     assert {r.KERNEL for r in la.ARG_RECORDS} == compiled - {"fma_peak"}
 
@@ -98,11 +98,10 @@ def test_builders_give_values_of_the_signature_dtypes() -> None:
     assert geo.aliased and isinstance(geo.g_alias, np.ndarray)
     G, nu_r, nu_c = _arrays(3)
     w = la.Window.of(G, 100, 60, (10, 10), nu_r, nu_c)
-    k64, px, tab, cand, part, raw, energy, dk, pairs = _arrays(9)
-    _check_values(la.vp_eval_args(w, k64, px, tab, cand, geo, part, 128, raw, energy, dk,
-                                  pairs))
+    k64, px, tab, cand, part, raw, dk, pairs = _arrays(8)
+    _check_values(la.vp_eval_args(w, k64, px, tab, cand, geo, part, 128, raw, dk, pairs))
     # A scoring launch has no turns: an 8-byte NULL, as for vp_derivs' per_nu.
-    assert la.vp_eval_args(w, k64, px, tab, cand, geo, part, 128, raw, energy, dk).turn is (
+    assert la.vp_eval_args(w, k64, px, tab, cand, geo, part, 128, raw, dk).turn is (
         la.NULL_POINTER)
     _check_values(la.vp_derivs_args(w, k64, px, tab, cand, geo, part, 128, raw, pairs, 7, dk))
     # No per-frequency output wanted: an 8-byte NULL (CuPy turns None into 0xffffffff).
@@ -110,7 +109,7 @@ def test_builders_give_values_of_the_signature_dtypes() -> None:
     assert unwanted is la.NULL_POINTER and unwanted.dtype.itemsize == 8 and unwanted == 0
     _check_values(la.energy_args(w, k64, px, tab, geo, part, pairs, 128))
     # The exclusion table goes where the kernels read it, after the alias spacing.
-    assert la.vp_eval_args(w, k64, px, tab, cand, geo, part, 128, raw, energy, dk
+    assert la.vp_eval_args(w, k64, px, tab, cand, geo, part, 128, raw, dk
                            ).g_alias_tab is tab
     assert geo.pilam == np.float64(np.pi * 0.0197) and type(geo.pilam) is np.float64
 

@@ -301,8 +301,10 @@ def test_synthetic_device_dataset_small() -> None:
 
 def test_rotation_grid_holds_the_middle_pixel_sets_as_the_cpu(thick: Simulated) -> None:
     """One launch for the whole θ grid, the lobes' pixel sets and the energy held at the
-    middle θ: the CPU engine's held scan at every θ, ``evaluate`` at the middle one, and
-    apart from the per-θ path elsewhere (which moves the sets)."""
+    middle θ: the CPU engine's held scan at every θ, ``evaluate`` of the vector in a group
+    (the same recurrent form) at the middle one, the per-θ path (one candidate: the
+    direct form) there to the recurrence's rounding, and apart from it elsewhere (which
+    moves the sets)."""
     from livessb.engine.reference import evaluate_rotations_per_theta
 
     ds, truth = thick
@@ -315,17 +317,44 @@ def test_rotation_grid_holds_the_middle_pixel_sets_as_the_cpu(thick: Simulated) 
         record_measured("held_rotation_grid",
                         max_rel=float(np.max(np.abs(fused / on_cpu - 1))))
         np.testing.assert_allclose(fused, on_cpu, rtol=LOSS_RTOL)
-        assert fused[3] == pytest.approx(gpu.evaluate(sp, vec)[0], rel=1e-9)
+        assert fused[3] == pytest.approx(gpu.evaluate(sp, np.repeat(vec, 4, axis=0))[0],
+                                         rel=1e-12)  # (a split window: the sums' order)
         looped = evaluate_rotations_per_theta(gpu, sp, grid, rot.transpose, vec)
-        assert fused[3] == pytest.approx(looped[3], rel=1e-9)
+        record_measured("held_rotation_direct", rel=float(abs(fused[3] / looped[3] - 1)))
+        assert fused[3] == pytest.approx(looped[3], rel=1e-7)
         assert np.max(np.abs(fused - looped)) > 10 * LOSS_RTOL * np.max(fused)
         assert np.ptp(fused) > 0  # θ matters: the grid is not one value repeated
 
 
+@pytest.mark.parametrize("alias_pixels", ["kept", "excluded"])
+def test_the_mirror_rotation_keeps_the_energy_bit_for_bit(thick: Simulated,
+                                                          alias_pixels: str) -> None:
+    """θ + π turns every k into -k, which swaps the trotter's two discs and keeps its
+    pairs: set_rotation takes the energy kept for θ (one energy pass less in a full
+    fit). Computed afresh at θ + π it is the same bits, and the CPU's agrees."""
+    ds, _ = thick
+    gpu = CUDAEngine(ds, alias_pixels=alias_pixels)
+    cpu = CPUEngine(ds, alias_pixels=alias_pixels)
+    try:
+        rot, sp = ch.prepared(gpu, ds)
+        _, sc = ch.prepared(cpu, ds)
+        kept = sp.part.energies[rot.theta, rot.transpose]
+        mirror = rot.theta + math.pi
+        assert gpu._energy(sp, gpu._geometry_at(mirror, rot.transpose)) == kept
+        gpu.set_rotation(sp, mirror, rot.transpose)
+        assert (sp.energy, sp.part.pairs) == kept
+        cpu.set_rotation(sc, mirror, rot.transpose)
+        assert sp.energy == pytest.approx(sc.energy, rel=1e-6)  # (parity: 1.8e-7)
+        assert sp.part.energy_at(rot.theta + 0.1, rot.transpose) is None
+    finally:
+        gpu.close()
+        cpu.close()
+
+
 def test_rotation_grid_bitwise_at_the_held_rotation_on_unsplit_window() -> None:
     """Windows of ≥ 512 frequency blocks do not split the pixel loop: then the fused θ
-    grid at its middle rotation (loss and in-kernel energy) equals the per-θ path bit for
-    bit."""
+    grid at its middle rotation (its sums, the window's energy) equals ``evaluate`` of the
+    vector in a group (the recurrent form, the same tiles and anchors) bit for bit."""
     from livessb.bench.device_data import generate_dataset
     from livessb.engine.reference import evaluate_rotations_per_theta
 
@@ -337,8 +366,8 @@ def test_rotation_grid_bitwise_at_the_held_rotation_on_unsplit_window() -> None:
         vec = np.array([[truth.params[p] for p in JOINT]])
         grid = rot.theta + np.radians(np.linspace(-3, 3, 5))
         fused = eng.evaluate_rotations(sp, grid, rot.transpose, vec)
+        assert fused[2] == eng.evaluate(sp, np.repeat(vec, 4, axis=0))[0]
         looped = evaluate_rotations_per_theta(eng, sp, grid, rot.transpose, vec)
-        assert fused[2] == looped[2]
         assert not np.array_equal(fused, looped)  # elsewhere the held sets differ
     finally:
         eng.close()
@@ -374,6 +403,12 @@ def test_slot_bins_kernel_is_its_python_mirror() -> None:
             got = slot_bin_map(cp, rows, H, tile_rows, extra=40)  # (past the grid: inactive)
             np.testing.assert_array_equal(got[:rows * H], ck.slot_bins(rows, H, tile_rows))
         assert (got[rows * H:] >= rows * H).all()
+    from test_cuda_source import FAMILY_GRIDS
+
+    for f, nr, H in FAMILY_GRIDS:  # an upsampled grid's strips in row families
+        got = slot_bin_map(cp, f * nr, H, -nr, extra=40)
+        np.testing.assert_array_equal(got[:f * nr * H], ck.slot_bins(f * nr, H, -nr))
+        assert (got[f * nr * H:] >= f * nr * H).all()
 
 
 def test_lobe_masks_skip_only_pixels_outside_each_lobe(thick: Simulated) -> None:

@@ -121,23 +121,49 @@ class RotationEstimate:
         return any(t != self.transpose for t in self.halves_transposes)
 
 
-def _curl_minimum(com: np.ndarray, scan_step_A: tuple[float, float]
-                  ) -> list[tuple[float, float, bool]]:
-    """(curl energy fraction, θ, transpose) at the minimum for T and not-T, best first."""
-    results = []
-    # T swaps the two components: the same four gradients serve both choices.
-    d0 = np.gradient(com[..., 0], *scan_step_A)
-    d1 = np.gradient(com[..., 1], *scan_step_A)
-    for transpose in (False, True):
-        (d_ur_dr, d_ur_dc), (d_uc_dr, d_uc_dc) = (d1, d0) if transpose else (d0, d1)
-        curl = (d_uc_dr - d_ur_dc).ravel()
-        div = (d_ur_dr + d_uc_dc).ravel()
-        q = np.array([[curl @ curl, curl @ div], [curl @ div, div @ div]])
-        evals, evecs = np.linalg.eigh(q)
-        v = evecs[:, 0]
-        theta = math.atan2(v[1], v[0]) % math.pi
-        results.append((float(evals[0] / max(evals.sum(), 1e-300)), theta, transpose))
-    return sorted(results)
+def _minimum(q: np.ndarray) -> tuple[float, float]:
+    """(curl energy fraction, θ) at the minimum of the quadratic form ``q`` in
+    (cos θ, sin θ): its smallest eigenvector."""
+    evals, evecs = np.linalg.eigh(q)
+    v = evecs[:, 0]
+    return float(evals[0] / max(evals.sum(), 1e-300)), math.atan2(v[1], v[0]) % math.pi
+
+
+def _form(curl: np.ndarray, div: np.ndarray) -> np.ndarray:
+    return np.array([[curl @ curl, curl @ div], [curl @ div, div @ div]])
+
+
+def _half_forms(u: tuple[np.ndarray, np.ndarray], d: tuple[np.ndarray, ...],
+                curl: np.ndarray, div: np.ndarray, scan_step_A: tuple[float, float]
+                ) -> list[np.ndarray]:
+    """The quadratic forms of the scan's four halves (top, bottom, left, right) as if
+    each had its own np.gradient: the whole field's curl and div inside, and at the cut
+    edge the one-sided difference across the cut (np.gradient's edge) in place of the
+    central one. u: (u_r, u_c); d: (∂u_r/∂r, ∂u_r/∂c, ∂u_c/∂r, ∂u_c/∂c) of the whole."""
+    (u_r, u_c), (dr_r, dc_r, dr_c, dc_c) = u, d
+    sums = [(x * y).sum(axis=a) for a in (1, 0) for x, y in ((curl, curl), (curl, div),
+                                                              (div, div))]
+    out = []
+    for axis, step in enumerate(scan_step_A):
+        n = curl.shape[axis]
+        h = n // 2
+        line = sums[3 * axis:3 * axis + 3]  # per row (axis 0) or column (axis 1)
+
+        def at(i: int, x: np.ndarray, axis: int = axis) -> np.ndarray:
+            return x[i] if axis == 0 else x[:, i]
+
+        for keep, edge, inner in ((slice(0, h - 1), h - 1, h - 2), (slice(h + 1, n), h, h + 1)):
+            sign = 1.0 if edge > inner else -1.0  # one-sided: (f[edge] - f[inner]) / dx
+            d_ur = sign * (at(edge, u_r) - at(inner, u_r)) / step
+            d_uc = sign * (at(edge, u_c) - at(inner, u_c)) / step
+            if axis == 0:  # ∂/∂r replaced: curl = ∂u_c/∂r - ∂u_r/∂c, div = ∂u_r/∂r + ...
+                c_e, d_e = d_uc - at(edge, dc_r), d_ur + at(edge, dc_c)
+            else:  # ∂/∂c replaced
+                c_e, d_e = at(edge, dr_c) - d_ur, at(edge, dr_r) + d_uc
+            cc, cd, dd = (float(v[keep].sum()) for v in line)
+            out.append(np.array([[cc + c_e @ c_e, cd + c_e @ d_e],
+                                 [cd + c_e @ d_e, dd + d_e @ d_e]]))
+    return out
 
 
 def estimate_rotation(com: np.ndarray, scan_step_A: tuple[float, float]) -> RotationEstimate:
@@ -145,14 +171,26 @@ def estimate_rotation(com: np.ndarray, scan_step_A: tuple[float, float]) -> Rota
     the whole scan and on each of its four halves (for ``transpose_undecided``).
 
     curl(R(θ)u) = cos θ·curl(u) + sin θ·div(u), so the curl energy is a quadratic
-    form in (cos θ, sin θ) whose smallest eigenvector is the minimiser.
+    form in (cos θ, sin θ) whose smallest eigenvector is the minimiser. The gradients
+    are taken once; the halves' forms come from the whole field's (``_half_forms``).
     """
-    best, other = _curl_minimum(com, scan_step_A)
+    d0 = np.gradient(com[..., 0], *scan_step_A)
+    d1 = np.gradient(com[..., 1], *scan_step_A)
     n0, n1 = com.shape[:2]
-    halves: tuple[bool, ...] = ()
-    if min(n0 // 2, n1 // 2) >= HALF_MIN_POSITIONS:
-        parts = (com[:n0 // 2], com[n0 // 2:], com[:, :n1 // 2], com[:, n1 // 2:])
-        halves = tuple(_curl_minimum(p, scan_step_A)[0][2] for p in parts)
+    with_halves = min(n0 // 2, n1 // 2) >= HALF_MIN_POSITIONS
+    whole, halves_by_t = [], []
+    for transpose in (False, True):
+        # T swaps the two components: the same four gradients serve both choices.
+        (d_ur_dr, d_ur_dc), (d_uc_dr, d_uc_dc) = (d1, d0) if transpose else (d0, d1)
+        curl, div = d_uc_dr - d_ur_dc, d_ur_dr + d_uc_dc
+        whole.append((*_minimum(_form(curl.ravel(), div.ravel())), transpose))
+        if with_halves:
+            u = (com[..., 1], com[..., 0]) if transpose else (com[..., 0], com[..., 1])
+            halves_by_t.append([_minimum(q)[0] for q in _half_forms(
+                u, (d_ur_dr, d_ur_dc, d_uc_dr, d_uc_dc), curl, div, scan_step_A)])
+    best, other = sorted(whole)
+    halves = tuple(bool(r_t < r_f) for r_f, r_t in zip(*halves_by_t, strict=True)) \
+        if with_halves else ()
     return RotationEstimate(theta=best[1], transpose=best[2], residual=best[0],
                             residual_other_transpose=other[0],
                             theta_other_transpose=other[1], halves_transposes=halves)

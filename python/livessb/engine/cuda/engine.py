@@ -213,10 +213,10 @@ class CUDAEngine:
         part.geometry = self._geometry_at(theta, transpose)
         part.fine_masks.clear()  # masks belong to the old θ
         part.lobe_masks = None
-        seen = part.energies
-        if (theta, transpose) not in seen:
-            seen[theta, transpose] = self._energy(sp, part.geometry)
-        sp.energy, part.pairs = seen[theta, transpose]
+        known = part.energy_at(theta, transpose)  # (θ ± π: the same pairs)
+        part.energies[theta, transpose] = (self._energy(sp, part.geometry) if known is None
+                                           else known)
+        sp.energy, part.pairs = part.energies[theta, transpose]
         sp.rotation = (theta, transpose)
 
     def _geometry_at(self, theta: float, transpose: bool) -> RotationGeometry:
@@ -300,8 +300,7 @@ class CUDAEngine:
         raw = cp.empty((Kp, nsplit, ck.NS, M) if nsplit > 1 else 1, dtype=cp.float64)
         launch(self._kgeo.function(ck.eval_kernel_name(kc)), (Kp // kc, nblk, nsplit),
                (ck.NT,), vp_eval_args(w, g.k64, g.px, self._alias_table(sp, g),
-                                      cp.asarray(table), self._kgeo, part, per, raw, raw,
-                                      g.dk))  # (energy output unused here)
+                                      cp.asarray(table), self._kgeo, part, per, raw, g.dk))
         if nsplit > 1:
             launch(ck.function("vp_eval_finish"), (Kp, nblk), (ck.NT,),
                    VpEvalFinishArgs(raw, np.int32(nsplit), np.int32(M), w.Nc, part))
@@ -312,9 +311,10 @@ class CUDAEngine:
     ) -> np.ndarray:
         """VP loss of one six-parameter vector at each rotation in one launch, the lobes'
         pixel sets and energy held at θ₀ = thetas[R // 2] (``engine.protocol``): at θ₀
-        set_rotation + evaluate's sums (bit for bit on windows of ≥ 512 frequency blocks,
-        which do not split the pixel loop). The spectra's rotation is left as it was.
-        Opted-in coefficients take the per-θ reference path."""
+        the loss evaluate gives the vector scored in a group (the recurrent form; bit for
+        bit on windows of ≥ 512 frequency blocks, which do not split the pixel loop). The
+        spectra's rotation is left as it was. Opted-in coefficients take the per-θ
+        reference path."""
         if names != JOINT:
             return evaluate_rotations_per_theta(self, spectra, thetas, transpose, candidate,
                                                 names)
@@ -337,20 +337,18 @@ class CUDAEngine:
         Rp = -(-R // group) * group
         turn = np.tile([1.0, 0.0], (Rp, 1))
         turn[:R] = np.stack([np.cos(thetas - held), np.sin(thetas - held)], axis=1)
-        nblk = freq_blocks(M)
-        out = cp.empty((2, Rp, nblk), dtype=cp.float64)  # sums, energies: one download
-        part, energy = out[0], out[1]
-        w = self._window(sp)
+        energy = sp.part.energy_at(held, transpose)  # the held pairs' (kept, or once here)
+        if energy is None:
+            energy = sp.part.energies[held, transpose] = self._energy(sp, g)
+        part = cp.empty((Rp, freq_blocks(M)), dtype=cp.float64)
         launch(self._kgeo.function(ck.eval_kernel_name(group, rotations=True)),
-               (Rp // group, nblk, 1), (ck.NT,),
-               vp_eval_args(w, g.k64, g.px, self._alias_table(sp, g),
+               (Rp // group, freq_blocks(M), 1), (ck.NT,),
+               vp_eval_args(self._window(sp), g.k64, g.px, self._alias_table(sp, g),
                             cp.asarray(candidate_table(cand)), self._kgeo, part, sp.n_bf, part,
-                            energy, g.dk, cp.asarray(turn)))
-        host_sums, host_energy = to_host(out, "evaluate_rotations")
-        sums = host_sums[:R].sum(axis=1)
-        energies = np.array([float(np.sum(row)) for row in host_energy[:R]])
+                            g.dk, cp.asarray(turn)))
+        sums = to_host(part, "evaluate_rotations")[:R].sum(axis=1)
         self.evaluations += R
-        losses: np.ndarray = 1.0 - sums / energies
+        losses: np.ndarray = 1.0 - sums / energy[0]
         return losses
 
     @timed("derivatives", count=lambda out: len(out[0]))

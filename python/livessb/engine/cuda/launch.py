@@ -249,9 +249,8 @@ class VpDerivsArgs(_ScoringArgs):  # the shared parameters, the lobe masks, per-
 
 
 @dataclass(frozen=True)
-class VpEvalArgs(_ScoringArgs):  # the shared parameters, the energy output, dk, the turns
+class VpEvalArgs(_ScoringArgs):  # the shared parameters, dk, the turns
     KERNEL: ClassVar[str] = "vp_eval"
-    energy: Any
     dk: Any
     turn: Any  # (R, 2) cos, sin of θ_r - θ₀ for a rotation scan, else NULL_POINTER
 
@@ -381,11 +380,11 @@ ARG_RECORDS: tuple[type[KernelArgs], ...] = (
 # (alias_tab: the window's exclusion table at the rotation of k64 and px, or NULL_POINTER
 # where every pair is kept; prepare.alias_exclusion_table)
 def vp_eval_args(w: Window, k64: Any, px: Any, alias_tab: Any, cand: Any, geo: KernelGeo,
-                 partial: Any, bsplit: int, raw: Any, energy: Any, dk: Any,
+                 partial: Any, bsplit: int, raw: Any, dk: Any,
                  turn: Any = None) -> VpEvalArgs:
     return VpEvalArgs(w.G, w.B, w.M, w.Nr, w.Nc, w.nu_r, w.nu_c, k64, px, cand, geo.g_ka2,
                       geo.g_ka, geo.g_inv_w, geo.g_twopilam, geo.g_alias, alias_tab, geo.pilam,
-                      partial, np.int32(bsplit), raw, energy, dk,
+                      partial, np.int32(bsplit), raw, dk,
                       NULL_POINTER if turn is None else turn)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +65,19 @@ class CUDAPart:
     # The window's mean count per BF pixel (n_bf,) float64 on the device until the first
     # energy download brings it along for the record's dc (one wait less per window).
     pending_mean: Any = None
+
+    def energy_at(self, theta: float, transpose: bool) -> tuple[float, int] | None:
+        """The kept energy and pair count of θ, or of a visited θ ± π: there every BF
+        frequency k is -k, which swaps the trotter's two discs (|k ∓ ν| ≤ kα) and keeps
+        its pairs, so the sideband energy is the same sum of the same terms (the device
+        test holds it bit for bit); None where neither is kept."""
+        if (theta, transpose) in self.energies:
+            return self.energies[theta, transpose]
+        for (t, tr), value in self.energies.items():
+            if tr == transpose and abs(abs(math.remainder(theta - t, 2 * math.pi))
+                                       - math.pi) < 1e-12:
+                return value
+        return None
 
     def arrays(self) -> list[Any]:
         """Every array this part references (device arrays and others; callers count the

@@ -3,14 +3,16 @@
 // VP loss terms for KC candidates per thread; grid (ceil(Kpad/KC), ceil(M/NT), nsplit).
 // partial: (Kpad, nblk) doubles, Σ_ν∈block w |N|^2 / D.
 // ROT (no split): one candidate at R rotations, KC of them per thread (rotations
-// KC·blockIdx.x + j); each rotation's sums take the direct form (a sincos per pair, no
-// recurrence), the same operations as one rotation per thread, so the G loads and the
-// pair geometry are shared while each rotation's loss keeps its bits. The trotter pairs
-// (pixel sets, apertures) and the sideband energy are the held rotation's, from its
-// geometry rows (k64, px); the phases take each pair's k turned by θ_r - θ₀
-// (turn[2r], turn[2r + 1] = its cos, sin): pixels that switch lobes as θ moves carry their
-// own noise, and L(θ) would step with it. Writes the energy (energy_kernel's sums, same
-// order: equal for every r) to energy (R, nblk); R is padded to a multiple of KC.
+// KC·blockIdx.x + j), the G loads and the pair geometry shared. The trotter pairs (pixel
+// sets, apertures) are the held rotation's, from its geometry rows (k64, px), and so is
+// the sideband energy (the engine's, not summed here); the phases take each pair's k
+// turned by θ_r - θ₀ (turn[2r], turn[2r + 1] = its cos, sin): pixels that switch lobes as
+// θ moves carry their own noise, and L(θ) would step with it. The k-linear phases c' =
+// k·v and y ∝ k·ν take R k·v = k·Rᵀv: each rotation turns its v and ν once (float64)
+// instead of every pixel's k, and its phasors step along the detector rows as ever. At θ₀
+// (cos 1, sin 0 turn nothing, exactly) a rotation's sums are those of the candidate
+// scored by evaluate in a group, bit for bit (unsplit windows). R is padded to a
+// multiple of KC.
 //
 // Recurrent form (SPEC "why the fast path can be fast"): for fixed ν and candidate, c'
 // and x_m are linear in k, so along a detector row (k += dk per pixel) the phasors
@@ -39,22 +41,35 @@ struct Rec {           // per (ν, candidate) constants read at every pixel
 #define RARE 5  // shared constants per candidate: vr, vc (c' = kr*vr + kc*vc),
                 // hpm (Ψ/2 reduced to [-π, π]), -2 cos Ψ, sin Ψ
 
+// Turned: Rᵀ(x, y) for R = [[c, -s], [s, c]] (the identity, exactly, at c = 1, s = 0).
+__device__ __forceinline__ void turn_back(double c, double s, double& x, double& y) {
+    const double t = c * x + s * y;
+    y = c * y - s * x;
+    x = t;
+}
+
+// (tr, ts: the rotation's cos and sin, 1 and 0 for candidates; nr, nc: ν itself, turned
+// here for the k-linear phases only)
 __device__ __forceinline__ void make_rec(const double* __restrict__ cand, double nr, double nc,
-                                         double pilam, double dkr, double dkc, Rec& o,
+                                         double tr, double ts, double pilam, double dkr,
+                                         double dkc, Rec& o,
                                          float* rare) {  // rare[q * NT], q < RARE
     const CandPhases p = cand_phases(cand, nr, nc, pilam);
+    double vr = p.vr, vc = p.vc;
+    turn_back(tr, ts, vr, vc);
+    turn_back(tr, ts, nr, nc);
     double s, c;
     o.hd = (float)p.hd;
     o.Xm = (float)p.Xm;
     o.Xp = (float)p.Xp;
-    sincos(dkr * p.vr + dkc * p.vc, &s, &c);
+    sincos(dkr * vr + dkc * vc, &s, &c);
     o.zr = (float)c; o.zi = (float)-s;
     sincos(p.hd * 2.0 * pilam * (dkr * nr + dkc * nc), &s, &c);
     o.er = (float)c; o.ei = (float)-s;
     sincos(p.Xp - p.Xm, &s, &c);
     o.cK = (float)c; o.sK = (float)s;
-    rare[0] = (float)p.vr;
-    rare[NT] = (float)p.vc;
+    rare[0] = (float)vr;
+    rare[NT] = (float)vc;
     rare[2 * NT] = (float)remainder(p.half_psi, 2.0 * PI_D);
     double sP, cP;
     sincos(2.0 * p.half_psi, &sP, &cP);
@@ -76,13 +91,11 @@ __device__ __forceinline__ float sinc_rec(float x, float s) {
                             : __fmul_rn(s, fast_rcp(x));
 }
 
-// A warp's frequencies (walk.cu slot_bin): recurrent candidates (KC ≥ 2) share each
-// pixel's loads and arithmetic is what they cost, so they take the compact tiles (less
-// divergence); the direct form of one candidate, the θ grid and the energy (which must
-// add up in the θ grid's order: its loss at θ₀ is evaluate's, bit for bit) take strips
-// of 32 bins, whose loads cost fewer sectors (H200: one candidate 7.4 -> 9.3 ms, the
-// energy +1.4 ms a rotation with tiles).
-#define EVAL_TILE_R(KC, ROT) ((KC) == 1 || (ROT) ? 1 : TILE_R)
+// A warp's frequencies (walk.cu slot_bin): recurrent candidates and rotations (KC ≥ 2)
+// share each pixel's loads and arithmetic is what they cost, so they take the compact
+// tiles (less divergence); the direct form of one candidate takes strips of 32 bins,
+// whose loads cost fewer sectors (H200: one candidate 7.4 -> 9.3 ms with tiles).
+#define EVAL_TILE_R(KC) ((KC) == 1 ? 1 : TILE_R)
 template <int KC, bool ROT>
 __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     const float2* __restrict__ G, int B, int M, int Nr, int Nc,
@@ -91,59 +104,63 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
     const double* __restrict__ g_alias, const uint4* __restrict__ g_alias_tab,
     double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw,
-    double* __restrict__ energy, const double* __restrict__ dk,
-    const double* __restrict__ turn) {
+    const double* __restrict__ dk, const double* __restrict__ turn) {
     const Geo geo = with_alias(make_geo(g_ka2, g_ka, g_inv_w, g_twopilam), g_alias,
                                g_alias_tab, B);
-    // float64 sums (N₋, D₋, N₊', D₊ per candidate, re and im; then the energy for ROT)
-    // live in shared memory, not registers (more resident warps); later reused for the
-    // block reduction.
-    __shared__ double acc[(NS * KC + ROT) * NT];
+    // float64 sums (N₋, D₋, N₊', D₊ per candidate, re and im) live in shared memory, not
+    // registers (more resident warps); later reused for the block reduction.
+    __shared__ double acc[NS * KC * NT];
     __shared__ float rare_all[KC * RARE * NT];
-    float fE = 0.0f;
 #define ACC_(j, q) acc[(NS * (j) + (q)) * NT + threadIdx.x]
 #define RARE_(j, q) rare_all[((j) * RARE + (q)) * NT + threadIdx.x]
     const int BL = blockIdx.z * bsplit, BH = min(B, BL + bsplit);
     const int Hc = Nc / 2 + 1;
-    const int m = slot_bin(blockIdx.y * NT + threadIdx.x, Nr, Hc, EVAL_TILE_R(KC, ROT));
+    const int m = slot_bin(blockIdx.y * NT + threadIdx.x, Nr, Hc, EVAL_TILE_R(KC));
     const int c0 = blockIdx.x * KC;
     const int nblk = gridDim.y;
-    // (exact for θ_r = θ₀: cos 1, sin 0 turn nothing)
-    float tc[KC], ts[KC];
-#pragma unroll
-    for (int j = 0; j < KC; ++j) {
-        tc[j] = ROT ? (float)turn[2 * (c0 + j)] : 1.f;
-        ts[j] = ROT ? (float)turn[2 * (c0 + j) + 1] : 0.f;
-    }
     double nr, nc;
     const bool active = grid_nu(m, M, nu_r, nu_c, geo.ka2, nr, nc);
     const double* ctab = ROT ? cand : cand + 8 * c0;
     Rec rc[KC];
     float zr[KC], zi[KC], er[KC], ei[KC];  // E e^{-ic'}, e^{ix_m} at the current pixel
     float fN[KC][NS];
+    // 2πλ Rᵀν per rotation (the y phase's k·q; for candidates q itself); the turn is
+    // exact for θ_r = θ₀ (cos 1, sin 0)
+    float qr[ROT ? KC : 1], qc[ROT ? KC : 1];
 #pragma unroll
     for (int j = 0; j < KC; ++j) {
-        make_rec(ctab + (ROT ? 0 : 8 * j), nr, nc, pilam, dk[0], dk[1], rc[j], &RARE_(j, 0));
+        const double tr = ROT ? turn[2 * (c0 + j)] : 1.0;
+        const double ts = ROT ? turn[2 * (c0 + j) + 1] : 0.0;
+        make_rec(ctab + (ROT ? 0 : 8 * j), nr, nc, tr, ts, pilam, dk[0], dk[1], rc[j],
+                 &RARE_(j, 0));
+        if (ROT || j == 0) {
+            double fr = nr, fc = nc;
+            turn_back(tr, ts, fr, fc);
+            qr[j] = __fmul_rn(geo.twopilam, (float)fr);
+            qc[j] = __fmul_rn(geo.twopilam, (float)fc);
+        }
         zr[j] = 1.f; zi[j] = er[j] = ei[j] = 0.f;
 #pragma unroll
         for (int q = 0; q < NS; ++q) { fN[j][q] = 0.0f; ACC_(j, q) = 0.0; }
     }
-    if (ROT) acc[NS * KC * NT + threadIdx.x] = 0.0;
-    const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
+    auto kq = [&](int j, float kr, float kc) {  // k·q of rotation j (candidates: one q)
+        const int r = ROT ? j : 0;
+        return __fmaf_rn(kr, qr[r], __fmul_rn(kc, qc[r]));
+    };
     auto anchor_one = [&](int j, float kr, float kc, float q) {  // exact phasors at (kr, kc)
         const float cp = __fmaf_rn(kr, RARE_(j, 0), __fmul_rn(kc, RARE_(j, 1)));
         fast_sincos(__fsub_rn(RARE_(j, 2), cp), &zi[j], &zr[j]);
         fast_sincos(__fmaf_rn(-rc[j].hd, q, rc[j].Xm), &ei[j], &er[j]);
     };
-    auto anchor = [&](float kr, float kc, float q) {
+    auto anchor = [&](float kr, float kc) {
 #pragma unroll
-        for (int j = 0; j < KC; ++j) anchor_one(j, kr, kc, q);
+        for (int j = 0; j < KC; ++j) anchor_one(j, kr, kc, kq(j, kr, kc));
     };
     bool stale = true;  // the phasors missed a pixel: the next one re-anchors
-    // One candidate per thread (θ grids, single evaluations): the pixel's overhead is not
-    // shared, and an exact sincos per in-trotter pair is cheaper than stepping and
-    // voting at every pixel (the same sums, anchored everywhere).
-    constexpr bool RECUR = KC > 1 && !ROT;
+    // One candidate per thread (single evaluations): the pixel's overhead is not shared,
+    // and an exact sincos per in-trotter pair is cheaper than stepping and voting at
+    // every pixel (the same sums, anchored everywhere).
+    constexpr bool RECUR = KC > 1;
     walk_pairs<false, RECUR>(G, M, m, active, BL, BH, k64, px, nullptr, nr, nc, geo,
         [&](const float4& p, bool in) {
             // Warp-uniform: a pixel outside every lane's trotter is skipped, not stepped.
@@ -160,16 +177,14 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
             }
             if (stale || p.w != 0.f) {
                 stale = false;
-                anchor(p.x, p.y, __fmaf_rn(p.x, qr, __fmul_rn(p.y, qc)));
+                anchor(p.x, p.y);
             }
         },
-        [&](float pkr, float pkc, float2 g, float am, float ap, bool minus) {
-            float q[KC];  // each rotation's own k (one k for candidates)
+        [&](float kr, float kc, float2 g, float am, float ap, bool minus) {
+            float q[KC];  // each rotation's own k·q (one for candidates)
 #pragma unroll
             for (int j = 0; j < KC; ++j) {
-                const float kr = ROT ? __fmaf_rn(tc[j], pkr, -__fmul_rn(ts[j], pkc)) : pkr;
-                const float kc = ROT ? __fmaf_rn(ts[j], pkr, __fmul_rn(tc[j], pkc)) : pkc;
-                q[j] = __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
+                q[j] = kq(j, kr, kc);
                 if (!RECUR) anchor_one(j, kr, kc, q[j]);
             }
             float hr[KC], hi[KC], al[KC];
@@ -225,14 +240,12 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
                     }
                 }
             }
-            if (ROT) fE = __fadd_rn(fE, energy_term(g));
         },
         [&]() {
 #pragma unroll
             for (int j = 0; j < KC; ++j)
 #pragma unroll
                 for (int q = 0; q < NS; ++q) { ACC_(j, q) += fN[j][q]; fN[j][q] = 0.0f; }
-            if (ROT) { acc[NS * KC * NT + threadIdx.x] += fE; fE = 0.0f; }
         });
 #undef RARE_
     if (gridDim.z > 1) {  // raw (K, nsplit, NS, M) sums; vp_eval_finish combines them
@@ -245,18 +258,16 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
         return;
     }
     const double w = active ? half_weight(m % Hc, Nc) : 0.0;
-    double lt[KC + ROT];
+    double lt[KC];
 #pragma unroll
     for (int j = 0; j < KC; ++j)
         lt[j] = active ? loss_term(ACC_(j, 0), ACC_(j, 1), ACC_(j, 2), w)
                          + loss_term(ACC_(j, 3), ACC_(j, 4), ACC_(j, 5), w) : 0.0;
-    if (ROT) lt[KC] = acc[NS * KC * NT + threadIdx.x] * w;
 #pragma unroll
-    for (int j = 0; j < KC + ROT; ++j) acc[j * NT + threadIdx.x] = lt[j];
+    for (int j = 0; j < KC; ++j) acc[j * NT + threadIdx.x] = lt[j];
 #undef ACC_
-    block_reduce(acc, KC + ROT);
+    block_reduce(acc, KC);
     if (threadIdx.x < KC) partial[(size_t)(c0 + threadIdx.x) * nblk + blockIdx.y] = acc[threadIdx.x * NT];
-    if (ROT && threadIdx.x < KC) energy[(size_t)(c0 + threadIdx.x) * nblk + blockIdx.y] = acc[KC * NT];
 }
 #undef RARE
 
