@@ -85,9 +85,10 @@ def fit_full_field(
     fits = [_fit_geometry(model_at, theta0, transpose, spec)
             for theta0, transpose in geometries]
     losses = [f.best.loss for f in fits]
-    noise = len(fits) > 1 and spec.objective == "vp" and spec.dataset is not None
+    measure_noise = len(fits) > 1 and spec.objective == "vp" and spec.dataset is not None
     variances = [explained_variance(model_at(f.theta, f.transpose), f.best.loss, spec.dataset,
-                                    len(spec.box.names)) if noise else 0.0 for f in fits]
+                                    len(spec.box.names)) if measure_noise else 0.0
+                 for f in fits]
     verdict = choose_transpose(losses, variances)
     if spec.transpose is not None:
         verdict = dataclasses.replace(verdict, chosen_by="given")
