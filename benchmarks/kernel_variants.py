@@ -27,16 +27,15 @@ from livessb.engine import cuda_kernels as ck
 
 VARIANTS = {  # the first compiled module's timings run cold: "warmup" absorbs that
     "warmup": (),
-    "default": (),  # tiles of 4 × 8 frequencies; upsampled reconstructions in row families
-    # the Auto reconstruction's strips in plain row order (ck.RECON_FAMILIES follows)
-    "no_families": ("-DRECON_FAMILIES=0",),
+    "default": (),  # tiles of 4 × 8 frequencies
 }
-# Measured on the H100 at 78189f5 and slower than the default (not timed every run):
-# "tile_1x32" (strips where tiles are used), "-DRECON_MINB=7" (reconstruct_kernel<1>
-# without spills), and 2026-12-06 (benchmarks/README.md, "Row families"): three
-# candidates a thread (vp_eval<3>: 2.36 ms per candidate, as two; four: 1.82), three or
-# four spectra loads in flight in the masked walks (Auto 12.73 / 13.24 ms at 8 / 7
-# blocks per SM against 12.61; derivatives 27.8 / 29.3 ms against 27.8).
+# Measured on the H100 and no faster than the default (not timed every run; 78189f5 and
+# 2026-12-06, benchmarks/README.md "Tried"): "tile_1x32" (strips where tiles are used),
+# "-DRECON_MINB=7" (reconstruct_kernel<1> without spills), three candidates a thread
+# (vp_eval<3>: 2.36 ms per candidate, as two; four: 1.82), three or four spectra loads in
+# flight in the masked walks (Auto 12.73 / 13.24 ms against 12.61), and the Auto
+# reconstruction's strips in row families that read the same coarse spectra (12.27
+# against 12.61 on one lease, 12.48 against 12.43 on another).
 # Measured on the H200 at 3aefd1d and slower than the default (not timed every run):
 # "-DEVAL_MINB4=3" / "=5" (vp_eval<4> 2.35 / 3.51 ms per candidate against 1.88),
 # "-DDERIV_MINB=2" / "=4" (vp_derivs 36.5 / 30.4 ms for 3 candidates against 28.8).
@@ -86,7 +85,6 @@ def main() -> None:
     eng.set_rotation(region, *sp.rotation)
     for name, opts in VARIANTS.items():
         mod = compile_variant(opts)
-        ck.RECON_FAMILIES = "-DRECON_FAMILIES=0" not in opts
         ck.module = lambda alias=False, mod=mod: mod  # type: ignore[assignment]
         for part in (sp.part, region.part):  # per-warp masks follow the tile shape
             part.lobe_masks = None
@@ -113,7 +111,6 @@ def main() -> None:
         row["region_derivatives_3_ms"] = t * 1e3
         result[name] = row
         print(name, json.dumps(row), flush=True)
-    ck.RECON_FAMILIES = True
     s.close()
     with open(path, "w") as f:
         json.dump(result, f, indent=1)

@@ -54,7 +54,7 @@ def _hints(record: type) -> dict[str, Any]:
 def test_source_parses_to_every_compiled_kernel() -> None:
     compiled = {n.split("<")[0] for n in ck._names()}
     assert compiled == set(SIGNATURES)
-    assert len(SIGNATURES["vp_eval"]) == 22  # a parse that stopped early would not be
+    assert len(SIGNATURES["vp_eval"]) == 23  # a parse that stopped early would not be
     # Every kernel the engine launches has a record (fma_peak is the benchmark's probe).
     assert {r.KERNEL for r in la.ARG_RECORDS} == compiled - {"fma_peak"}
 
@@ -82,8 +82,8 @@ def _check_values(args: la.KernelArgs) -> None:
     assert all(v is getattr(args, f.name)
                for f, v in zip(dataclasses.fields(args), values, strict=True))
     for f, v in zip(dataclasses.fields(args), values, strict=True):
-        if hints[f.name] is Any:
-            assert isinstance(v, np.ndarray), f.name  # a device array in the engine
+        if hints[f.name] is Any:  # a device array in the engine, or a NULL pointer
+            assert isinstance(v, np.ndarray) or v is la.NULL_POINTER, f.name
         else:
             assert type(v) is hints[f.name], (f.name, type(v), hints[f.name])
 

@@ -47,39 +47,9 @@ SLOT_GRIDS = ((512, 257), (1536, 769), (128, 65), (64, 33), (135, 68), (126, 61)
 def test_kernel_tile_shapes_match_their_python_mirrors() -> None:
     src = ck.source()
     for name, value in (("TILE_R", ck.TILE_R), ("TILE_C", ck.TILE_C),
-                        ("RECON_STRIP_MAX_K", ck.RECON_STRIP_MAX_K),
-                        ("RECON_FAMILIES", int(ck.RECON_FAMILIES))):
+                        ("RECON_STRIP_MAX_K", ck.RECON_STRIP_MAX_K)):
         assert re.search(rf"^#define {name} {value}\b", src, re.MULTILINE), name
     assert [ck.recon_tile_rows(k) for k in ck.RECON_GROUPS] == [1, ck.TILE_R, ck.TILE_R]
-    # strips of an upsampled grid in row families; the scan's own grid and tiles as ever
-    assert [ck.recon_mask_rows(k, 3, 512) for k in ck.RECON_GROUPS] == [-512, ck.TILE_R,
-                                                                         ck.TILE_R]
-    assert ck.recon_mask_rows(1, 1, 512) == 1
-
-
-# Upsampled grids (f·Nr rows) whose strips may run in row families: (f, Nr, H).
-FAMILY_GRIDS = ((3, 512, 769), (3, 128, 193), (2, 5, 6), (4, 6, 13), (3, 1, 2), (2, 2, 3))
-
-
-@pytest.mark.parametrize("f, nr, H", FAMILY_GRIDS)
-def test_family_strips_are_a_bijection_that_keeps_each_coarse_row_pair_together(
-        f: int, nr: int, H: int) -> None:
-    """slot_bin's row families (tile_rows = -Nr): every bin has one slot, whole fine rows
-    stay in order, and the rows of a family read only the coarse rows c and Nr - c (fine
-    row r reads r mod Nr, and its Hermitian mirror): its warps share those spectra."""
-    rows = f * nr
-    fam = ck.family_rows(rows, nr)
-    np.testing.assert_array_equal(np.sort(fam), np.arange(rows))
-    bins = ck.slot_bins(rows, H, -nr)
-    np.testing.assert_array_equal(np.sort(bins), np.arange(rows * H))
-    np.testing.assert_array_equal(bins.reshape(rows, H) % H, np.tile(np.arange(H), (rows, 1)))
-    start = 0
-    for c in range(nr // 2 + 1):
-        size = f if c == 0 or 2 * c == nr else 2 * f
-        coarse = set((fam[start:start + size] % nr).tolist())
-        assert coarse == {c, (nr - c) % nr}, (c, coarse)
-        start += size
-    assert start == rows
 
 
 @pytest.mark.parametrize("rows, H", SLOT_GRIDS)

@@ -50,31 +50,6 @@ def recon_tile_rows(group: int) -> int:
     return 1 if group <= RECON_STRIP_MAX_K else TILE_R
 
 
-# Whether the upsampled reconstruction grids take their strips in row families (the
-# kernels' RECON_FAMILIES; ``recon_mask_rows``): the warps that read the same coarse
-# spectra run near each other, so more of them come from L2 (H100: the Auto
-# reconstruction's kernel 12.61 -> 12.27 ms, the same image bits).
-RECON_FAMILIES = True
-
-
-def recon_mask_rows(group: int, upsample: int, coarse_rows: int) -> int:
-    """The ``tile_rows`` of reconstruct_kernel<group>'s warps on an ``upsample``-times
-    finer grid of a window of ``coarse_rows`` rows (``support_masks`` takes it): -Nr for
-    strips in row families, else ``recon_tile_rows``."""
-    rows = recon_tile_rows(group)
-    return -coarse_rows if RECON_FAMILIES and rows == 1 and upsample > 1 else rows
-
-
-def family_rows(rows: int, coarse_rows: int) -> np.ndarray:
-    """walk.cu's ``family_row`` of every virtual row of a grid of ``rows`` = f·Nr rows."""
-    f, nr = rows // coarse_rows, coarse_rows
-    out = [a * nr for a in range(f)]
-    for c in range(1, nr // 2 + 1):
-        members = [c] if 2 * c == nr else [c, nr - c]
-        out += [x + a * nr for x in members for a in range(f)]
-    return np.asarray(out, dtype=np.int64)
-
-
 def slot_bins(rows: int, H: int, tile_rows: int = TILE_R) -> np.ndarray:
     """The ν-parallel kernels' ``slot_bin`` (walk.cu) of every slot of a (rows, H) half
     plane: thread slot s owns bin ``out[s]`` (row-major m = row·H + col). Warps take
@@ -83,9 +58,6 @@ def slot_bins(rows: int, H: int, tile_rows: int = TILE_R) -> np.ndarray:
     row (strips) is the identity: 32 consecutive bins, aligned in G."""
     if tile_rows == 1:
         return np.arange(rows * H, dtype=np.int64)
-    if tile_rows < 0:  # strips over row families of -tile_rows coarse rows
-        fam = family_rows(rows, -tile_rows)
-        return (fam[:, None] * H + np.arange(H)[None, :]).ravel()
     tr, tc = tile_rows, 32 // tile_rows
     Hm, Rm = H - H % tc, rows - rows % tr
     s = np.arange(Rm * Hm)

@@ -251,6 +251,7 @@ class VpDerivsArgs(_ScoringArgs):  # the shared parameters, the lobe masks, per-
 @dataclass(frozen=True)
 class VpEvalArgs(_ScoringArgs):  # the shared parameters, dk, the turns
     KERNEL: ClassVar[str] = "vp_eval"
+    unused: Any  # NULL_POINTER (the kernel's parameter layout as measured)
     dk: Any
     turn: Any  # (R, 2) cos, sin of θ_r - θ₀ for a rotation scan, else NULL_POINTER
 
@@ -384,7 +385,7 @@ def vp_eval_args(w: Window, k64: Any, px: Any, alias_tab: Any, cand: Any, geo: K
                  turn: Any = None) -> VpEvalArgs:
     return VpEvalArgs(w.G, w.B, w.M, w.Nr, w.Nc, w.nu_r, w.nu_c, k64, px, cand, geo.g_ka2,
                       geo.g_ka, geo.g_inv_w, geo.g_twopilam, geo.g_alias, alias_tab, geo.pilam,
-                      partial, np.int32(bsplit), raw, dk,
+                      partial, np.int32(bsplit), raw, NULL_POINTER, dk,
                       NULL_POINTER if turn is None else turn)
 
 

@@ -67,7 +67,7 @@ class Reconstructor:
         if masks is None or masks.upsample != f:  # per rotation
             masks = part.fine_masks[tile_rows] = FineMasks(f, tile_rows, *support_masks(
                 cp, self.memory, sp.n_bf, g, fine.nu_r, fine.nu_c, Fr * Hf, Hf, self.kgeo,
-                tile_rows=ck.recon_mask_rows(K, f, Nr), alias_tab=alias_tab))
+                tile_rows=tile_rows, alias_tab=alias_tab))
         words, n_sum = masks.masks, sp.n_bf
         if keep is not None:  # a BF-pixel subset: the walk skips the others' pairs
             with self.memory.guard("masking the BF-pixel subset", int(words.nbytes)):

@@ -39,9 +39,6 @@
 #ifndef RECON_MINB_FOR  // by candidates per thread (a map's tiles per launch)
 #define RECON_MINB_FOR(K) ((K) == 1 ? RECON_MINB : (K) == 2 ? 6 : 4)
 #endif
-#ifndef RECON_FAMILIES  // upsampled reconstruction strips in row families (family_row)
-#define RECON_FAMILIES 1
-#endif
 #ifndef WALK_UNROLL  // pixels per iteration of the unmasked walk (-D overrides)
 #define WALK_UNROLL 1
 #endif

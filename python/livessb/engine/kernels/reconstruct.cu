@@ -44,9 +44,7 @@ __global__ void __launch_bounds__(NT, RECON_MINB_FOR(K)) reconstruct_kernel(
     const int Hc = Nc / 2 + 1, Hf = Fc / 2 + 1;
     const int MF = Fr * Hf;
     const int slot = blockIdx.x * NT + threadIdx.x;
-    // (an upsampled grid's strips in row families: support_masks' tile_rows = -Nr)
-    const int m = slot_bin(slot, Fr, Hf, RECON_FAMILIES && RECON_TILE_R(K) == 1 && !own
-                                             ? -Nr : RECON_TILE_R(K));
+    const int m = slot_bin(slot, Fr, Hf, RECON_TILE_R(K));
     double nr, nc;
     const bool active = grid_nu(m, MF, nu_r, nu_c, geo.ka2, nr, nc);
     int src = 0;

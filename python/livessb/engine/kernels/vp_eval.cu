@@ -48,16 +48,19 @@ __device__ __forceinline__ void turn_back(double c, double s, double& x, double&
     x = t;
 }
 
-// (tr, ts: the rotation's cos and sin, 1 and 0 for candidates; nr, nc: ν itself, turned
-// here for the k-linear phases only)
+// TURN (a θ grid's rotation; tr, ts its cos and sin): v and ν (given as ν itself) turned
+// back for the k-linear phases only. Candidates: no turn, not even by the identity.
+template <bool TURN>
 __device__ __forceinline__ void make_rec(const double* __restrict__ cand, double nr, double nc,
                                          double tr, double ts, double pilam, double dkr,
                                          double dkc, Rec& o,
                                          float* rare) {  // rare[q * NT], q < RARE
     const CandPhases p = cand_phases(cand, nr, nc, pilam);
     double vr = p.vr, vc = p.vc;
-    turn_back(tr, ts, vr, vc);
-    turn_back(tr, ts, nr, nc);
+    if (TURN) {
+        turn_back(tr, ts, vr, vc);
+        turn_back(tr, ts, nr, nc);
+    }
     double s, c;
     o.hd = (float)p.hd;
     o.Xm = (float)p.Xm;
@@ -104,7 +107,11 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     const double* __restrict__ cand, double g_ka2, float g_ka, float g_inv_w, float g_twopilam,
     const double* __restrict__ g_alias, const uint4* __restrict__ g_alias_tab,
     double pilam, double* __restrict__ partial, int bsplit, double* __restrict__ raw,
-    const double* __restrict__ dk, const double* __restrict__ turn) {
+    double* __restrict__ unused, const double* __restrict__ dk,
+    const double* __restrict__ turn) {
+    // (unused: the θ grid's energy output until its energy became the window's; kept so
+    // that the scoring kernels' parameter layout, and with it their registers and code,
+    // stay those measured)
     const Geo geo = with_alias(make_geo(g_ka2, g_ka, g_inv_w, g_twopilam), g_alias,
                                g_alias_tab, B);
     // float64 sums (N₋, D₋, N₊', D₊ per candidate, re and im) live in shared memory, not
@@ -124,37 +131,35 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
     Rec rc[KC];
     float zr[KC], zi[KC], er[KC], ei[KC];  // E e^{-ic'}, e^{ix_m} at the current pixel
     float fN[KC][NS];
-    // 2πλ Rᵀν per rotation (the y phase's k·q; for candidates q itself); the turn is
-    // exact for θ_r = θ₀ (cos 1, sin 0)
-    float qr[ROT ? KC : 1], qc[ROT ? KC : 1];
 #pragma unroll
     for (int j = 0; j < KC; ++j) {
-        const double tr = ROT ? turn[2 * (c0 + j)] : 1.0;
-        const double ts = ROT ? turn[2 * (c0 + j) + 1] : 0.0;
-        make_rec(ctab + (ROT ? 0 : 8 * j), nr, nc, tr, ts, pilam, dk[0], dk[1], rc[j],
-                 &RARE_(j, 0));
-        if (ROT || j == 0) {
-            double fr = nr, fc = nc;
-            turn_back(tr, ts, fr, fc);
-            qr[j] = __fmul_rn(geo.twopilam, (float)fr);
-            qc[j] = __fmul_rn(geo.twopilam, (float)fc);
-        }
+        // (rotations: v and ν turned back by θ_j - θ₀, exactly nothing at θ₀)
+        make_rec<ROT>(ctab + (ROT ? 0 : 8 * j), nr, nc, ROT ? turn[2 * (c0 + j)] : 1.0,
+                      ROT ? turn[2 * (c0 + j) + 1] : 0.0, pilam, dk[0], dk[1], rc[j],
+                      &RARE_(j, 0));
         zr[j] = 1.f; zi[j] = er[j] = ei[j] = 0.f;
 #pragma unroll
         for (int q = 0; q < NS; ++q) { fN[j][q] = 0.0f; ACC_(j, q) = 0.0; }
     }
-    auto kq = [&](int j, float kr, float kc) {  // k·q of rotation j (candidates: one q)
-        const int r = ROT ? j : 0;
-        return __fmaf_rn(kr, qr[r], __fmul_rn(kc, qc[r]));
-    };
+    const float qr = __fmul_rn(geo.twopilam, (float)nr), qc = __fmul_rn(geo.twopilam, (float)nc);
+    // each rotation's 2πλ Rᵀν (k·q of the y phase: the turn on q, not on every k)
+    float qrj[ROT ? KC : 1], qcj[ROT ? KC : 1];
+#pragma unroll
+    for (int j = 0; j < (ROT ? KC : 0); ++j) {
+        double fr = nr, fc = nc;
+        turn_back(turn[2 * (c0 + j)], turn[2 * (c0 + j) + 1], fr, fc);
+        qrj[j] = __fmul_rn(geo.twopilam, (float)fr);
+        qcj[j] = __fmul_rn(geo.twopilam, (float)fc);
+    }
     auto anchor_one = [&](int j, float kr, float kc, float q) {  // exact phasors at (kr, kc)
         const float cp = __fmaf_rn(kr, RARE_(j, 0), __fmul_rn(kc, RARE_(j, 1)));
         fast_sincos(__fsub_rn(RARE_(j, 2), cp), &zi[j], &zr[j]);
         fast_sincos(__fmaf_rn(-rc[j].hd, q, rc[j].Xm), &ei[j], &er[j]);
     };
-    auto anchor = [&](float kr, float kc) {
+    auto anchor = [&](float kr, float kc, float q) {
 #pragma unroll
-        for (int j = 0; j < KC; ++j) anchor_one(j, kr, kc, kq(j, kr, kc));
+        for (int j = 0; j < KC; ++j)
+            anchor_one(j, kr, kc, ROT ? __fmaf_rn(kr, qrj[j], __fmul_rn(kc, qcj[j])) : q);
     };
     bool stale = true;  // the phasors missed a pixel: the next one re-anchors
     // One candidate per thread (single evaluations): the pixel's overhead is not shared,
@@ -177,14 +182,15 @@ __global__ void __launch_bounds__(NT, EVAL_MINB_FOR(KC)) vp_eval(
             }
             if (stale || p.w != 0.f) {
                 stale = false;
-                anchor(p.x, p.y);
+                anchor(p.x, p.y, __fmaf_rn(p.x, qr, __fmul_rn(p.y, qc)));
             }
         },
         [&](float kr, float kc, float2 g, float am, float ap, bool minus) {
             float q[KC];  // each rotation's own k·q (one for candidates)
 #pragma unroll
             for (int j = 0; j < KC; ++j) {
-                q[j] = kq(j, kr, kc);
+                q[j] = ROT ? __fmaf_rn(kr, qrj[j], __fmul_rn(kc, qcj[j]))
+                           : __fmaf_rn(kr, qr, __fmul_rn(kc, qc));
                 if (!RECUR) anchor_one(j, kr, kc, q[j]);
             }
             float hr[KC], hi[KC], al[KC];

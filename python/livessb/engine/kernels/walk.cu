@@ -31,23 +31,8 @@ __device__ __forceinline__ double half_weight(int ic, int Nc) {
 #define TILE_C 8
 #endif
 static_assert(TILE_R * TILE_C == 32, "a tile is one warp");
-// Row r of a grid of f·Nr rows whose row r' reads the coarse rows r' mod Nr and its
-// Hermitian mirror (an upsampled reconstruction's aliases): virtual row v in families
-// {x + a·Nr : x ∈ {c, Nr - c}, a < f}, c = 0 … Nr/2, so the warps that read the same
-// coarse spectra run near each other in time (L2 reuse) instead of waves apart.
-__device__ __forceinline__ int family_row(int v, int Nr, int f) {
-    if (v < f) return v * Nr;  // c = 0 (its own mirror)
-    const int u = v - f, c = 1 + u / (2 * f), j = u % (2 * f);
-    if (2 * c == Nr) return c + j * Nr;  // the Nyquist row (its own mirror; j < f)
-    return (j < f ? c : Nr - c) + (j % f) * Nr;
-}
-
 __device__ __forceinline__ int slot_bin(int s, int rows, int H, int tr = TILE_R) {
     if (tr == 1) return s;
-    if (tr < 0) {  // strips over the rows in families of -tr coarse rows (family_row)
-        const int v = s / H;
-        return v < rows ? family_row(v, -tr, rows / -tr) * H + s % H : s;
-    }
     const int tc = 32 / tr;
     const int Hm = H - H % tc, Rm = rows - rows % tr;
     const int tiled = Rm * Hm;  // a multiple of 32
