@@ -5,11 +5,12 @@
 // ROT (no split): one candidate at R rotations, KC of them per thread (rotations
 // KC·blockIdx.x + j), the G loads and the pair geometry shared. The trotter pairs (pixel
 // sets, apertures) are the held rotation's, from its geometry rows (k64, px), and so is
-// the sideband energy (the engine's, not summed here); the phases take each pair's k
-// turned by θ_r - θ₀ (turn[2r], turn[2r + 1] = its cos, sin): pixels that switch lobes as
-// θ moves carry their own noise, and L(θ) would step with it. The k-linear phases c' =
-// k·v and y ∝ k·ν take R k·v = k·Rᵀv: each rotation turns its v and ν once (float64)
-// instead of every pixel's k, and its phasors step along the detector rows as ever. At θ₀
+// the sideband energy (the engine's, not summed here); the phases are those of each
+// pair's k turned by θ_r - θ₀ (turn[2r], turn[2r + 1] = its cos, sin): pixels that switch
+// lobes as θ moves carry their own noise, and L(θ) would step with it. The k-linear
+// phases c' = k·v and y ∝ k·ν take (R k)·v = k·(Rᵀv): each rotation turns its v and ν
+// once (float64) instead of every pixel's k, and its phasors step along the detector rows
+// as a candidate's do (the recurrent form, H100: 25 rotations 65.6 -> 56.8 ms). At θ₀
 // (cos 1, sin 0 turn nothing, exactly) a rotation's sums are those of the candidate
 // scored by evaluate in a group, bit for bit (unsplit windows). R is padded to a
 // multiple of KC.
