@@ -5,10 +5,13 @@ each kernel's registers and spill bytes, and cuobjdump's SASS gives the instruct
 local loads/stores (spills) inside loops. A kernel edit can be checked here before it
 costs device time: the default module's hot kernels should not change unless meant to.
 
-Needs ptxas and cuobjdump, which pip can fetch without installing a toolkit:
-    pip download --no-deps nvidia-cuda-nvcc-cu12==12.9.86 nvidia-cuda-cuobjdump -d /tmp/nv
-    (cd /tmp/nv && for w in *.whl; do unzip -q -o $w -d x; done)
-Usage: python3 benchmarks/kernel_registers.py [--tools /tmp/nv/x] [-D OPTION ...] [--json OUT]
+Needs ptxas, cuobjdump and nvdisasm (cuobjdump 13 calls it), which pip can fetch without
+installing a toolkit:
+    pip download --no-deps nvidia-cuda-nvcc==13.0.88 nvidia-cuda-cuobjdump \
+        nvidia-cuda-nvdisasm -d /tmp/nv && (cd /tmp/nv && for w in *.whl; do
+        unzip -q -o $w -d x13; done); export PATH=/tmp/nv/x13/nvidia/cu13/bin:$PATH
+Usage: python3 benchmarks/kernel_registers.py [--tools /tmp/nv/x13] [-D OPTION ...] [--json OUT]
+(benchmarks/sass_compare.py COMMIT: whether the kernels' code is that of another commit)
 """
 
 from __future__ import annotations
