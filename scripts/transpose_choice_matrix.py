@@ -15,6 +15,7 @@ orientation kept is the true one, ΔC10.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from typing import Any
 
@@ -26,10 +27,7 @@ from livessb.simulate.forward import simulate_4dstem
 
 def _undecided(rot: RotationEstimate) -> RotationEstimate:
     """The curl's estimate with one half of the scan dissenting: both orientations fitted."""
-    return RotationEstimate(theta=rot.theta, transpose=rot.transpose, residual=rot.residual,
-                            residual_other_transpose=rot.residual_other_transpose,
-                            theta_other_transpose=rot.theta_other_transpose,
-                            halves_transposes=(rot.transpose,) * 3 + (not rot.transpose,))
+    return dataclasses.replace(rot, halves_transposes=(rot.transpose,) * 3 + (not rot.transpose,))
 
 
 def fit_row(size: int, draw: int, args: argparse.Namespace) -> dict[str, Any]:

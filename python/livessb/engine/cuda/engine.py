@@ -213,10 +213,7 @@ class CUDAEngine:
         part.geometry = self._geometry_at(theta, transpose)
         part.fine_masks.clear()  # masks belong to the old θ
         part.lobe_masks = None
-        known = part.energy_at(theta, transpose)  # (θ ± π: the same pairs)
-        part.energies[theta, transpose] = (self._energy(sp, part.geometry) if known is None
-                                           else known)
-        sp.energy, part.pairs = part.energies[theta, transpose]
+        sp.energy, part.pairs = self._kept_energy(sp, part.geometry, theta, transpose)
         sp.rotation = (theta, transpose)
 
     def _geometry_at(self, theta: float, transpose: bool) -> RotationGeometry:
@@ -232,6 +229,15 @@ class CUDAEngine:
             self._geometry[key] = RotationGeometry(cp.asarray(k[0]), cp.asarray(px[0]),
                                                    cp.asarray(dk[0]))
         return self._geometry[key]
+
+    def _kept_energy(self, sp: DeviceSpectra, g: RotationGeometry, theta: float,
+                     transpose: bool) -> tuple[float, int]:
+        """The window's energy and pair count at (θ, transpose), whose geometry is ``g``:
+        kept, or a visited θ ± π's (the same pairs: CUDAPart.energy_at), else computed
+        once and kept."""
+        known = sp.part.energy_at(theta, transpose)
+        sp.part.energies[theta, transpose] = self._energy(sp, g) if known is None else known
+        return sp.part.energies[theta, transpose]
 
     def _energy(self, sp: DeviceSpectra, g: RotationGeometry) -> tuple[float, int]:
         """Sideband energy and in-trotter pair count at the spectra's new geometry (the
@@ -337,9 +343,7 @@ class CUDAEngine:
         Rp = -(-R // group) * group
         turn = np.tile([1.0, 0.0], (Rp, 1))
         turn[:R] = np.stack([np.cos(thetas - held), np.sin(thetas - held)], axis=1)
-        energy = sp.part.energy_at(held, transpose)  # the held pairs' (kept, or once here)
-        if energy is None:
-            energy = sp.part.energies[held, transpose] = self._energy(sp, g)
+        energy, _ = self._kept_energy(sp, g, held, transpose)  # the held pairs'
         part = cp.empty((Rp, freq_blocks(M)), dtype=cp.float64)
         launch(self._kgeo.function(ck.eval_kernel_name(group, rotations=True)),
                (Rp // group, freq_blocks(M), 1), (ck.NT,),
@@ -348,7 +352,7 @@ class CUDAEngine:
                             g.dk, cp.asarray(turn)))
         sums = to_host(part, "evaluate_rotations")[:R].sum(axis=1)
         self.evaluations += R
-        losses: np.ndarray = 1.0 - sums / energy[0]
+        losses: np.ndarray = 1.0 - sums / energy
         return losses
 
     @timed("derivatives", count=lambda out: len(out[0]))
