@@ -116,6 +116,13 @@ def fit_names(extra: tuple[str, ...] | list[str] = ()) -> tuple[str, ...]:
     return JOINT + tuple(n for key in OPTIONAL if key in extra for n in OPTIONAL[key])
 
 
+def on_circle(name: str, difference: float) -> float:
+    """A difference of parameter ``name``'s values, within ± half its period for an angle
+    (the shorter way round its circle); unchanged for any other parameter."""
+    period = BY_NAME[name].period if name in BY_NAME else None
+    return difference if period is None else (difference + period / 2) % period - period / 2
+
+
 def to_vector(params: Mapping[str, float], names: tuple[str, ...] = JOINT,
               default: float | None = None) -> np.ndarray:
     """float64 vector of ``params`` in ``names`` order (missing → ``default``, or KeyError)."""

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from ..params import PERIODS, scale_of
+from ..params import PERIODS, on_circle, scale_of
 from ..progress import staged
 from .search import Box
 
@@ -263,14 +263,14 @@ def _prune_hopeless(active: np.ndarray, loss: np.ndarray, grad: np.ndarray,
 def _taken_step(x: np.ndarray, y: np.ndarray, names: tuple[str, ...]) -> np.ndarray:
     """y - x with angle differences taken on their circles."""
     d = y - x
-    for i, period in _periods(names):
-        d[i] = (d[i] + period / 2) % period - period / 2
+    for i in _angle_indices(names):
+        d[i] = on_circle(names[i], float(d[i]))
     return d
 
 
 @functools.lru_cache(maxsize=64)
-def _periods(names: tuple[str, ...]) -> tuple[tuple[int, float], ...]:
-    return tuple((i, PERIODS[n]) for i, n in enumerate(names) if n in PERIODS)
+def _angle_indices(names: tuple[str, ...]) -> tuple[int, ...]:
+    return tuple(i for i, n in enumerate(names) if n in PERIODS)
 
 
 def _step_entry(

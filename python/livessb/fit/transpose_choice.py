@@ -30,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..params import BY_NAME
+from ..params import on_circle
 from ..results import FitResult
 
 Z_MIN = math.sqrt(10.83)  # χ²₁ at p = 0.001
@@ -60,12 +60,6 @@ def choose_transpose(losses: Sequence[float], variances: Sequence[float]) -> Tra
     return TransposeChoice(kept=0, chosen_by="curl", z=z, determined=False)
 
 
-def _difference(name: str, a: float, b: float) -> float:
-    period = BY_NAME[name].period if name in BY_NAME else None
-    d = a - b
-    return d if period is None else (d + period / 2) % period - period / 2
-
-
 def orientation_notes(
     params: Mapping[str, float], errors: Mapping[str, float], record: Mapping[str, Any],
 ) -> tuple[list[str], str | None]:
@@ -75,7 +69,7 @@ def orientation_notes(
         return [], None
     other = next(c for c in record["transpose_candidates"] if not c["chosen"])
     differ = [n for n, v in params.items() if errors.get(n, 0.0) > 0 and n in other["params"]
-              and abs(_difference(n, v, other["params"][n])) > 2.0 * errors[n]]
+              and abs(on_circle(n, v - other["params"][n])) > 2.0 * errors[n]]
     shown = ", ".join(f"{n} {other['params'][n]:.4g}" for n in ("C10", "C12", "phi12")
                       if n in other["params"])
     warning = (
