@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import subprocess
 import sys
@@ -41,6 +40,8 @@ from typing import Any
 
 import numpy as np
 from bias_matrix_simulate import A_STO
+
+from livessb.params import on_circle
 
 ROOT = Path(__file__).resolve().parents[1]
 PARAMS = ("C10", "C12", "phi12", "tilt_row_mrad", "tilt_col_mrad", "depth")
@@ -141,9 +142,8 @@ def simulate_missing(all_cases: list[dict[str, Any]], cache: Path, abtem_python:
 
 
 def deviation(name: str, value: float, truth: float) -> float:
-    if name == "phi12":  # a circle of period π
-        return (value - truth + math.pi / 2) % math.pi - math.pi / 2
-    return value - truth
+    """value − truth, the shorter way round an angle's circle (phi12: period π)."""
+    return on_circle(name, value - truth)
 
 
 def fit_case(path: Path, loss: str, trials: int, frequencies: str = "grid",

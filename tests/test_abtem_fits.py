@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 import livessb
+from livessb.params import on_circle
 from livessb.results import FitResult
 
 FIXTURES = Path(__file__).parent / "fixtures" / "abtem"
@@ -68,9 +69,7 @@ def _angle_diff_deg(a: float, b: float) -> float:
 
 
 def _deviation(name: str, value: float, truth: float) -> float:
-    if name == "phi12":  # on its circle of period π
-        return (value - truth + math.pi / 2) % math.pi - math.pi / 2
-    return value - truth
+    return on_circle(name, value - truth)  # phi12 on its circle of period π
 
 
 def _assert_inside_two_errors(fit: FitResult, truth: dict[str, float],
