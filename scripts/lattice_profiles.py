@@ -22,6 +22,7 @@ is the package's per-bin one at g.
 
     python scripts/lattice_profiles.py ~/.cache/livessb/bias-matrix/sto1_C10-80.npz ...
     python scripts/lattice_profiles.py --window 16 CASES...   # the first 16² positions
+    python scripts/lattice_profiles.py --demo 5e4 --window 16  # the demo's 16² regions
 
 prints the conditional C10 minimum (every other parameter at the truth) minus the truth
 of the per-bin model at the effective frequencies (``bias_profiles``) and of the lattice
@@ -187,13 +188,55 @@ def found_lattice_c10(case: Case, rounds: int = 1,
     return dc10, max(abs(e[0]) for e in errors), max(abs(e[1]) for e in errors)
 
 
+def demo_cases(dose: float, size: int) -> list[tuple[str, Case]]:
+    """The nine ``size``² regions of ``scripts/region_coverage.py``'s grid on the demo
+    simulation (our simulator: 0.6 Å steps, detector rotated 12°, a defocus gradient; the
+    embedded demo at 5·10⁴ e⁻, 0 noise-free), each with its truth at the region's centre."""
+    from region_coverage import region_grid
+
+    from livessb.physics.geometry import bright_field_pixels, scan_frame_frequencies
+    from livessb.physics.optics import wavelength_A
+    from livessb.simulate.demo import DEMO_SETTINGS
+    from livessb.simulate.forward import simulate_4dstem
+
+    ds, truth = simulate_4dstem(**{**DEMO_SETTINGS, "dose": dose or None})
+    counts = np.asarray(ds.counts, dtype=np.float64)
+    lam = wavelength_A(float(DEMO_SETTINGS["voltage_kV"]))
+    px = truth.detector_sampling_mrad * 1e-3 / lam
+    k_alpha = DEMO_SETTINGS["semiangle_mrad"] * 1e-3 / lam
+    bf = bright_field_pixels(counts.shape[2:], tuple(truth.bf_center_px), px, k_alpha + px)
+    k = scan_frame_frequencies(bf.k_det, np.radians(DEMO_SETTINGS["rotation_deg"]), False)
+    step = np.array([DEMO_SETTINGS["scan_step_A"]] * 2)
+    out = []
+    for b in region_grid(counts.shape[:2], size, 3):
+        I = counts[b[0]:b[1], b[2]:b[3]][:, :, bf.rows, bf.cols]
+        t = truth.local_params(b)
+        case = {"I": I, "k": k, "lam": lam, "px": px, "k_alpha": k_alpha, "step": step,
+                "truth": {n: t[n] for n in ("C10", "C12", "phi12")}}
+        out.append((f"demo {b}", windowed(case, size)))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("cases", nargs="+", type=Path)
+    ap.add_argument("cases", nargs="*", type=Path)
     ap.add_argument("--window", type=int, nargs="*", default=[0],
                     help="fit the first N×N positions (0: the whole scan); several allowed")
+    ap.add_argument("--demo", type=float, default=None, metavar="DOSE",
+                    help="instead: the demo's nine regions of --window N (default 16) at "
+                         "DOSE e⁻ (5e4: the embedded demo; 0: noise-free), lattice given")
     args = ap.parse_args()
+    if args.demo is not None:
+        size = args.window[0] or 16
+        print(f"| demo region ({size}²) | truth C10 | per bin, effective ν | lattice given |"
+              "\n|---|---|---|---|")
+        for name, case in demo_cases(args.demo, size):
+            cells = [c10_minimum(case, *effective_frequencies(case)),
+                     lattice_c10_minimum(case, square_basis(A_STO))]
+            print(f"| {name} | {case['truth']['C10']:.2f} | "
+                  + " | ".join(f"{v:+.2f}" for v in cells) + " |", flush=True)
+        return
     print("| case | window (periods) | truth C10 | per bin, effective ν | lattice given |"
           " lattice found | its length / angle error |\n|---|---|---|---|---|---|---|")
     for path in args.cases:
