@@ -44,6 +44,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
+from livessb.physics.apodisation import hann
 from livessb.physics.frequencies import offset_table
 from livessb.physics.optics import aperture, chi, wavelength_A
 
@@ -67,12 +68,18 @@ def load(path: Path, bin_by: int = 1) -> Case:
     kr, kc = np.meshgrid((np.arange(n) - c[0]) * px, (np.arange(n) - c[1]) * px, indexing="ij")
     inside = kr**2 + kc**2 <= (k_alpha + px) ** 2
     I = d["counts"].astype(np.float64)[..., inside]
-    nr, nc = (np.fft.fftfreq(m, s) for m, s in zip(I.shape[:2], d["scan_step_A"], strict=True))
-    NR, NC = np.meshgrid(nr, nc, indexing="ij")
-    return {"I": I, "k": np.stack([kr[inside], kc[inside]], 1), "lam": lam, "px": px,
-            "k_alpha": k_alpha, "step": d["scan_step_A"], "nu_r": NR.ravel(),
-            "nu_c": NC.ravel(), "G": np.fft.fft2(I, axes=(0, 1)).reshape(-1, I.shape[-1]).T,
+    return {"k": np.stack([kr[inside], kc[inside]], 1), "lam": lam, "px": px,
+            "k_alpha": k_alpha, "step": d["scan_step_A"], **with_spectra(I, d["scan_step_A"]),
             "truth": {k[6:]: float(d[k]) for k in d if k.startswith("truth_")}}
+
+
+def with_spectra(I: Any, step: Any) -> Case:
+    """The counts ``I`` (R, R, B), their full-plane spectra G (B, M) and the grid
+    frequencies ν of each bin (flattened, row-major)."""
+    nr, nc = (np.fft.fftfreq(m, s) for m, s in zip(I.shape[:2], step, strict=True))
+    NR, NC = np.meshgrid(nr, nc, indexing="ij")
+    return {"I": I, "nu_r": NR.ravel(), "nu_c": NC.ravel(),
+            "G": np.fft.fft2(I, axes=(0, 1)).reshape(-1, I.shape[-1]).T}
 
 
 def _probe(qr: Any, qc: Any, case: Case, p: dict[str, float]) -> Any:
@@ -81,13 +88,26 @@ def _probe(qr: Any, qc: Any, case: Case, p: dict[str, float]) -> Any:
         -1j * chi(qr, qc, case["lam"], coeffs))
 
 
-def loss(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any, lobes: bool = True) -> float:
-    """The thin-model VP loss, Γ evaluated (and the trotters placed) at ``nu_r/nu_c``."""
+def gamma(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any) -> Any:
+    """Γ = P(k−ν)P*(k) − P*(k+ν)P(k) at every BF pixel k (rows) and frequency ``nu_r/nu_c``
+    (columns, broadcast)."""
     kr, kc = case["k"][:, :1], case["k"][:, 1:]
     p0 = _probe(kr, kc, case, p)
-    gam = _probe(kr - nu_r, kc - nu_c, case, p) * np.conj(p0) - np.conj(
+    return _probe(kr - nu_r, kc - nu_c, case, p) * np.conj(p0) - np.conj(
         _probe(kr + nu_r, kc + nu_c, case, p)) * p0
-    return _lobe_loss(case, gam, nu_r, nu_c, lobes)
+
+
+def trotter_lobes(case: Case, nu_r: Any, nu_c: Any) -> tuple[Any, Any]:
+    """(k−ν in the disc, single-sideband support) per BF pixel and frequency: the support's
+    pixels with k−ν in the disc are the k−ν lobe, the others the k+ν lobe."""
+    kr, kc, ka = case["k"][:, :1], case["k"][:, 1:], case["k_alpha"]
+    in_minus = (kr - nu_r) ** 2 + (kc - nu_c) ** 2 <= ka**2
+    return in_minus, in_minus ^ ((kr + nu_r) ** 2 + (kc + nu_c) ** 2 <= ka**2)
+
+
+def loss(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any, lobes: bool = True) -> float:
+    """The thin-model VP loss, Γ evaluated (and the trotters placed) at ``nu_r/nu_c``."""
+    return _lobe_loss(case, gamma(case, p, nu_r, nu_c), nu_r, nu_c, lobes)
 
 
 def integrated_loss(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any,
@@ -145,9 +165,7 @@ def centroid_loss(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any,
 def _lobe_loss(case: Case, gam: Any, nu_r: Any, nu_c: Any, lobes: bool = True) -> float:
     """1 − the explained energy of Γ = ``gam`` with a free object per trotter lobe (one
     per trotter where not ``lobes``), membership at each pixel's centre."""
-    kr, kc, ka = case["k"][:, :1], case["k"][:, 1:], case["k_alpha"]
-    in_minus = (kr - nu_r) ** 2 + (kc - nu_c) ** 2 <= ka**2
-    support = in_minus ^ ((kr + nu_r) ** 2 + (kc + nu_c) ** 2 <= ka**2)
+    in_minus, support = trotter_lobes(case, nu_r, nu_c)
     ok = (case["nu_r"] ** 2 + case["nu_c"] ** 2) > 0
     parts = (in_minus & support, ~in_minus & support) if lobes else (support,)
     explained = _explained(gam, case["G"], parts, ok)
@@ -169,25 +187,21 @@ def alias_loss(case: Case, p: dict[str, float], nu_r: Any, nu_c: Any) -> float:
     """The per-lobe loss with each bin's aliases ν + m/step (m ∈ {−1, 0, 1} per axis)
     resolved: a BF pixel belongs to the alias whose single-sideband support holds it, a
     pixel in two aliases' supports is left out, each (alias, lobe) has its own object."""
-    kr, kc, ka, step = case["k"][:, :1], case["k"][:, 1:], case["k_alpha"], case["step"]
-    p0 = _probe(kr, kc, case, p)
+    step = case["step"]
     ok = (case["nu_r"] ** 2 + case["nu_c"] ** 2) > 0
     aliases = []
     for mr in (-1, 0, 1):
         for mc in (-1, 0, 1):
             ar, ac = nu_r + mr / step[0], nu_c + mc / step[1]
-            in_minus = (kr - ar) ** 2 + (kc - ac) ** 2 <= ka**2
-            aliases.append((ar, ac, in_minus,
-                            in_minus ^ ((kr + ar) ** 2 + (kc + ac) ** 2 <= ka**2)))
+            aliases.append((ar, ac, *trotter_lobes(case, ar, ac)))
     single = sum(a[3].astype(int) for a in aliases) == 1
     used = np.zeros(case["G"].shape, bool)
     explained = 0.0
     for ar, ac, in_minus, support in aliases:
         use = support & single
         used |= use
-        gam = _probe(kr - ar, kc - ac, case, p) * np.conj(p0) - np.conj(
-            _probe(kr + ar, kc + ac, case, p)) * p0
-        explained += _explained(gam, case["G"], (in_minus & use, ~in_minus & use), ok)
+        explained += _explained(gamma(case, p, ar, ac), case["G"],
+                                (in_minus & use, ~in_minus & use), ok)
     return 1.0 - explained / float(np.sum(np.abs(np.where(used, case["G"], 0)[:, ok]) ** 2))
 
 
@@ -222,7 +236,7 @@ def apodised(case: Case) -> Case:
     """``case`` with its spectra from (I − Ī)·h, h a periodic Hann over the measured
     positions of each scan axis: a Bragg peak's leakage falls as 1/d³ instead of 1/d."""
     I = case["I"] - case["I"].mean(axis=(0, 1))
-    h = [1 - np.cos(2 * np.pi * np.arange(n) / n) for n in I.shape[:2]]
+    h = [hann(n) for n in I.shape[:2]]
     Ih = I * h[0][:, None, None] * h[1][None, :, None]
     return {**case, "I": Ih, "G": np.fft.fft2(Ih, axes=(0, 1)).reshape(-1, I.shape[-1]).T}
 

@@ -38,20 +38,26 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bias_profiles import Case, _probe, c10_minimum, effective_frequencies, load
+from bias_profiles import (
+    Case,
+    c10_minimum,
+    effective_frequencies,
+    gamma,
+    load,
+    trotter_lobes,
+    with_spectra,
+)
 from scipy.linalg import solve
 from scipy.optimize import minimize, minimize_scalar
+
+from livessb.physics.apodisation import hann
 
 A_STO = 3.905  # the matrix's SrTiO3 [001] lattice constant, Å
 
 
 def windowed(case: Case, n: int) -> Case:
     """``case`` on its first n × n scan positions (fewer lattice periods)."""
-    I = case["I"][:n, :n]
-    nr, nc = (np.fft.fftfreq(n, s) for s in case["step"])
-    NR, NC = np.meshgrid(nr, nc, indexing="ij")
-    return {**case, "I": I, "nu_r": NR.ravel(), "nu_c": NC.ravel(),
-            "G": np.fft.fft2(I, axes=(0, 1)).reshape(-1, I.shape[-1]).T}
+    return {**case, **with_spectra(case["I"][:n, :n], case["step"])}
 
 
 def lattice_points(case: Case, basis: np.ndarray) -> np.ndarray:
@@ -79,8 +85,7 @@ def peak_basis(case: Case, oversample: int = 4, peaks: int = 24) -> np.ndarray:
     still enter through the differences of strong ones)."""
     I = case["I"] - case["I"].mean(axis=(0, 1))
     n_r, n_c = I.shape[:2]
-    h = np.outer(1 - np.cos(2 * np.pi * np.arange(n_r) / n_r),
-                 1 - np.cos(2 * np.pi * np.arange(n_c) / n_c))
+    h = np.outer(hann(n_r), hann(n_c))
     shape = (oversample * n_r, oversample * n_c)
     E = np.sum(np.abs(np.fft.fft2(I * h[:, :, None], s=shape, axes=(0, 1))) ** 2, axis=2)
     f_r = np.fft.fftfreq(shape[0], case["step"][0])
@@ -141,13 +146,9 @@ def lattice_setup(case: Case, g: np.ndarray) -> dict[str, Any]:
 def lattice_loss(case: Case, p: dict[str, float], setup: dict[str, Any]) -> float:
     """−(explained energy) of the lattice model with a free object per (g, lobe)."""
     g, H, K = setup["g"], setup["H"], setup["K"]
-    kr, kc, ka = case["k"][:, :1], case["k"][:, 1:], case["k_alpha"]
     gr, gc = g[None, :, 0], g[None, :, 1]
-    p0 = _probe(kr, kc, case, p)
-    gam = _probe(kr - gr, kc - gc, case, p) * np.conj(p0) - np.conj(
-        _probe(kr + gr, kc + gc, case, p)) * p0  # (B, n_g)
-    in_minus = (kr - gr) ** 2 + (kc - gc) ** 2 <= ka**2
-    support = in_minus ^ ((kr + gr) ** 2 + (kc + gc) ** 2 <= ka**2)
+    gam = gamma(case, p, gr, gc)  # (B, n_g)
+    in_minus, support = trotter_lobes(case, gr, gc)
     cols = [np.where(in_minus & support, gam, 0), np.where(~in_minus & support, gam, 0)]
     A = np.concatenate(cols, axis=1)  # (B, 2 n_g): the k−g lobes, then the k+g lobes
     rhs = np.einsum("bj,jb->j", np.conj(A), np.concatenate([H, H]))
@@ -211,9 +212,9 @@ def demo_cases(dose: float, size: int) -> list[tuple[str, Case]]:
     for b in region_grid(counts.shape[:2], size, 3):
         I = counts[b[0]:b[1], b[2]:b[3]][:, :, bf.rows, bf.cols]
         t = truth.local_params(b)
-        case = {"I": I, "k": k, "lam": lam, "px": px, "k_alpha": k_alpha, "step": step,
-                "truth": {n: t[n] for n in ("C10", "C12", "phi12")}}
-        out.append((f"demo {b}", windowed(case, size)))
+        case = {"k": k, "lam": lam, "px": px, "k_alpha": k_alpha, "step": step,
+                **with_spectra(I, step), "truth": {n: t[n] for n in ("C10", "C12", "phi12")}}
+        out.append((f"demo {b}", case))
     return out
 
 

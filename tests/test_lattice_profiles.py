@@ -4,7 +4,6 @@ exactly where the lattice does not fit the window."""
 
 from __future__ import annotations
 
-import functools
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
-from bias_profiles import _explained, _probe, c10_minimum, effective_frequencies
+from bias_profiles import (
+    _explained,
+    c10_minimum,
+    effective_frequencies,
+    gamma,
+    trotter_lobes,
+    with_spectra,
+)
 from lattice_profiles import (
     found_lattice_c10,
     lattice_c10_minimum,
@@ -39,12 +45,9 @@ PIXELS = int(INSIDE.sum())
 
 def _case(I: np.ndarray, step_A: float) -> dict[str, Any]:
     """bias_profiles' case layout for counts ``I`` (n, n, PIXELS)."""
-    n = I.shape[0]
-    NR, NC = np.meshgrid(np.fft.fftfreq(n, step_A), np.fft.fftfreq(n, step_A), indexing="ij")
-    return {"I": I, "k": np.stack([_KR[INSIDE], _KC[INSIDE]], 1), "lam": LAM, "px": PX,
-            "k_alpha": K_ALPHA, "step": np.array([step_A, step_A]), "nu_r": NR.ravel(),
-            "nu_c": NC.ravel(), "G": np.fft.fft2(I, axes=(0, 1)).reshape(-1, I.shape[2]).T,
-            "truth": dict(TRUTH)}
+    step = np.array([step_A, step_A])
+    return {"k": np.stack([_KR[INSIDE], _KC[INSIDE]], 1), "lam": LAM, "px": PX,
+            "k_alpha": K_ALPHA, "step": step, **with_spectra(I, step), "truth": dict(TRUTH)}
 
 
 def test_on_the_windows_own_grid_the_lattice_model_is_the_per_bin_model() -> None:
@@ -55,15 +58,11 @@ def test_on_the_windows_own_grid_the_lattice_model_is_the_per_bin_model() -> Non
     case = _case(rng.poisson(50.0, (n, n, PIXELS)).astype(float), step)
     basis = np.eye(2) / (n * step)
     loss = lattice_loss(case, TRUTH, lattice_setup(case, lattice_points(case, basis)))
-    kr, kc, ka = case["k"][:, :1], case["k"][:, 1:], case["k_alpha"]
     nr, nc = case["nu_r"][None, :], case["nu_c"][None, :]
-    p0 = _probe(kr, kc, case, TRUTH)
-    gam = _probe(kr - nr, kc - nc, case, TRUTH) * np.conj(p0) - np.conj(
-        _probe(kr + nr, kc + nc, case, TRUTH)) * p0
-    in_minus = (kr - nr) ** 2 + (kc - nc) ** 2 <= ka**2
-    support = in_minus ^ ((kr + nr) ** 2 + (kc + nc) ** 2 <= ka**2)
+    in_minus, support = trotter_lobes(case, nr, nc)
     ok = nr[0] ** 2 + nc[0] ** 2 > 0
-    explained = _explained(gam, case["G"], (in_minus & support, ~in_minus & support), ok)
+    explained = _explained(gamma(case, TRUTH, nr, nc), case["G"],
+                           (in_minus & support, ~in_minus & support), ok)
     assert loss == pytest.approx(-explained, rel=1e-9)
 
 
@@ -72,16 +71,12 @@ def _model_counts(basis: np.ndarray, n: int, step_A: float, seed: int) -> dict[s
     signal is Γ_lobe(k; g)·O_lobe(g) with random objects on its single-sideband support,
     real in R (c(−g) = conj c(g)); an undersampled scan aliases them as sampling does."""
     rng = np.random.default_rng(seed)
-    g = lattice_points(_case(np.zeros((n, n, PIXELS)), step_A), basis)
+    empty = _case(np.zeros((n, n, PIXELS)), step_A)
+    g = lattice_points(empty, basis)
     half = g[(g[:, 0] > 1e-12) | ((np.abs(g[:, 0]) <= 1e-12) & (g[:, 1] > 0))]
-    kr, kc = _KR[INSIDE][:, None], _KC[INSIDE][:, None]
     gr, gc = half[None, :, 0], half[None, :, 1]
-    p0 = _probe(kr, kc, {"k_alpha": K_ALPHA, "px": PX, "lam": LAM}, TRUTH)
-    probe = functools.partial(_probe, case={"k_alpha": K_ALPHA, "px": PX, "lam": LAM},
-                              p=TRUTH)
-    gam = probe(kr - gr, kc - gc) * np.conj(p0) - np.conj(probe(kr + gr, kc + gc)) * p0
-    in_minus = (kr - gr) ** 2 + (kc - gc) ** 2 <= K_ALPHA**2
-    support = in_minus ^ ((kr + gr) ** 2 + (kc + gc) ** 2 <= K_ALPHA**2)
+    gam = gamma(empty, TRUTH, gr, gc)
+    in_minus, support = trotter_lobes(empty, gr, gc)
     objects = rng.normal(size=(2, len(half))) + 1j * rng.normal(size=(2, len(half)))
     c = np.where(support, np.where(in_minus, gam * objects[0], gam * objects[1]), 0)
     R = np.arange(n) * step_A
