@@ -1,6 +1,7 @@
 # Device run (results under $OUT): the CUDA parity tests, the kernel-variant timings,
-# `livessb benchmark` (SPEC §4 workload + an 8×8 map), live-steering preview latency and
-# the live-region drag. Usage (device tool): bash benchmarks/device_run.sh COMMIT [RUNS]
+# `livessb benchmark` (SPEC §4 workload + an 8×8 map), live-steering preview latency, the
+# live-region drag and crystal mode's cost. Usage (device tool):
+# bash benchmarks/device_run.sh COMMIT [RUNS]
 # The widget benchmarks need anywidget & co.: carry them as wheels in .whl/ (see
 # /work/.library/device/README.md); they are installed into /tmp/site when present. Carry
 # python/livessb/static too (the git-ignored widget bundle).
@@ -16,7 +17,8 @@ fi
 LIVESSB_PARITY_LOG="$OUT/parity_measured.jsonl" python3 -m pytest -q -p no:cacheprovider \
     tests/test_cuda_parity.py tests/test_cuda_features.py tests/test_cuda_preprocess.py \
     tests/test_cuda_virtual.py tests/test_cuda_effective.py tests/test_cuda_patterns.py \
-    tests/test_cuda_load_scan.py tests/test_cuda_alias.py tests/test_cuda_scan_window.py 2>&1 \
+    tests/test_cuda_load_scan.py tests/test_cuda_alias.py tests/test_cuda_scan_window.py \
+    tests/test_cuda_lattice.py 2>&1 \
     | tail -15 | tee "$OUT/parity.log"
 python3 benchmarks/kernel_variants.py "$OUT/variants.json" 512 2>&1 | tail -4
 python3 -m livessb.bench --json "$OUT/bench.json" --runs "$RUNS" --map 8 > "$OUT/bench.log" 2>&1
@@ -25,3 +27,4 @@ python3 benchmarks/preview_latency.py --device cuda --json "$OUT/preview.json" 2
 python3 benchmarks/live_region_latency.py --device cuda --json "$OUT/live_region.json" 2>&1 \
     | tail -3
 python3 benchmarks/virtual_latency.py "$OUT/virtual.json" 2>&1 | tail -1
+python3 benchmarks/lattice_timing.py "$OUT/lattice.json" cuda 3 2>&1 | tail -3

@@ -147,7 +147,8 @@ def deviation(name: str, value: float, truth: float) -> float:
 
 
 def fit_case(path: Path, loss: str, trials: int, frequencies: str = "grid",
-             alias_pixels: str = "kept", scan_window: str = "none") -> dict[str, Any]:
+             alias_pixels: str = "kept", scan_window: str = "none",
+             object_model: str = "per_bin") -> dict[str, Any]:
     import livessb
 
     d = np.load(path)
@@ -156,7 +157,8 @@ def fit_case(path: Path, loss: str, trials: int, frequencies: str = "grid",
     t0 = time.perf_counter()
     with livessb.Session(ds, device="cpu", scan_frequencies=frequencies,
                          alias_pixels=alias_pixels, scan_window=scan_window) as s:
-        fit = s.fit(trials=trials, seed=1, objective=loss, progress=False)
+        fit = s.fit(trials=trials, seed=1, objective=loss, progress=False,
+                    object_model=object_model)
     row: dict[str, Any] = {"case": path.stem, "fit_s": time.perf_counter() - t0,
                            "loss": fit.loss, "rotation_deg": fit.rotation_deg,
                            "transpose": fit.transpose, "undetermined": fit.undetermined,
@@ -265,6 +267,9 @@ def main() -> None:
     ap.add_argument("--scan-window", default="none", choices=("none", "hann"),
                     help="Session(scan_window=): 'hann' fits the apodised spectra "
                          "(physics.apodisation)")
+    ap.add_argument("--object-model", default="per_bin", choices=("per_bin", "lattice"),
+                    help="Session.fit(object_model=): 'lattice' refines each fit on the "
+                         "lattice model (crystal mode, fit.lattice)")
     ap.add_argument("--dose", type=float, default=None,
                     help="electrons per pattern for every case (e.g. 1e10: noise-free)")
     ap.add_argument("--fine-detector", action="store_true",
@@ -300,6 +305,8 @@ def main() -> None:
         name += f"-alias-{args.alias_pixels}"
     if args.scan_window != "none":
         name += f"-window-{args.scan_window}"
+    if args.object_model != "per_bin":
+        name += f"-{args.object_model}"
     if args.out == ap.get_default("out"):
         args.out = args.out.with_name(f"{name}-table.md")
     if not chosen:
@@ -311,7 +318,7 @@ def main() -> None:
         rows = []
         for c in chosen:
             rows.append(fit_case(args.cache / f"{c['name']}.npz", args.loss, args.trials, mode,
-                                 args.alias_pixels, args.scan_window))
+                                 args.alias_pixels, args.scan_window, args.object_model))
             r = rows[-1]
             print(f"{mode:9s} {r['case']:28s} "
                   + "  ".join(f"{p}={_cell(r[p], p)}" for p in PARAMS)

@@ -35,22 +35,18 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from bias_profiles import (
     Case,
     c10_minimum,
     effective_frequencies,
-    gamma,
     load,
-    trotter_lobes,
     with_spectra,
 )
-from scipy.linalg import solve
 from scipy.optimize import minimize, minimize_scalar
 
-from livessb.physics.apodisation import hann
+from livessb.physics import lattice as package
 
 A_STO = 3.905  # the matrix's SrTiO3 [001] lattice constant, Å
 
@@ -61,15 +57,9 @@ def windowed(case: Case, n: int) -> Case:
 
 
 def lattice_points(case: Case, basis: np.ndarray) -> np.ndarray:
-    """(n_g, 2) lattice frequencies h·b₁ + k·b₂ (1/Å; ``basis`` rows b₁, b₂) whose trotter
-    holds BF pixels: 0 < |g| < 2k_α."""
-    reach = int(np.ceil(2 * case["k_alpha"] / min(np.hypot(*basis[0]), np.hypot(*basis[1]))
-                        * 2))
-    h = np.arange(-reach, reach + 1)
-    hk = np.stack(np.meshgrid(h, h, indexing="ij"), -1).reshape(-1, 2)
-    g = hk @ basis
-    norm = np.hypot(g[:, 0], g[:, 1])
-    return g[(norm > 0) & (norm < 2 * case["k_alpha"])]
+    """(n_g, 2) lattice frequencies of ``basis`` whose trotter holds BF pixels (the
+    package's ``physics.lattice.lattice_points``)."""
+    return package.lattice_points(basis, case["k_alpha"])
 
 
 def square_basis(a_A: float) -> np.ndarray:
@@ -77,34 +67,9 @@ def square_basis(a_A: float) -> np.ndarray:
     return np.eye(2) / a_A
 
 
-def peak_basis(case: Case, oversample: int = 4, peaks: int = 24) -> np.ndarray:
-    """A first lattice basis from the data: the ``peaks`` strongest local maxima of the
-    BF-summed power spectrum of the Hann-apodised counts (``oversample``× zero-padded) are
-    lattice points, and so are their differences; the shortest two non-collinear of those
-    span the lattice (a crystal's weak reflections, SrTiO3's (100) beside (110) and (200),
-    still enter through the differences of strong ones)."""
-    I = case["I"] - case["I"].mean(axis=(0, 1))
-    n_r, n_c = I.shape[:2]
-    h = np.outer(hann(n_r), hann(n_c))
-    shape = (oversample * n_r, oversample * n_c)
-    E = np.sum(np.abs(np.fft.fft2(I * h[:, :, None], s=shape, axes=(0, 1))) ** 2, axis=2)
-    f_r = np.fft.fftfreq(shape[0], case["step"][0])
-    f_c = np.fft.fftfreq(shape[1], case["step"][1])
-    peak = E >= np.max([np.roll(E, (dr, dc), (0, 1)) for dr in (-1, 0, 1)
-                        for dc in (-1, 0, 1)], axis=0)
-    peak[:oversample, :oversample] = False  # the DC's own lobe
-    rows, cols = np.nonzero(peak)
-    order = np.argsort(-E[rows, cols])[:peaks]
-    P = np.stack([f_r[rows[order]], f_c[cols[order]]], 1)
-    D = np.concatenate([P, (P[:, None, :] - P[None, :, :]).reshape(-1, 2)])
-    length = np.hypot(D[:, 0], D[:, 1])
-    resolution = 1.0 / (oversample * min(n_r * case["step"][0], n_c * case["step"][1]))
-    D, length = D[length > 2 * resolution], length[length > 2 * resolution]
-    D = D[np.argsort(length)]
-    b1 = D[0]
-    b2 = next(v for v in D[1:]
-              if abs(b1[0] * v[1] - b1[1] * v[0]) > 0.3 * np.hypot(*b1) * np.hypot(*v))
-    return np.array([b1, b2])
+def peak_basis(case: Case) -> np.ndarray:
+    """A first basis from the data's peaks (the package's ``physics.lattice.peak_basis``)."""
+    return package.peak_basis(case["I"], tuple(case["step"]))
 
 
 def fitted_basis(case: Case, basis: np.ndarray, p: dict[str, float]) -> np.ndarray:
@@ -120,42 +85,17 @@ def fitted_basis(case: Case, basis: np.ndarray, p: dict[str, float]) -> np.ndarr
     return np.asarray(best.x).reshape(2, 2)
 
 
-def _kernel(case: Case, x: np.ndarray) -> np.ndarray:
-    """W(x) for (..., 2) frequencies x: the window's positions summed per axis."""
-    out = np.ones(x.shape[:-1], dtype=complex)
-    for axis, n in enumerate(case["I"].shape[:2]):
-        r = np.arange(n)
-        out = out * np.exp(2j * np.pi * x[..., axis, None] * r * case["step"][axis]).sum(-1)
-    return out
+def lattice_setup(case: Case, g: np.ndarray) -> package.LatticeData:
+    """What does not depend on the parameters (``physics.lattice.lattice_data``)."""
+    return package.lattice_data(case["I"], g, tuple(case["step"]))
 
 
-def lattice_setup(case: Case, g: np.ndarray) -> dict[str, Any]:
-    """What does not depend on the parameters: each g's transform of the mean-removed
-    counts (n_g, B) and the window's Gram matrix K (n_g, n_g)."""
-    I = case["I"] - case["I"].mean(axis=(0, 1))
-    n_r, n_c = I.shape[:2]
-    e_r = np.exp(-2j * np.pi * g[:, 0, None] * np.arange(n_r) * case["step"][0])
-    e_c = np.exp(-2j * np.pi * g[:, 1, None] * np.arange(n_c) * case["step"][1])
-    N = n_r * n_c
-    H = N * np.einsum("gr,rcb,gc->gb", e_r, I, e_c)
-    K = N * _kernel(case, g[None, :, :] - g[:, None, :]) - np.outer(
-        np.conj(_kernel(case, g)), _kernel(case, g))
-    return {"g": g, "H": H, "K": K}
-
-
-def lattice_loss(case: Case, p: dict[str, float], setup: dict[str, Any]) -> float:
-    """−(explained energy) of the lattice model with a free object per (g, lobe)."""
-    g, H, K = setup["g"], setup["H"], setup["K"]
-    gr, gc = g[None, :, 0], g[None, :, 1]
-    gam = gamma(case, p, gr, gc)  # (B, n_g)
-    in_minus, support = trotter_lobes(case, gr, gc)
-    cols = [np.where(in_minus & support, gam, 0), np.where(~in_minus & support, gam, 0)]
-    A = np.concatenate(cols, axis=1)  # (B, 2 n_g): the k−g lobes, then the k+g lobes
-    rhs = np.einsum("bj,jb->j", np.conj(A), np.concatenate([H, H]))
-    M = np.tile(K, (2, 2)) * (np.conj(A).T @ A)
-    used = np.real(np.diag(M)) > 1e-12 * np.real(np.diag(M)).max()
-    x = solve(M[np.ix_(used, used)], rhs[used], assume_a="her")
-    return -float(np.real(np.vdot(rhs[used], x)))
+def lattice_loss(case: Case, p: dict[str, float], setup: package.LatticeData) -> float:
+    """−(explained energy) of the lattice model with a free object per (g, lobe): the
+    package's ``physics.lattice`` columns and solve on the case's geometry."""
+    geo = package.LatticeGeometry(k=case["k"], wavelength=case["lam"],
+                                  k_alpha=case["k_alpha"], edge_width=case["px"])
+    return package.lattice_solve(setup, package.lattice_columns(geo, setup.g, p, ())[0]).loss
 
 
 def lattice_c10_minimum(case: Case, basis: np.ndarray) -> float:

@@ -39,6 +39,8 @@ from lattice_profiles import (
 )
 from scipy.optimize import minimize_scalar
 
+from livessb.physics.lattice import LatticeData
+
 
 def beam_terms(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The beams (the zero beam first, then ``g``) and the terms (i, j, f): T(beam_i)
@@ -55,7 +57,7 @@ def beam_terms(g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def thin_object_loss(case: Case, p: dict[str, float], beams: np.ndarray, terms: np.ndarray,
-                     setup: dict[str, Any]) -> Callable[[Any], Any]:
+                     setup: LatticeData) -> Callable[[Any], Any]:
     """The residual energy (less a constant) as a torch function of T at the parameters p."""
     import torch
 
@@ -66,7 +68,7 @@ def thin_object_loss(case: Case, p: dict[str, float], beams: np.ndarray, terms: 
     lit = np.abs(pattern).max(axis=0) > 0  # the pairs of discs that meet on a BF pixel
     Q = torch.from_numpy(pattern[:, lit])
     ti, tj, tf = (torch.from_numpy(np.ascontiguousarray(a[lit])) for a in (i, j, f))
-    H, K = torch.from_numpy(setup["H"]), torch.from_numpy(setup["K"])
+    H, K = torch.from_numpy(setup.H), torch.from_numpy(setup.K)
 
     def loss(T: Any) -> Any:
         coeff = T[ti] * T[tj].conj()

@@ -95,7 +95,7 @@ def run_fit(args: argparse.Namespace) -> dict[str, Any]:
         rec = s.reconstruct(upsample=upsample)
         if region is not None:
             reg = s.fit_region(region, trials=args.trials, seed=args.seed,
-                               progress=not args.quiet)
+                               progress=not args.quiet, object_model=args.object_model)
             say("\n".join(fit_lines(f"region {tuple(region)}", reg.fit)))
             doc["region"] = reg.fit.to_dict()
             rec = reg.crop if upsample == "auto" else s.reconstruct(

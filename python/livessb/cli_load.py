@@ -97,6 +97,11 @@ def add_data_arguments(f: argparse.ArgumentParser) -> None:
                         "auto (fits hann, reports the unapodised fit where the window check "
                         "sees no leakage and it has the smaller errors); with --calibration, "
                         "the file's own by default")
+    f.add_argument("--object-model", default="per_bin", choices=["per_bin", "lattice"],
+                   help="lattice: crystal mode, each fit refined on the lattice model of a "
+                        "crystal's spectra (removes the C10 bias of small crystal windows; "
+                        "the per-bin fit is kept, with the reason, where no lattice stands "
+                        "out)")
     f.add_argument("--transpose", default=None, choices=["yes", "no"],
                    help="hold the detector transpose you know (yes: rows and columns "
                         "swapped against the scan) instead of estimating it from the COM "
@@ -217,7 +222,8 @@ def open_session(args: argparse.Namespace, ds: Dataset4D, preprocessing: Preproc
         if args.calibration is None:
             s.fit(trials=args.trials, seed=args.seed, progress=not args.quiet,
                   fit_detector_sampling=bool(getattr(args, "fit_detector_sampling", False)),
-                  transpose=None if args.transpose is None else args.transpose == "yes")
+                  transpose=None if args.transpose is None else args.transpose == "yes",
+                  object_model=args.object_model)
         assert s.full_fit is not None
         if (fitted := s.full_fit.provenance.get("detector_sampling")) is not None:
             say(f"detector sampling fitted: {fitted['mrad']:.5g} ± {fitted['error_mrad']:.2g} "

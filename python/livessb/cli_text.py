@@ -66,6 +66,21 @@ def _value(name: str, value: float, error: float | None) -> str:
     return f"{text} {unit}".rstrip()
 
 
+def crystal_mode_lines(record: Mapping[str, Any]) -> list[str]:
+    """What crystal mode (object_model="lattice") did: the lattice and how far the fit
+    moved from the per-bin one, or why the per-bin fit was kept."""
+    if not record:
+        return []
+    if record.get("model") != "lattice":
+        return [f"  crystal mode: {record.get('reason', 'per-bin fit kept')}"]
+    basis = record["basis_inv_A"]
+    periods = ", ".join(f"{1 / math.hypot(*v):.4g}" for v in basis)
+    c10 = record["per_bin"]["params"].get("C10")
+    moved = f"; the per-bin fit's C10 was {c10:.2f} Å" if c10 is not None else ""
+    return [f"  crystal mode: lattice model, periods {periods} Å, {record['points']} points, "
+            f"contrast {record['contrast']:.1f}x{moved}"]
+
+
 def fit_lines(title: str, fit: Any) -> list[str]:
     """A few lines: loss, rotation, the model kept and why, each parameter (± its error
     when the fit has them; "not determined" where the data do not determine it, and why
@@ -89,6 +104,7 @@ def fit_lines(title: str, fit: Any) -> list[str]:
     settings = non_default_settings(provenance)
     if settings:
         lines.append(f"  settings: {settings}")
+    lines += crystal_mode_lines(getattr(fit, "lattice", None) or {})
     check = provenance.get("window_check")  # a "hann" fit against the unapodised one
     if isinstance(check, Mapping) and check.get("advice"):
         lines.append(f"  window check: {check['advice']}")

@@ -46,6 +46,9 @@ class FitResult(Pretty):
     # low and high scan frequencies' estimates beyond their noise, 0 where they agree.
     # Files written before it load with {}.
     errors_systematic: dict[str, float] = field(default_factory=dict)
+    # Crystal mode's record (fit.lattice; {} for the per-bin model): the lattice found,
+    # the per-bin fit it refined, the noise level and the lobes' separate estimates.
+    lattice: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)

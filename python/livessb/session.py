@@ -19,6 +19,7 @@ from .engine.protocol import Engine
 from .fit.fixed import FreeView, check_fixed, free_names, refine_start
 from .fit.full_field import FullFieldSearch, fit_full_field
 from .fit.joint import newton_fit
+from .fit.lattice import box_mapping, check_object_model, with_lattice
 from .fit.maps import fit_map, tile_grid
 from .fit.model import ThickSampleModel
 from .fit.progress import Progress, callback_of
@@ -50,16 +51,10 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
     """Resident SSB session on one dataset (see docs/api.md)."""
 
     def __init__(
-        self,
-        dataset: Dataset4D,
-        device: str = "auto",
-        calibration: str | Path | None = None,
-        force: bool = False,
-        staging_budget_MiB: float = 256,
-        preprocessing: Preprocessing | None = None,
-        scan_frequencies: str | None = None,
-        alias_pixels: str | None = None,
-        scan_window: str | None = None,
+        self, dataset: Dataset4D, device: str = "auto", calibration: str | Path | None = None,
+        force: bool = False, staging_budget_MiB: float = 256,
+        preprocessing: Preprocessing | None = None, scan_frequencies: str | None = None,
+        alias_pixels: str | None = None, scan_window: str | None = None,
     ) -> None:
         scan = open_scan(dataset, device, calibration, force, staging_budget_MiB,
                          preprocessing, scan_frequencies, alias_pixels=alias_pixels,
@@ -198,6 +193,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         progress: Progress = True, sampler: str = "native", extra: Sequence[str] = (),
         search_both_branches: bool = False, fixed: Mapping[str, float] | None = None,
         fit_detector_sampling: bool = False, transpose: bool | None = None,
+        object_model: str = "per_bin",
     ) -> FitResult:
         """Full-field joint fit: rotation from the COM curl, both branches θ and θ+π
         (the strategy: ``livessb.fit.full_field``).
@@ -210,13 +206,14 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         as the mirror of branch θ. ``fit_detector_sampling=True`` refines the detector
         sampling too (``livessb.fit.sampling``; the session continues at the fitted one).
         ``transpose`` (True/False) holds the detector transpose you know instead of the
-        COM curl's (docs/uncertainty.md "The detector orientation").
+        COM curl's (docs/uncertainty.md "The detector orientation"). ``object_model=
+        "lattice"``: crystal mode, the fit refined on the lattice model (fit.lattice).
         """
         engine = self._check_open()
         check_scan_fits(self.dataset.scan_shape)
         check_sampling_request(fit_detector_sampling, objective)
         fit_box, held = self._fit_box(box, extra, fixed)  # bad input fails first
-        callback_of(progress)
+        callback_of(progress), check_object_model(object_model)
         spec = FullFieldSearch(trials, seed, fit_box, held, objective, sampler,
                                search_both_branches, progress, self.dataset, transpose)
         result = fit_full_field(
@@ -235,6 +232,10 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
             if fit_detector_sampling:
                 result = refit_detector_sampling(result, fit_box, held, self.dataset,
                                                  self._engine_for, self._rebind)
+            if object_model == "lattice":
+                result = with_lattice(result, self._check_open(), None,
+                                      math.radians(result.rotation_deg), result.transpose,
+                                      box_mapping(fit_box))
         self.rotation_deg = result.rotation_deg
         self.transpose = result.transpose
         self.full_fit = result
@@ -265,10 +266,10 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         self, bounds: Bounds, trials: int = 200, seed: int = 42, region_id: str | None = None,
         box: Mapping[str, tuple[float, float]] | None = None, objective: str = "vp",
         progress: Progress = False, sampler: str = "native", extra: Sequence[str] = (),
-        fixed: Mapping[str, float] | None = None,
+        fixed: Mapping[str, float] | None = None, object_model: str = "per_bin",
     ) -> RegionResult:
         """Joint fit on the region's sub-scan (rotation held), full-scan reconstruction, crop.
-        ``fixed`` and ``progress`` as in :meth:`fit`."""
+        ``fixed``, ``progress`` and ``object_model`` as in :meth:`fit`."""
         engine = self._check_open()
         b = self.check_bounds(bounds)
         fit_box, held = self._fit_box(box, extra, fixed)
@@ -276,7 +277,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         theta, transpose = self._theta, bool(self.transpose)
         t0 = time.perf_counter()
         spec = WindowSpec(trials, seed, fit_box, held, objective, sampler, self.dataset,
-                          scan_window=self.scan_window)
+                          self.scan_window, check_object_model(object_model))
         result = fit_window(
             engine, b, theta, float(self.rotation_deg or 0.0), transpose, spec,
             self._provenance(trials, seed, fit_box, objective, mode="region", fixed=held,

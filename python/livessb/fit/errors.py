@@ -275,7 +275,7 @@ def _box_widths(free: Sequence[str], box: Mapping[str, tuple[float, float]]) -> 
     return np.where(widths > 0, widths, 1.0)
 
 
-def _capped(cov: np.ndarray, free: Sequence[str], widths: np.ndarray) -> dict[str, float]:
+def capped_errors(cov: np.ndarray, free: Sequence[str], widths: np.ndarray) -> dict[str, float]:
     """√diag, capped at the box width (beyond it the box, not the data, bounds it)."""
     out = {}
     for i, n in enumerate(free):
@@ -301,7 +301,7 @@ def standard_errors(
     if not noise.determined:
         return {**out, **{n: float(widths[i]) for i, n in enumerate(free)}}
     sub = np.asarray(hessian, dtype=np.float64)[np.ix_(idx, idx)]
-    return {**out, **_capped(covariance(sub, noise.sigma2 * noise.kappa * noise.design,
+    return {**out, **capped_errors(covariance(sub, noise.sigma2 * noise.kappa * noise.design,
                                         energy, widths), free, widths)}
 
 
@@ -314,4 +314,4 @@ def misfit_errors(
     if not free or not np.all(np.isfinite(meat)):
         return {}
     widths = _box_widths(free, box)
-    return _capped(sandwich_covariance(hessian, meat, widths), free, widths)
+    return capped_errors(sandwich_covariance(hessian, meat, widths), free, widths)

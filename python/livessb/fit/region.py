@@ -15,6 +15,7 @@ from ..engine.protocol import Engine
 from ..results import Bounds, FitResult
 from .fixed import FreeView
 from .joint import joint_fit
+from .lattice import box_mapping, with_lattice
 from .model import ThickSampleModel
 from .progress import Progress
 from .search import Box
@@ -36,6 +37,7 @@ class WindowSpec:
     # The session's window: "hann" and "auto" windows (regions and map tiles) are compared
     # with the unapodised fit (fit.window_check), "auto" reports the advised one
     scan_window: str = "none"
+    object_model: str = "per_bin"  # "lattice": crystal mode's refinement (fit.lattice)
 
 
 def fit_window(
@@ -77,4 +79,6 @@ def fit_window(
                                        adopt=spec.scan_window == "auto")
         finally:
             unapodised.release()
+    if spec.object_model == "lattice":
+        result = with_lattice(result, engine, bounds, theta, transpose, box_mapping(spec.box))
     return result

@@ -120,7 +120,8 @@ def gamma_derivatives(
         # β1 = Δχ-basis d10 for k-ν; β2 = -d10 for k+ν (see module docstring).
         beta = -sign * d10 + tilt_phase
         x = beta * (depth / 2)
-        S, dS, d2S = _sinc_and_derivatives(x, xp)
+        # a thin object (no depth spread): sinc's values at 0, as the series gives them
+        S, dS, d2S = _sinc_and_derivatives(x, xp) if depth else (1.0, 0.0, -1.0 / 3)
         terms.append((phase_sign, wave, S, dS, d2S, beta, (d10, dc, ds)))
 
     gam = terms[0][2] * terms[0][1] - terms[1][2] * terms[1][1]

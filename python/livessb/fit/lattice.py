@@ -1,0 +1,383 @@
+"""Crystal mode: refine a fit with the lattice model of the spectra (physics.lattice).
+
+``object_model="lattice"`` on ``Session.fit`` / ``fit_region``: the per-bin fit (search,
+Newton, errors) runs as always; then, on the same window of BF counts,
+
+1. the lattice is found: a first basis from the peaks of the Hann-apodised power
+   spectrum of the scan's central ≤ 128² positions (``peak_basis``: a crystal's lattice
+   is the scan's, and its peaks are sharper there than in a small region), refined on
+   the window by the lattice model's own loss at the fitted parameters (Nelder–Mead over
+   its four numbers; the loss fixes the scale within ~0.1 %, docs/bias-matrix.md §14);
+2. the crystal test (``crystal_contrast``), then the free parameters refined by Newton
+   on the lattice loss (its exact gradient, the Hessian by central differences of it),
+   then the basis and the parameters once more (scale and C10 trade along a valley);
+3. errors: the noise part 2σ²κ(∂²L)⁻¹ as for the per-bin fit (fit.errors; σ² from the
+   lattice residual, so model error it leaves raises it), and a systematic part from two
+   pairs of estimates that should agree (``part_systematic``: the two trotter lobes, the
+   low and high lattice frequencies), their difference beyond its noise, as
+   fit.systematic does for the per-bin model.
+
+Where no lattice is found (fewer than two peaks, or peaks on one line), or the one found
+is no crystal's (its model explains less than ``CRYSTAL_CONTRAST`` times what lattices
+turned or scaled off it explain: an amorphous specimen's speckle, or a lattice below the
+noise), the per-bin fit is kept and ``lattice["reason"]`` says why.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+
+from ..params import PERIODS, on_circle
+from ..physics.geometry import scan_frame_frequencies
+from ..physics.lattice import (
+    LatticeData,
+    LatticeGeometry,
+    LatticeNotFoundError,
+    lattice_columns,
+    lattice_data,
+    lattice_gradient,
+    lattice_points,
+    lattice_solve,
+    peak_basis,
+)
+from ..results import Bounds, FitResult
+from .errors import capped_errors, covariance, profile_inflation
+from .systematic import SIGNIFICANCE, combined_errors
+
+OBJECT_MODELS = ("per_bin", "lattice")
+NEWTON_ITERATIONS = 20
+STEP_TOLERANCE = 1e-5  # of each parameter's box width
+FD_STEP = 1e-4  # of each parameter's box width: the Hessian's central differences
+CRYSTAL_CONTRAST = 3.0  # the lattice's explained energy over its controls' (a crystal)
+CONTROL_LATTICES = ((0.21, 1.0), (0.37, 1.0), (0.0, 1.13), (0.53, 0.91))
+PEAK_WINDOW = 128  # positions per side the first lattice is read from
+BASIS_TOLERANCE_REL = 1e-4
+BASIS_EVALUATIONS = 300
+
+
+def check_object_model(value: str) -> str:
+    if value not in OBJECT_MODELS:
+        raise ValueError(f"object_model={value!r}: use one of {', '.join(OBJECT_MODELS)} "
+                         "(\"lattice\" for crystals: docs/bias-matrix.md §14)")
+    return value
+
+
+@dataclass
+class LatticeProblem:
+    """One window's lattice fit: its counts (h, w, B), geometry and array module, and
+    (``at_basis``) the transforms of one lattice. ``part`` keeps some of the columns only
+    (the systematic part's separate estimates): ("lobe", 0 / 1) the k−g / k+g lobe's,
+    ("band", 0 / 1) those of the lattice points below / from the median |g| on; None
+    every column."""
+
+    counts: Any
+    geo: LatticeGeometry
+    step: tuple[float, float]
+    xp: Any
+    part: tuple[str, int] | None = None
+    data: LatticeData | None = field(default=None, repr=False)
+
+    def at_basis(self, basis: np.ndarray, indices: np.ndarray | None = None
+                 ) -> LatticeProblem:
+        """At the lattice ``basis``: its points within 2k_α, or those of the integer
+        ``indices`` (n_g, 2), held while a basis is refined (a point crossing 2k_α would
+        make the loss jump)."""
+        g = lattice_points(basis, self.geo.k_alpha) if indices is None else indices @ basis
+        return replace(self, data=lattice_data(self.counts, g, self.step, self.xp))
+
+    def _data(self) -> LatticeData:
+        if self.data is None:
+            raise RuntimeError("LatticeProblem.at_basis first")
+        return self.data
+
+    def _kept(self) -> np.ndarray | None:
+        """The columns ``part`` keeps (None: all). A lobe's columns over the half plane
+        of g (the other half's are their conjugate mirror, the other lobe: over every g
+        the two lobes hold the same data)."""
+        if self.part is None:
+            return None
+        kind, which = self.part
+        g = self._data().g
+        n = len(g)
+        i = np.arange(n)
+        if kind == "lobe":
+            upper = (g[:, 0] > 0) | ((g[:, 0] == 0) & (g[:, 1] > 0))
+            return np.where(upper, which * n + i, (1 - which) * n + i)
+        radius = np.hypot(g[:, 0], g[:, 1])
+        band = i[(radius >= np.median(radius)) == bool(which)]
+        return np.concatenate([band, band + n])
+
+    def _columns(self, params: Mapping[str, float], names: Sequence[str] = (),
+                 order: int = 0) -> tuple[Any, list[Any], Any]:
+        A, dA = lattice_columns(self.geo, self._data().g, params, names, self.xp, order)
+        kept = self._kept()
+        if kept is None:
+            return A, dA, None
+        idx = self.xp.asarray(kept)
+        return A[:, idx], [d[:, idx] for d in dA], kept % len(self._data().g)
+
+    def loss(self, params: Mapping[str, float]) -> float:
+        A, _, reads = self._columns(params)
+        return lattice_solve(self._data(), A, self.xp, reads).loss
+
+    def gradient(self, params: Mapping[str, float], names: Sequence[str]
+                 ) -> tuple[float, np.ndarray]:
+        A, dA, reads = self._columns(params, names, order=1)
+        fit = lattice_solve(self._data(), A, self.xp, reads)
+        return fit.loss, lattice_gradient(self._data(), fit, dA, self.xp, reads)
+
+    def objects(self, params: Mapping[str, float]) -> int:
+        """Free objects (columns with BF pixels) at ``params``."""
+        A, _, reads = self._columns(params)
+        return lattice_solve(self._data(), A, self.xp, reads).objects
+
+
+def refined_basis(problem: LatticeProblem, basis: np.ndarray,
+                  params: Mapping[str, float], simplex_rel: float = 0.01) -> np.ndarray:
+    """``basis`` refined by the lattice loss at ``params``: the lattice whose model
+    explains the most. Nelder–Mead over its four numbers from a ``simplex_rel`` simplex
+    (of the vectors' length) to 10⁻⁴ of it (0.01 % of scale moves C10 by ~0.01 Å), the lattice
+    points' indices held: the loss is not smooth enough in the basis for derivatives
+    (BF pixels enter and leave each trotter as its g moves)."""
+    indices = np.round(lattice_points(basis, problem.geo.k_alpha) @ np.linalg.inv(basis))
+
+    def at(v: np.ndarray) -> float:
+        return problem.at_basis(v.reshape(2, 2), indices).loss(params)
+
+    x0 = basis.ravel().astype(np.float64)
+    scale = float(np.hypot(*basis[0]) + np.hypot(*basis[1])) / 2
+    simplex = np.array([x0] + [x0 + simplex_rel * scale * e for e in np.eye(4)])
+    best = minimize(at, x0, method="Nelder-Mead",
+                    options={"initial_simplex": simplex, "xatol": BASIS_TOLERANCE_REL * scale,
+                             "fatol": 1e-12 * abs(at(x0)), "maxfev": BASIS_EVALUATIONS})
+    return np.asarray(best.x, dtype=np.float64).reshape(2, 2)
+
+
+@dataclass
+class NewtonOutcome:
+    params: dict[str, float]
+    loss: float
+    hessian: np.ndarray
+    iterations: int
+
+
+def _hessian(problem: LatticeProblem, params: Mapping[str, float], free: Sequence[str],
+             widths: np.ndarray) -> np.ndarray:
+    """∂²L by central differences of the exact gradient, symmetrised."""
+    H = np.zeros((len(free), len(free)))
+    for i, name in enumerate(free):
+        h = FD_STEP * widths[i]
+        up = problem.gradient({**params, name: params[name] + h}, free)[1]
+        down = problem.gradient({**params, name: params[name] - h}, free)[1]
+        H[i] = (up - down) / (2 * h)
+    return 0.5 * (H + H.T)
+
+
+def _clipped(params: dict[str, float], box: Mapping[str, tuple[float, float]]
+             ) -> dict[str, float]:
+    out = dict(params)
+    for name, (lo, hi) in box.items():
+        if name in PERIODS:
+            out[name] = lo + (out[name] - lo) % PERIODS[name]
+        else:
+            out[name] = min(max(out[name], lo), hi)
+    return out
+
+
+def lattice_newton(problem: LatticeProblem, params: Mapping[str, float],
+                   free: Sequence[str], box: Mapping[str, tuple[float, float]],
+                   iterations: int = NEWTON_ITERATIONS) -> NewtonOutcome:
+    """Newton on the lattice loss over ``free`` from ``params`` (held values kept):
+    steps over the curved directions of the box-scaled Hessian, halved until the loss
+    falls, until every step is below ``STEP_TOLERANCE`` of its box width."""
+    widths = np.array([max(box[n][1] - box[n][0], 1e-12) for n in free])
+    p = dict(params)
+    loss, grad = problem.gradient(p, free)
+    H = _hessian(problem, p, free, widths)
+    for it in range(1, iterations + 1):
+        Hs = H * np.outer(widths, widths)
+        evals, evecs = np.linalg.eigh(Hs)
+        top = max(float(np.abs(evals).max()), 1e-300)
+        curved = evals > 1e-10 * top  # flat or negative: no step along it
+        step_s = -(evecs[:, curved] / evals[curved]) @ (evecs[:, curved].T @ (grad * widths))
+        step = step_s * widths
+        for _ in range(30):
+            trial = _clipped({**p, **{n: p[n] + s for n, s in zip(free, step, strict=True)}},
+                             box)
+            trial_loss = problem.loss(trial)
+            if trial_loss <= loss:
+                break
+            step = step / 2
+        else:
+            return NewtonOutcome(p, loss, H, it)
+        moved = max(abs(on_circle(n, trial[n] - p[n])) / w
+                    for n, w in zip(free, widths, strict=True))
+        p = trial
+        loss, grad = problem.gradient(p, free)
+        H = _hessian(problem, p, free, widths)
+        if moved < STEP_TOLERANCE:
+            return NewtonOutcome(p, loss, H, it)
+    return NewtonOutcome(p, loss, H, iterations)
+
+
+def noise_errors(problem: LatticeProblem, fit: NewtonOutcome, free: Sequence[str],
+                 box: Mapping[str, tuple[float, float]], noise: float | None = None
+                 ) -> tuple[dict[str, float], float, float]:
+    """(errors, σ², κ): 2σ²κ(∂²L)⁻¹ with σ² = R_min / (m − n − P) over the m complex
+    values of every bin but DC (each independent one counted twice, as ν and −ν: the
+    all-bin sum R = Σ|G − model|² has E[R] = σ²(m − n − P) for n free objects, P
+    parameters) and κ the profile inflation of fit.errors. ``noise``: σ² given (a part's
+    estimate: its own residual holds the other part's signal)."""
+    data = problem._data()
+    n_bf = int(problem.counts.shape[2])
+    m = (data.n_positions - 1) * n_bf
+    n_objects = problem.objects(fit.params)
+    dof = m - n_objects - len(free)
+    residual = data.energy + fit.loss
+    sigma2 = noise if noise is not None else residual / dof if dof > 0 else math.inf
+    kappa = profile_inflation(residual / data.energy, data.energy, sigma2, n_objects)
+    widths = np.array([max(box[n][1] - box[n][0], 1e-12) for n in free])
+    if not math.isfinite(sigma2):
+        return {n: float(w) for n, w in zip(free, widths, strict=True)}, sigma2, kappa
+    cov = covariance(fit.hessian, sigma2 * kappa, 1.0, widths)
+    return capped_errors(cov, free, widths), float(sigma2), float(kappa)
+
+
+def part_systematic(problem: LatticeProblem, fit: NewtonOutcome, free: Sequence[str],
+                    box: Mapping[str, tuple[float, float]], kind: str, sigma2: float
+                    ) -> tuple[dict[str, float], list[dict[str, float]]]:
+    """The systematic part from two separate estimates that should agree (``kind``
+    "lobe": each trotter lobe's objects alone; "band": the lattice points below and from
+    the median |g| on), each one Newton step from the joint fit (the linearised estimate:
+    a part alone may have other minima far off, which say nothing of the joint fit's
+    error): where they differ by more than
+    their noise (d²/v above fit.systematic's SIGNIFICANCE), √((d² − v)/2) per parameter,
+    as fit.systematic does for the per-bin model's frequency bands; their noise at the
+    joint fit's σ². Returns it and the two estimates."""
+    parts = []
+    for which in (0, 1):
+        one = replace(problem, part=(kind, which))
+        outcome = lattice_newton(one, fit.params, free, box, iterations=1)
+        parts.append((outcome.params, noise_errors(one, outcome, free, box, sigma2)[0]))
+    (p0, e0), (p1, e1) = parts
+    out = {}
+    for n in free:
+        d = on_circle(n, p0[n] - p1[n])
+        v = e0[n] ** 2 + e1[n] ** 2
+        significant = v > 0 and d * d / v > SIGNIFICANCE
+        out[n] = min(math.sqrt(max(d * d - v, 0.0) / 2.0), box[n][1] - box[n][0]) \
+            if significant else 0.0
+    return out, [{n: float(p[n]) for n in free} for p, _ in parts]
+
+
+def box_mapping(box: Any) -> dict[str, tuple[float, float]]:
+    """A search ``Box`` as {name: (low, high)}."""
+    return {n: (lo, hi) for n, (lo, hi) in box.to_dict().items()}
+
+
+def window_counts(engine: Any, bounds: Bounds | None) -> Any:
+    """The window's resident BF counts as (h, w, B), in the engine's array module (the
+    whole scan for ``bounds`` None)."""
+    counts = engine.resident_bf_counts()
+    r0, r1, c0, c1 = bounds or (0, engine.reference.geo.shape[0], 0,
+                                engine.reference.geo.shape[1])
+    if engine.name == "cuda":  # held BF pixels first there
+        return engine.reference.xp.moveaxis(counts[:, r0:r1, c0:c1], 0, 2)
+    return counts[r0:r1, c0:c1]
+
+
+def crystal_contrast(problem: LatticeProblem, basis: np.ndarray,
+                     params: Mapping[str, float]) -> tuple[float, float]:
+    """(contrast, explained fraction): the energy the lattice's model explains over the
+    mean that lattices turned (0.21, 0.37, 0.53 rad) or scaled (1.13×) off it explain.
+    Measured (docs/bias-matrix.md §15): SrTiO3 one cell 20 (scan), 7 (16²); 10⁴ e⁻ 20;
+    an amorphous slab's speckle "lattice" 1.0–1.1; a 0.3 rad weak slab at 2·10⁵ e⁻ 1.0–1.5
+    (its lattice below the noise)."""
+    def explained(b: np.ndarray) -> float:
+        at = problem.at_basis(b)
+        return -at.loss(params) / at._data().energy
+
+    def turned(angle: float, scale: float) -> np.ndarray:
+        c, s = math.cos(angle), math.sin(angle)
+        return scale * basis @ np.array([[c, s], [-s, c]])
+
+    found = explained(basis)
+    controls = [explained(turned(a, m)) for a, m in CONTROL_LATTICES]
+    return found / max(float(np.mean(controls)), 1e-300), found
+
+
+def central_window(scan_shape: Sequence[int], size: int = PEAK_WINDOW) -> Bounds:
+    """The scan's central ``size``² positions (all of a smaller scan): where the first
+    lattice is read (a crystal's lattice is the scan's; its peaks sharpen with the
+    window, and ``size`` bounds the cost)."""
+    r, c = (max(0, (n - size) // 2) for n in scan_shape[:2])
+    return (r, min(r + size, scan_shape[0]), c, min(c + size, scan_shape[1]))
+
+
+def lattice_problem(engine: Any, bounds: Bounds | None, theta: float, transpose: bool
+                    ) -> LatticeProblem:
+    geo = engine.reference.geo
+    xp = engine.reference.xp
+    k = scan_frame_frequencies(geo.bf.k_det, theta, transpose)
+    return LatticeProblem(
+        counts=window_counts(engine, bounds), step=tuple(geo.step), xp=xp,
+        geo=LatticeGeometry(k=xp.asarray(k), wavelength=geo.wavelength,
+                            k_alpha=geo.k_alpha, edge_width=geo.edge_width))
+
+
+def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: float,
+                 transpose: bool, box: Mapping[str, tuple[float, float]],
+                 rounds: int = 2) -> FitResult:
+    """``result`` (a per-bin VP fit with its errors) refined on the lattice model: the
+    lattice found, the free parameters refined, their errors (module docstring). Where
+    no lattice is found the per-bin fit is returned with the reason in ``lattice``."""
+    t0 = time.perf_counter()
+    problem = lattice_problem(engine, bounds, theta, transpose)
+    free = [n for n in box if result.errors.get(n, 1.0) > 0 and n not in result.undetermined]
+    try:  # the scan's peaks are sharper than a region's: the first guess from there
+        basis = peak_basis(window_counts(engine, central_window(engine.reference.geo.shape)),
+                           problem.step, problem.xp)
+    except LatticeNotFoundError as e:
+        return replace(result, lattice={"model": "per_bin", "reason": f"no lattice: {e}"})
+    params = dict(result.params)
+    for simplex_rel in (0.01, 0.002)[:rounds]:  # scale and C10 trade along a valley
+        basis = refined_basis(problem, basis, params, simplex_rel)
+        problem = problem.at_basis(basis)
+        if simplex_rel == 0.01:
+            contrast, explained = crystal_contrast(problem, basis, params)
+            if contrast < CRYSTAL_CONTRAST:
+                return replace(result, lattice={
+                    "model": "per_bin", "contrast": contrast, "explained_fraction": explained,
+                    "reason": (f"no crystal lattice: the lattice found explains "
+                               f"{explained:.1%} of the spectra, {contrast:.1f}x what "
+                               f"lattices turned or scaled off it do (a crystal's: "
+                               f"{CRYSTAL_CONTRAST:g}x or more); the per-bin fit is kept")})
+        fit = lattice_newton(problem, params, free, box)
+        params = fit.params
+    noise, sigma2, kappa = noise_errors(problem, fit, free, box)
+    by_lobe, lobe_params = part_systematic(problem, fit, free, box, "lobe", sigma2)
+    by_band, band_params = part_systematic(problem, fit, free, box, "band", sigma2)
+    systematic = {n: max(by_lobe[n], by_band[n]) for n in free}
+    errors = combined_errors(noise, systematic, box)
+    data = problem._data()
+    record = {
+        "model": "lattice", "basis_inv_A": basis.tolist(), "points": len(data.g),
+        "explained_fraction": float(-fit.loss / data.energy), "sigma2": sigma2,
+        "kappa": kappa, "newton_iterations": fit.iterations, "errors_noise": noise,
+        "lobes": lobe_params, "bands": band_params,
+        "per_bin": {"params": dict(result.params), "errors": dict(result.errors),
+                    "errors_systematic": dict(result.errors_systematic)},
+        "seconds": time.perf_counter() - t0,
+    }
+    return replace(
+        result, params={**result.params, **fit.params},
+        errors={**result.errors, **errors},
+        errors_systematic={**{n: 0.0 for n in result.errors}, **systematic},
+        lattice=record, timings={**result.timings, "lattice_s": record["seconds"]})

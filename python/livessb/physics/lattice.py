@@ -1,0 +1,267 @@
+"""The lattice model of a crystal's spectra (docs/bias-matrix.md §14; issue 20).
+
+A crystal's signal lives at its lattice frequencies g, and a finite scan window spreads
+each over every bin of the spectrum:
+
+    G(ν, k) = Σ_g W(g − ν) c_g(k),   W(x) = Π_axis Σ_{R<n} e^{2πi x·R·step},
+
+so a small window's bins each carry several lattice frequencies, which the per-bin model
+(one frequency per bin) cannot describe, and an undersampled scan's aliases land on bins
+with their own Γ (W is periodic with period 1/step). The lattice model writes each c_g
+as the per-lobe model at g itself, Γ(k; g)·O_lobe(g), one free object per (g, lobe), and
+eliminates them by variable projection. W factors out of the normal equations:
+
+    b[(g, l)]              = Σ_k Γ_l*(k; g) H(g, k),   H(g, k) = N Σ_R I′(R, k) e^{−2πi g·R}
+    M[(g, l), (g′, l′)]    = K(g, g′) Σ_k Γ_l*(k; g) Γ_l′(k; g′),
+    K(g, g′)               = N W(g′ − g) − W*(g) W(g′)       (the mean, DC, left out)
+
+and the loss is −bᴴM⁻¹b: minus the energy the model explains of Σ_ν Σ_k |G(ν, k)|² over
+every bin (N positions, I′ the mean-removed counts). Its size is the number of lattice
+points within 2k_α (~120 for SrTiO3 at 20 mrad) whatever the window's size. Where the
+lattice fits the window it *is* the per-bin model at g. Every function here is pure and
+runs on NumPy or CuPy arrays (``xp``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..params import JOINT
+from ..xp import to_host
+from .apodisation import hann
+from .geometry import trotter_support
+from .overlap import gamma_derivatives, gamma_general, gamma_general_derivatives, pair_grid
+
+# Columns (g, lobe) whose Gram diagonal is below this fraction of the largest hold no
+# BF pixel worth a free object: left out of the solve.
+EMPTY_COLUMN_REL = 1e-12
+
+
+def lattice_points(basis: np.ndarray, k_alpha: float) -> np.ndarray:
+    """(n_g, 2) lattice frequencies h·b₁ + k·b₂ (1/Å, scan frame; ``basis`` rows b₁, b₂)
+    whose trotter holds BF pixels: 0 < |g| < 2k_α."""
+    # |(h, k)| ≤ |g|·‖basis⁻¹‖: every point within 2k_α, even for a skewed basis
+    reach = int(np.ceil(2 * k_alpha * np.linalg.norm(np.linalg.inv(basis), 2))) + 1
+    h = np.arange(-reach, reach + 1)
+    hk = np.stack(np.meshgrid(h, h, indexing="ij"), -1).reshape(-1, 2)
+    g = hk @ basis
+    norm = np.hypot(g[:, 0], g[:, 1])
+    return np.ascontiguousarray(g[(norm > 1e-12) & (norm < 2 * k_alpha)])
+
+
+def window_kernel(x: Any, shape: tuple[int, int], step: tuple[float, float],
+                  xp: Any = np) -> Any:
+    """W(x) for (..., 2) frequencies ``x`` (1/Å): the window's positions summed per axis,
+    in closed form (a geometric series), exact at the bins where it is n."""
+    out = xp.ones(x.shape[:-1], dtype=complex)
+    for axis, n in enumerate(shape):
+        phase = 2 * math.pi * x[..., axis] * step[axis]
+        half = xp.sin(phase / 2)
+        whole = xp.sin(n * phase / 2)
+        near = xp.abs(half) < 1e-9
+        ratio = xp.where(near, n * xp.cos(n * phase / 2) / xp.where(near, xp.cos(phase / 2), 1),
+                         whole / xp.where(near, 1, half))
+        out = out * ratio * xp.exp(0.5j * (n - 1) * phase)
+    return out
+
+
+@dataclass
+class LatticeData:
+    """What does not depend on the parameters for one window and lattice: the lattice
+    frequencies ``g`` (n_g, 2) on the host, each g's transform of the mean-removed counts
+    ``H`` (n_g, B), the window's Gram ``K`` (n_g, n_g) and the total energy ``energy``
+    Σ_ν≠0 Σ_k |G(ν, k)|² (= N Σ_R Σ_k I′², Parseval)."""
+
+    g: np.ndarray
+    H: Any
+    K: Any
+    energy: float
+    n_positions: int
+
+
+def lattice_data(counts: Any, g: np.ndarray, step: tuple[float, float],
+                 xp: Any = np) -> LatticeData:
+    """``LatticeData`` of a (h, w, B) window of BF counts (any real dtype) at ``g``."""
+    h, w = counts.shape[:2]
+    n = h * w
+    intensity = counts.astype(np.float64)
+    intensity = intensity - intensity.mean(axis=(0, 1), keepdims=True)
+    gd = xp.asarray(g)
+    e_r = xp.exp(-2j * math.pi * gd[:, 0, None] * (xp.arange(h) * step[0]))
+    e_c = xp.exp(-2j * math.pi * gd[:, 1, None] * (xp.arange(w) * step[1]))
+    # Σ_c e_c I (a matrix product over the window's columns), then Σ_r e_r per g
+    by_col = xp.tensordot(e_c, intensity, axes=([1], [1]))  # (n_g, h, B)
+    H = n * xp.einsum("gr,grb->gb", e_r, by_col)
+    W = window_kernel(gd, (h, w), step, xp)
+    K = n * window_kernel(gd[None, :, :] - gd[:, None, :], (h, w), step, xp) - xp.outer(
+        xp.conj(W), W)
+    energy = float(n * xp.sum(intensity * intensity))
+    return LatticeData(g=np.asarray(g), H=H, K=K, energy=energy, n_positions=n)
+
+
+@dataclass
+class LatticeGeometry:
+    """The BF pixels' scan-frame frequencies ``k`` (B, 2) and the optics constants."""
+
+    k: Any
+    wavelength: float
+    k_alpha: float
+    edge_width: float
+
+
+def lattice_columns(geo: LatticeGeometry, g: np.ndarray, params: Mapping[str, float],
+                    names: Sequence[str], xp: Any = np, order: int = 0
+                    ) -> tuple[Any, list[Any]]:
+    """The model's columns A (B, 2 n_g): Γ(k; g) on the k−g lobe's pixels, then on the
+    k+g lobe's, and (``order`` 1) their derivatives by each of ``names``."""
+    k = geo.k
+    kr, kc = k[:, 0:1], k[:, 1:2]
+    gd = xp.asarray(g)
+    nr, nc = gd[None, :, 0], gd[None, :, 1]
+    grid = pair_grid(kr, kc, nr, nc, geo.wavelength, geo.k_alpha, geo.edge_width, xp)
+    support = trotter_support(k, nr[0], nc[0], geo.k_alpha, xp)
+    if set(params) <= set(JOINT) and set(names) <= set(JOINT):  # the six's fast path
+        gam, every, _ = gamma_derivatives(grid, params, min(order, 1), xp)
+        grads = [every[JOINT.index(n)] for n in names] if order else []
+    elif order:
+        gam, grads, _ = gamma_general_derivatives(grid, params, tuple(names), xp)
+    else:
+        gam, grads = gamma_general(grid, params, xp), []
+    minus = grid.minus_lobe & support
+    plus = ~grid.minus_lobe & support
+
+    def split(x: Any) -> Any:
+        return xp.concatenate([xp.where(minus, x, 0), xp.where(plus, x, 0)], axis=1)
+
+    return split(gam), [split(d) for d in grads]
+
+
+@dataclass
+class LatticeFit:
+    """The objects' solve at one parameter set: the loss −bᴴM⁻¹b, the objects ``x``
+    (one per column, zero on empty ones), the columns ``A`` and how many objects were
+    free (columns holding BF pixels)."""
+
+    loss: float
+    x: Any
+    A: Any
+    objects: int
+
+
+def _stacked(data: LatticeData, A: Any, xp: Any, reads: Any = None) -> tuple[Any, Any]:
+    """H and K for the columns of ``A``: ``reads`` (host ints) the lattice point each
+    column reads; None for whole blocks of every g (two lobes, or one)."""
+    if reads is None:
+        blocks = A.shape[1] // data.H.shape[0]
+        return xp.concatenate([data.H] * blocks), xp.tile(data.K, (blocks, blocks))
+    idx = xp.asarray(reads)
+    return data.H[idx], data.K[idx][:, idx]
+
+
+def lattice_solve(data: LatticeData, A: Any, xp: Any = np, reads: Any = None) -> LatticeFit:
+    """Eliminate the objects (one per column of ``A``: per (g, lobe)) for columns ``A``
+    (``reads``: as in ``_stacked``)."""
+    Hs, K2 = _stacked(data, A, xp, reads)
+    b = xp.einsum("bj,jb->j", xp.conj(A), Hs)
+    M = K2 * (xp.conj(A).T @ A)
+    diag = xp.real(xp.diagonal(M))
+    used = diag > EMPTY_COLUMN_REL * float(diag.max())
+    idx = xp.nonzero(used)[0]
+    Mu = M[idx][:, idx]
+    xu = xp.linalg.solve(Mu, b[idx])
+    x = xp.zeros_like(b)
+    x[idx] = xu
+    loss = -float(xp.real(xp.vdot(b[idx], xu)))
+    return LatticeFit(loss=loss, x=x, A=A, objects=int(idx.size))
+
+
+def lattice_gradient(data: LatticeData, fit: LatticeFit, dA: Sequence[Any],
+                     xp: Any = np, reads: Any = None) -> np.ndarray:
+    """∂(−bᴴM⁻¹b)/∂p for each column derivative in ``dA``: with x = M⁻¹b and
+    V = (A∘x)·K₂ᵀ (the model's projection), ∂L = −2 Re Σ conj(∂A∘x)·(Y − V), Y the
+    transforms each column reads."""
+    Hs, K2 = _stacked(data, fit.A, xp, reads)
+    resid = Hs.T - (fit.A * fit.x[None, :]) @ K2.T
+    return np.array([-2.0 * float(xp.real(xp.sum(xp.conj(d * fit.x[None, :]) * resid)))
+                     for d in dA])
+
+
+def peak_basis(counts: Any, step: tuple[float, float], xp: Any = np, peaks: int = 24,
+               chunk_pixels: int = 64) -> np.ndarray:
+    """A first lattice basis (2, 2) from a (h, w, B) window of counts: the ``peaks``
+    strongest local maxima of the BF-summed power spectrum of the Hann-apodised counts
+    (zero-padded 4× on windows up to 64 positions, 2× above) are lattice points, and so
+    are their differences; the shortest two non-collinear of those span the lattice (a
+    crystal's weak reflections still enter through the differences of strong ones)."""
+    h, w, n_bf = counts.shape
+    oversample = 4 if max(h, w) <= 64 else 2
+    shape = (oversample * h, oversample * w)
+    window = xp.asarray(np.outer(hann(h), hann(w)))[:, :, None]
+    power = xp.zeros(shape)
+    for s in range(0, n_bf, chunk_pixels):  # a chunk of BF pixels at a time: bounded memory
+        block = counts[:, :, s:s + chunk_pixels].astype(np.float64)
+        block = (block - block.mean(axis=(0, 1), keepdims=True)) * window
+        power += xp.sum(xp.abs(xp.fft.fft2(block, s=shape, axes=(0, 1))) ** 2, axis=2)
+    E = to_host(power, "lattice.peak_basis")
+    around = [np.roll(E, (dr, dc), (0, 1)) for dr in (-1, 0, 1) for dc in (-1, 0, 1)]
+    peak = (E >= np.max(around, axis=0)) & (E > np.min(around, axis=0))  # not a plateau
+    for dr in range(-oversample, oversample + 1):  # the DC's own lobe
+        peak[dr, list(range(-oversample, oversample + 1))] = False
+    rows, cols = np.nonzero(peak)
+    if rows.size < 2:
+        raise LatticeNotFoundError("the power spectrum has fewer than two peaks")
+    order = np.argsort(-E[rows, cols])[:peaks]
+    P = _peak_positions(E, rows[order], cols[order], step)
+    D = np.concatenate([P, (P[:, None, :] - P[None, :, :]).reshape(-1, 2)])
+    length = np.hypot(D[:, 0], D[:, 1])
+    resolution = 1.0 / (oversample * min(h * step[0], w * step[1]))
+    D = D[length > 2 * resolution]
+    D = D[np.argsort(np.hypot(D[:, 0], D[:, 1]), kind="stable")]
+    b1 = D[0]
+    for v in D[1:]:
+        if abs(b1[0] * v[1] - b1[1] * v[0]) > 0.3 * np.hypot(*b1) * np.hypot(*v):
+            return _fitted_to_peaks(np.array([b1, v]), P)
+    raise LatticeNotFoundError("the power spectrum's peaks lie on one line")
+
+
+def _peak_positions(E: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+                    step: tuple[float, float]) -> np.ndarray:
+    """(n, 2) frequencies (1/Å) of the peaks at grid ``rows``/``cols`` of the periodic
+    power spectrum ``E``, each refined by a parabola through log E and its two neighbours
+    per axis (the grid quantises a peak to a quarter bin or worse)."""
+    n_r, n_c = E.shape
+    log_e = np.log(np.maximum(E, 1e-300))
+    out = np.zeros((rows.size, 2))
+    for axis, (n, idx) in enumerate(((n_r, rows), (n_c, cols))):
+        ahead = (rows + (axis == 0)) % n_r, (cols + (axis == 1)) % n_c
+        behind = (rows - (axis == 0)) % n_r, (cols - (axis == 1)) % n_c
+        up, mid, down = log_e[ahead], log_e[rows, cols], log_e[behind]
+        curve = up - 2 * mid + down
+        shift = np.where(curve < 0, 0.5 * (down - up) / np.where(curve < 0, curve, -1), 0.0)
+        index = idx + np.clip(shift, -0.5, 0.5)
+        index = (index + n / 2) % n - n / 2  # fftfreq's order: the upper half negative
+        out[:, axis] = index / (n * step[axis])
+    return out
+
+
+def _fitted_to_peaks(basis: np.ndarray, P: np.ndarray) -> np.ndarray:
+    """``basis`` refitted by least squares to every peak that sits on its lattice (its
+    nearest lattice point within a quarter of the shorter vector: aliases of higher
+    orders and spurious maxima fall out), twice."""
+    for _ in range(2):
+        hk = np.round(P @ np.linalg.inv(basis))
+        miss = np.hypot(*(P - hk @ basis).T)
+        on = (miss < 0.25 * min(np.hypot(*basis[0]), np.hypot(*basis[1]))) & np.any(hk, 1)
+        if np.linalg.matrix_rank(hk[on]) < 2:
+            return basis
+        basis = np.linalg.lstsq(hk[on], P[on], rcond=None)[0]
+    return basis
+
+
+class LatticeNotFoundError(ValueError):
+    """No two-dimensional lattice in the window's power spectrum."""

@@ -1,0 +1,71 @@
+"""CPU ↔ CUDA parity of crystal mode (fit.lattice; skipped without a CUDA GPU): the lattice
+model's pure functions on CuPy give NumPy's loss, gradient, basis and Newton result, and a
+session's region fit in crystal mode lands where the CPU session's does.
+
+Each test writes what it measured to ``$LIVESSB_PARITY_LOG`` (JSON lines) when set.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cuda_helpers import record
+from cuda_skip import cp, pytestmark  # noqa: F401  (skips without a GPU)
+from livessb import Session
+from livessb.fit.lattice import LatticeProblem, lattice_newton, refined_basis
+from livessb.physics.lattice import LatticeGeometry, peak_basis
+from livessb.simulate.demo import demo_dataset
+from test_lattice_profiles import TRUTH, _model_counts, _rotated
+
+
+def _problems() -> tuple[LatticeProblem, LatticeProblem, np.ndarray]:
+    basis = _rotated(3.905, 0.3)
+    case = _model_counts(basis, 20, 0.5, seed=4)
+    counts = np.random.default_rng(4).poisson(case["I"]).astype(np.uint16)
+    out = []
+    for xp in (np, cp):
+        geo = LatticeGeometry(k=xp.asarray(case["k"]), wavelength=case["lam"],
+                              k_alpha=case["k_alpha"], edge_width=case["px"])
+        out.append(LatticeProblem(counts=xp.asarray(counts), geo=geo, step=(0.5, 0.5), xp=xp))
+    return out[0], out[1], basis
+
+
+def test_the_gpu_computes_the_cpus_lattice_loss_gradient_and_fit() -> None:
+    cpu, gpu, basis = _problems()
+    first = [peak_basis(p.counts, p.step, p.xp) for p in (cpu, gpu)]
+    assert np.abs(first[0] - first[1]).max() < 1e-9
+    cpu, gpu = cpu.at_basis(basis), gpu.at_basis(basis)
+    names = ("C10", "C12", "phi12")
+    at = {**TRUTH, "C10": TRUTH["C10"] + 2}
+    (lc, gc), (lg, gg) = cpu.gradient(at, names), gpu.gradient(at, names)
+    box = {"C10": (-200.0, 200.0), "C12": (0.0, 50.0), "phi12": (-np.pi / 2, np.pi / 2)}
+    fc, fg = (lattice_newton(p, at, list(names), box) for p in (cpu, gpu))
+    bc, bg = (refined_basis(p, first[0], TRUTH) for p in (cpu, gpu))
+    record("lattice_functions", loss_rel=abs(lg / lc - 1),
+           gradient_rel=float(np.abs(gg - gc).max() / np.abs(gc).max()),
+           newton_c10_diff=abs(fg.params["C10"] - fc.params["C10"]),
+           basis_diff=float(np.abs(bg - bc).max()))
+    assert abs(lg / lc - 1) < 1e-10  # both float64
+    assert np.abs(gg - gc).max() < 1e-8 * np.abs(gc).max()
+    for n in names:
+        assert fg.params[n] == pytest.approx(fc.params[n], abs=1e-6), n
+    assert np.abs(bg - bc).max() < 1e-6 * np.abs(bc).max()
+
+
+def test_a_crystal_mode_region_fit_on_the_gpu_lands_where_the_cpus_does() -> None:
+    ds = demo_dataset()
+    bounds = (40, 56, 40, 56)
+    fits = []
+    for device in ("cpu", "cuda"):
+        with Session(ds, device=device) as s:
+            s.fit(trials=200, seed=1, progress=False)
+            fits.append(s.fit_region(bounds, trials=200, seed=1, object_model="lattice").fit)
+    cpu, gpu = fits
+    record("lattice_region", c10_cpu=cpu.params["C10"], c10_gpu=gpu.params["C10"],
+           error_cpu=cpu.errors["C10"], error_gpu=gpu.errors["C10"],
+           seconds_gpu=gpu.lattice["seconds"], seconds_cpu=cpu.lattice["seconds"])
+    assert gpu.lattice["model"] == cpu.lattice["model"] == "lattice"
+    # the per-bin starts differ by the float32 spectra; the lattice fit is float64 on both
+    assert abs(gpu.params["C10"] - cpu.params["C10"]) < 0.1 * cpu.errors["C10"]
+    assert gpu.errors["C10"] == pytest.approx(cpu.errors["C10"], rel=0.05)

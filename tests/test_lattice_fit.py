@@ -1,0 +1,125 @@
+"""Crystal mode (physics.lattice, fit.lattice; docs/bias-matrix.md §14): the window's
+kernel, the loss's exact gradient, the lattice found from the data, and fits of the
+simulator's crystal against its truth."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from livessb import Session
+from livessb.fit.lattice import (
+    LatticeProblem,
+    check_object_model,
+    lattice_newton,
+    refined_basis,
+)
+from livessb.physics.lattice import (
+    LatticeGeometry,
+    LatticeNotFoundError,
+    peak_basis,
+    window_kernel,
+)
+from livessb.simulate.demo import demo_dataset
+from test_lattice_profiles import TRUTH, _model_counts, _rotated
+
+
+def test_the_window_kernel_is_the_sum_over_the_positions() -> None:
+    rng = np.random.default_rng(0)
+    shape, step = (7, 5), (0.5, 0.3)
+    x = np.concatenate([rng.normal(0, 2, (40, 2)),
+                        [[0, 0], [2.0, 0], [0, 1 / 0.3], [1 / 7, 1 / 1.5]]])  # bins, aliases
+    r = [np.arange(n) * s for n, s in zip(shape, step, strict=True)]
+    direct = (np.exp(2j * np.pi * x[:, 0, None] * r[0]).sum(1)
+              * np.exp(2j * np.pi * x[:, 1, None] * r[1]).sum(1))
+    assert np.abs(window_kernel(x, shape, step) - direct).max() < 1e-11 * 35
+
+
+def _problem(seed: int, part: tuple[str, int] | None = None) -> LatticeProblem:
+    case = _model_counts(_rotated(3.905, 0.3), 20, 0.5, seed)
+    geo = LatticeGeometry(k=case["k"], wavelength=case["lam"], k_alpha=case["k_alpha"],
+                          edge_width=case["px"])
+    noisy = np.random.default_rng(seed).poisson(case["I"]).astype(float)
+    problem = LatticeProblem(counts=noisy, geo=geo, step=(0.5, 0.5), xp=np, part=part)
+    return problem.at_basis(_rotated(3.905, 0.3))
+
+
+@pytest.mark.parametrize("part", [None, ("lobe", 1), ("band", 0)])
+def test_the_gradient_is_the_losss_derivative(part: tuple[str, int] | None) -> None:
+    problem = _problem(1, part)
+    names = ("C10", "C12", "phi12", "tilt_row_mrad", "depth")
+    at = {**TRUTH, "C10": TRUTH["C10"] + 3, "tilt_row_mrad": 0.7, "tilt_col_mrad": -0.4,
+          "depth": 20.0}
+    _, grad = problem.gradient(at, names)
+    for i, name in enumerate(names):
+        h = 1e-4 * (1 if name != "phi12" else 0.01)
+        fd = (problem.loss({**at, name: at[name] + h})
+              - problem.loss({**at, name: at[name] - h})) / (2 * h)
+        assert grad[i] == pytest.approx(fd, rel=2e-4, abs=1e-6 * abs(grad).max()), name
+
+
+def test_the_lobes_parts_each_hold_half_the_data_and_the_bands_split_the_lattice() -> None:
+    whole = _problem(2)
+    lobes = [replace(whole, part=("lobe", i)) for i in (0, 1)]
+    bands = [replace(whole, part=("band", i)) for i in (0, 1)]
+    n = 2 * len(whole.data.g) if whole.data is not None else 0
+    assert sum(p.objects(TRUTH) for p in lobes) == whole.objects(TRUTH)
+    kept = [p._kept() for p in bands]
+    assert all(k is not None for k in kept)
+    assert sorted(np.concatenate([k for k in kept if k is not None]).tolist()) == list(range(n))
+
+
+def test_on_data_it_describes_newton_finds_the_truth() -> None:
+    # Counts the model makes (a turned lattice on an aliased 20² scan, 2.56 periods),
+    # Poisson noise at ~100 counts: Newton from 4 Å and 2 Å off lands within its errors.
+    problem = _problem(3)
+    box = {"C10": (-200.0, 200.0), "C12": (0.0, 50.0), "phi12": (-np.pi / 2, np.pi / 2)}
+    start = {**TRUTH, "C10": TRUTH["C10"] + 4, "C12": TRUTH["C12"] + 2}
+    fit = lattice_newton(problem, start, list(box), box)
+    for name, tol in (("C10", 0.3), ("C12", 0.2), ("phi12", 0.03)):
+        assert abs(fit.params[name] - TRUTH[name]) < tol, (name, fit.params[name])
+
+
+@pytest.mark.parametrize(("angle_rad", "n", "step_A", "peaks_within"),
+                         [(0.3, 24, 0.5, 0.01), (0.0, 16, 0.6, 0.08)])
+def test_the_lattice_is_found_from_the_data(
+        angle_rad: float, n: int, step_A: float, peaks_within: float) -> None:
+    # The peaks' lattice is a first guess (on 16² of 0.6 Å steps, 2.46 aliased periods,
+    # measured 5 % off); the loss refines it to the lattice.
+    basis = _rotated(3.905, angle_rad)
+    case = _model_counts(basis, n, step_A, seed=5)
+    first = peak_basis(case["I"], (step_A, step_A))
+    problem = LatticeProblem(counts=case["I"], step=(step_A, step_A), xp=np,
+                             geo=LatticeGeometry(k=case["k"], wavelength=case["lam"],
+                                                 k_alpha=case["k_alpha"], edge_width=case["px"]))
+    found = refined_basis(problem, first, TRUTH)
+    for guess, within in ((first, peaks_within), (found, 1e-4)):
+        hk = guess @ np.linalg.inv(basis)  # lattice vectors: integer in the true basis
+        assert np.abs(hk - np.round(hk)).max() < within, hk
+        assert abs(np.linalg.det(np.round(hk))) >= 1
+
+
+def test_no_lattice_in_flat_counts_is_said() -> None:
+    with pytest.raises(LatticeNotFoundError, match="peaks"):
+        peak_basis(np.ones((8, 8, 5)), (0.5, 0.5))
+    with pytest.raises(ValueError, match=r"object_model='crystal'.*lattice"):
+        check_object_model("crystal")
+
+
+def test_crystal_mode_on_small_regions_of_the_simulators_crystal() -> None:
+    # The demo (our simulator: 0.6 Å steps, aliased; detector turned 12°; C10 −82 … −18 Å
+    # across the scan) at 5·10⁴ e⁻: three 16² regions (2.5 lattice periods) where the
+    # per-bin model reads |C10| low by up to 2.5 Å.
+    ds, truth = demo_dataset(with_truth=True)
+    with Session(ds, device="cpu") as s:
+        s.fit(trials=200, seed=1, progress=False)
+        for bounds in [(0, 16, 0, 16), (40, 56, 40, 56), (80, 96, 80, 96)]:
+            fit = s.fit_region(bounds, trials=200, seed=1, object_model="lattice").fit
+            true = truth.local_params(bounds)
+            assert fit.lattice["model"] == "lattice"
+            assert fit.lattice["per_bin"]["params"]["C10"] != fit.params["C10"]
+            dc10 = fit.params["C10"] - true["C10"]
+            assert abs(dc10) <= 2 * fit.errors["C10"], (bounds, dc10, fit.errors["C10"])
+            assert abs(dc10) < 1.5, (bounds, dc10)
