@@ -4,8 +4,6 @@ simulator's crystal against its truth."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
@@ -37,18 +35,20 @@ def test_the_window_kernel_is_the_sum_over_the_positions() -> None:
     assert np.abs(window_kernel(x, shape, step) - direct).max() < 1e-11 * 35
 
 
-def _problem(seed: int, part: tuple[str, int] | None = None) -> LatticeProblem:
+def _problem(seed: int) -> LatticeProblem:
     case = _model_counts(_rotated(3.905, 0.3), 20, 0.5, seed)
     geo = LatticeGeometry(k=case["k"], wavelength=case["lam"], k_alpha=case["k_alpha"],
                           edge_width=case["px"])
     noisy = np.random.default_rng(seed).poisson(case["I"]).astype(float)
-    problem = LatticeProblem(counts=noisy, geo=geo, step=(0.5, 0.5), xp=np, part=part)
+    problem = LatticeProblem(counts=noisy, geo=geo, step=(0.5, 0.5), xp=np)
     return problem.at_basis(_rotated(3.905, 0.3))
 
 
-@pytest.mark.parametrize("part", [None, ("lobe", 1), ("band", 0)])
-def test_the_gradient_is_the_losss_derivative(part: tuple[str, int] | None) -> None:
-    problem = _problem(1, part)
+@pytest.mark.parametrize("lobe", [None, 0, 1])
+def test_the_gradient_is_the_losss_derivative(lobe: int | None) -> None:
+    problem = _problem(1)
+    if lobe is not None:
+        problem = problem.lobe_of(lobe, {**TRUTH, "C10": TRUTH["C10"] - 1})
     names = ("C10", "C12", "phi12", "tilt_row_mrad", "depth")
     at = {**TRUTH, "C10": TRUTH["C10"] + 3, "tilt_row_mrad": 0.7, "tilt_col_mrad": -0.4,
           "depth": 20.0}
@@ -60,15 +60,16 @@ def test_the_gradient_is_the_losss_derivative(part: tuple[str, int] | None) -> N
         assert grad[i] == pytest.approx(fd, rel=2e-4, abs=1e-6 * abs(grad).max()), name
 
 
-def test_the_lobes_parts_each_hold_half_the_data_and_the_bands_split_the_lattice() -> None:
+def test_a_lobe_varies_its_columns_and_holds_the_others_at_the_joint_fit() -> None:
     whole = _problem(2)
-    lobes = [replace(whole, part=("lobe", i)) for i in (0, 1)]
-    bands = [replace(whole, part=("band", i)) for i in (0, 1)]
-    n = 2 * len(whole.data.g) if whole.data is not None else 0
-    assert sum(p.objects(TRUTH) for p in lobes) == whole.objects(TRUTH)
-    kept = [p._kept() for p in bands]
-    assert all(k is not None for k in kept)
-    assert sorted(np.concatenate([k for k in kept if k is not None]).tolist()) == list(range(n))
+    joint = dict(TRUTH)
+    moved = {**TRUTH, "C10": TRUTH["C10"] + 5}
+    halves = [whole.lobe_of(i, joint) for i in (0, 1)]
+    varied = [np.asarray(h._varied()) for h in halves]
+    assert not np.any(varied[0] & varied[1]) and np.all(varied[0] | varied[1])
+    for h in halves:  # at the joint fit a lobe's problem is the whole; elsewhere not
+        assert h.loss(joint) == pytest.approx(whole.loss(joint), rel=1e-12)
+        assert h.loss(moved) != pytest.approx(whole.loss(moved), rel=1e-6)
 
 
 def test_on_data_it_describes_newton_finds_the_truth() -> None:

@@ -12,10 +12,10 @@ Newton, errors) runs as always; then, on the same window of BF counts,
    on the lattice loss (its exact gradient, the Hessian by central differences of it),
    then the basis and the parameters once more (scale and C10 trade along a valley);
 3. errors: the noise part 2σ²κ(∂²L)⁻¹ as for the per-bin fit (fit.errors; σ² from the
-   lattice residual, so model error it leaves raises it), and a systematic part from two
-   pairs of estimates that should agree (``part_systematic``: the two trotter lobes, the
-   low and high lattice frequencies), their difference beyond its noise, as
-   fit.systematic does for the per-bin model.
+   lattice residual, so model error it leaves raises it), and a systematic part from the
+   two trotter lobes' estimates, which should agree (``lobe_systematic``): their
+   difference beyond its noise, as fit.systematic does for the per-bin model. The strong
+   object's second-order terms are not in the model nor, yet, in the errors.
 
 Where no lattice is found (fewer than two peaks, or peaks on one line), or the one found
 is no crystal's (its model explains less than ``CRYSTAL_CONTRAST`` times what lattices
@@ -72,17 +72,18 @@ def check_object_model(value: str) -> str:
 @dataclass
 class LatticeProblem:
     """One window's lattice fit: its counts (h, w, B), geometry and array module, and
-    (``at_basis``) the transforms of one lattice. ``part`` keeps some of the columns only
-    (the systematic part's separate estimates): ("lobe", 0 / 1) the k−g / k+g lobe's,
-    ("band", 0 / 1) those of the lattice points below / from the median |g| on; None
-    every column."""
+    (``at_basis``) the transforms of one lattice. A lobe (``lobe_of``: the systematic
+    part's separate estimates) varies the k−g (0) or k+g (1) lobe's columns with the
+    parameters and holds the other's at the joint fit's (``held``), which keep modelling
+    their signal and its leakage into every bin (a small window's)."""
 
     counts: Any
     geo: LatticeGeometry
     step: tuple[float, float]
     xp: Any
-    part: tuple[str, int] | None = None
     data: LatticeData | None = field(default=None, repr=False)
+    lobe: int | None = None
+    held: Any = field(default=None, repr=False)  # the columns at the joint fit (B, 2 n_g)
 
     def at_basis(self, basis: np.ndarray, indices: np.ndarray | None = None
                  ) -> LatticeProblem:
@@ -92,51 +93,47 @@ class LatticeProblem:
         g = lattice_points(basis, self.geo.k_alpha) if indices is None else indices @ basis
         return replace(self, data=lattice_data(self.counts, g, self.step, self.xp))
 
+    def lobe_of(self, which: int, joint: Mapping[str, float]) -> LatticeProblem:
+        held = lattice_columns(self.geo, self._data().g, joint, (), self.xp)[0]
+        return replace(self, lobe=which, held=held)
+
     def _data(self) -> LatticeData:
         if self.data is None:
             raise RuntimeError("LatticeProblem.at_basis first")
         return self.data
 
-    def _kept(self) -> np.ndarray | None:
-        """The columns ``part`` keeps (None: all). A lobe's columns over the half plane
-        of g (the other half's are their conjugate mirror, the other lobe: over every g
-        the two lobes hold the same data)."""
-        if self.part is None:
-            return None
-        kind, which = self.part
+    def _varied(self) -> Any:
+        """(1, 2 n_g) the columns the lobe varies: its own over the half plane of g, the
+        other lobe's over the other half (their conjugate mirror: over every g the two
+        lobes hold the same data)."""
         g = self._data().g
         n = len(g)
-        i = np.arange(n)
-        if kind == "lobe":
-            upper = (g[:, 0] > 0) | ((g[:, 0] == 0) & (g[:, 1] > 0))
-            return np.where(upper, which * n + i, (1 - which) * n + i)
-        radius = np.hypot(g[:, 0], g[:, 1])
-        band = i[(radius >= np.median(radius)) == bool(which)]
-        return np.concatenate([band, band + n])
+        upper = (g[:, 0] > 0) | ((g[:, 0] == 0) & (g[:, 1] > 0))
+        mine = np.concatenate([upper, ~upper]) if self.lobe == 0 else \
+            np.concatenate([~upper, upper])
+        return self.xp.asarray(mine.reshape(1, 2 * n))
 
     def _columns(self, params: Mapping[str, float], names: Sequence[str] = (),
-                 order: int = 0) -> tuple[Any, list[Any], Any]:
+                 order: int = 0) -> tuple[Any, list[Any]]:
         A, dA = lattice_columns(self.geo, self._data().g, params, names, self.xp, order)
-        kept = self._kept()
-        if kept is None:
-            return A, dA, None
-        idx = self.xp.asarray(kept)
-        return A[:, idx], [d[:, idx] for d in dA], kept % len(self._data().g)
+        if self.lobe is None:
+            return A, dA
+        varied = self._varied()
+        return (self.xp.where(varied, A, self.held),
+                [self.xp.where(varied, d, 0) for d in dA])
 
     def loss(self, params: Mapping[str, float]) -> float:
-        A, _, reads = self._columns(params)
-        return lattice_solve(self._data(), A, self.xp, reads).loss
+        return lattice_solve(self._data(), self._columns(params)[0], self.xp).loss
 
     def gradient(self, params: Mapping[str, float], names: Sequence[str]
                  ) -> tuple[float, np.ndarray]:
-        A, dA, reads = self._columns(params, names, order=1)
-        fit = lattice_solve(self._data(), A, self.xp, reads)
-        return fit.loss, lattice_gradient(self._data(), fit, dA, self.xp, reads)
+        A, dA = self._columns(params, names, order=1)
+        fit = lattice_solve(self._data(), A, self.xp)
+        return fit.loss, lattice_gradient(self._data(), fit, dA, self.xp)
 
     def objects(self, params: Mapping[str, float]) -> int:
         """Free objects (columns with BF pixels) at ``params``."""
-        A, _, reads = self._columns(params)
-        return lattice_solve(self._data(), A, self.xp, reads).objects
+        return lattice_solve(self._data(), self._columns(params)[0], self.xp).objects
 
 
 def refined_basis(problem: LatticeProblem, basis: np.ndarray,
@@ -191,6 +188,15 @@ def _clipped(params: dict[str, float], box: Mapping[str, tuple[float, float]]
     return out
 
 
+def _curved_inverse(H: np.ndarray, widths: np.ndarray) -> np.ndarray:
+    """(∂²L)⁻¹ over the curved directions of the box-scaled Hessian (flat or negative
+    ones: no step along them), in the parameters' units."""
+    evals, evecs = np.linalg.eigh(H * np.outer(widths, widths))
+    curved = evals > 1e-10 * max(float(np.abs(evals).max()), 1e-300)
+    inverse_s = (evecs[:, curved] / evals[curved]) @ evecs[:, curved].T
+    return np.asarray(inverse_s * np.outer(widths, widths))
+
+
 def lattice_newton(problem: LatticeProblem, params: Mapping[str, float],
                    free: Sequence[str], box: Mapping[str, tuple[float, float]],
                    iterations: int = NEWTON_ITERATIONS) -> NewtonOutcome:
@@ -202,12 +208,7 @@ def lattice_newton(problem: LatticeProblem, params: Mapping[str, float],
     loss, grad = problem.gradient(p, free)
     H = _hessian(problem, p, free, widths)
     for it in range(1, iterations + 1):
-        Hs = H * np.outer(widths, widths)
-        evals, evecs = np.linalg.eigh(Hs)
-        top = max(float(np.abs(evals).max()), 1e-300)
-        curved = evals > 1e-10 * top  # flat or negative: no step along it
-        step_s = -(evecs[:, curved] / evals[curved]) @ (evecs[:, curved].T @ (grad * widths))
-        step = step_s * widths
+        step = -_curved_inverse(H, widths) @ grad
         for _ in range(30):
             trial = _clipped({**p, **{n: p[n] + s for n, s in zip(free, step, strict=True)}},
                              box)
@@ -250,23 +251,28 @@ def noise_errors(problem: LatticeProblem, fit: NewtonOutcome, free: Sequence[str
     return capped_errors(cov, free, widths), float(sigma2), float(kappa)
 
 
-def part_systematic(problem: LatticeProblem, fit: NewtonOutcome, free: Sequence[str],
-                    box: Mapping[str, tuple[float, float]], kind: str, sigma2: float
+def lobe_systematic(problem: LatticeProblem, fit: NewtonOutcome, free: Sequence[str],
+                    box: Mapping[str, tuple[float, float]], sigma2: float
                     ) -> tuple[dict[str, float], list[dict[str, float]]]:
-    """The systematic part from two separate estimates that should agree (``kind``
-    "lobe": each trotter lobe's objects alone; "band": the lattice points below and from
-    the median |g| on), each one Newton step from the joint fit (the linearised estimate:
-    a part alone may have other minima far off, which say nothing of the joint fit's
-    error): where they differ by more than
-    their noise (d²/v above fit.systematic's SIGNIFICANCE), √((d² − v)/2) per parameter,
-    as fit.systematic does for the per-bin model's frequency bands; their noise at the
-    joint fit's σ². Returns it and the two estimates."""
-    parts = []
+    """The systematic part from the two trotter lobes' separate estimates, which should
+    agree (each lobe's columns varied, the other's held at the joint fit), each
+    linearised there: one Newton step −H⁻¹∇ and its noise 2σ²κH⁻¹ from the same H, σ²
+    the joint fit's. Where they differ by more than their noise (d²/v above
+    fit.systematic's SIGNIFICANCE), √((d² − v)/2) per parameter, as fit.systematic does
+    for the per-bin model's frequency bands. Returns it and the two estimates. (Low and
+    high lattice frequencies were tried as a second pair: on 16² regions a band alone is
+    too weakly determined for its linear estimate, docs/bias-matrix.md §15.)"""
+    widths = np.array([max(box[n][1] - box[n][0], 1e-12) for n in free])
+    lobes = []
     for which in (0, 1):
-        one = replace(problem, part=(kind, which))
-        outcome = lattice_newton(one, fit.params, free, box, iterations=1)
-        parts.append((outcome.params, noise_errors(one, outcome, free, box, sigma2)[0]))
-    (p0, e0), (p1, e1) = parts
+        one = problem.lobe_of(which, fit.params)
+        _, grad = one.gradient(fit.params, free)
+        H = _hessian(one, fit.params, free, widths)
+        step = -_curved_inverse(H, widths) @ grad
+        at = {**fit.params, **{n: fit.params[n] + d for n, d in zip(free, step, strict=True)}}
+        errors = noise_errors(one, NewtonOutcome(at, fit.loss, H, 1), free, box, sigma2)[0]
+        lobes.append((at, errors))
+    (p0, e0), (p1, e1) = lobes
     out = {}
     for n in free:
         d = on_circle(n, p0[n] - p1[n])
@@ -274,7 +280,7 @@ def part_systematic(problem: LatticeProblem, fit: NewtonOutcome, free: Sequence[
         significant = v > 0 and d * d / v > SIGNIFICANCE
         out[n] = min(math.sqrt(max(d * d - v, 0.0) / 2.0), box[n][1] - box[n][0]) \
             if significant else 0.0
-    return out, [{n: float(p[n]) for n in free} for p, _ in parts]
+    return out, [{n: float(p[n]) for n in free} for p, _ in lobes]
 
 
 def box_mapping(box: Any) -> dict[str, tuple[float, float]]:
@@ -362,16 +368,14 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
         fit = lattice_newton(problem, params, free, box)
         params = fit.params
     noise, sigma2, kappa = noise_errors(problem, fit, free, box)
-    by_lobe, lobe_params = part_systematic(problem, fit, free, box, "lobe", sigma2)
-    by_band, band_params = part_systematic(problem, fit, free, box, "band", sigma2)
-    systematic = {n: max(by_lobe[n], by_band[n]) for n in free}
+    systematic, lobe_params = lobe_systematic(problem, fit, free, box, sigma2)
     errors = combined_errors(noise, systematic, box)
     data = problem._data()
     record = {
         "model": "lattice", "basis_inv_A": basis.tolist(), "points": len(data.g),
         "explained_fraction": float(-fit.loss / data.energy), "sigma2": sigma2,
         "kappa": kappa, "newton_iterations": fit.iterations, "errors_noise": noise,
-        "lobes": lobe_params, "bands": band_params,
+        "lobes": lobe_params,
         "per_bin": {"params": dict(result.params), "errors": dict(result.errors),
                     "errors_systematic": dict(result.errors_systematic)},
         "seconds": time.perf_counter() - t0,

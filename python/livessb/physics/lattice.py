@@ -153,20 +153,16 @@ class LatticeFit:
     objects: int
 
 
-def _stacked(data: LatticeData, A: Any, xp: Any, reads: Any = None) -> tuple[Any, Any]:
-    """H and K for the columns of ``A``: ``reads`` (host ints) the lattice point each
-    column reads; None for whole blocks of every g (two lobes, or one)."""
-    if reads is None:
-        blocks = A.shape[1] // data.H.shape[0]
-        return xp.concatenate([data.H] * blocks), xp.tile(data.K, (blocks, blocks))
-    idx = xp.asarray(reads)
-    return data.H[idx], data.K[idx][:, idx]
+def _stacked(data: LatticeData, A: Any, xp: Any) -> tuple[Any, Any]:
+    """H and K for the column blocks of ``A`` (each lobe's block reads every g):
+    (2 n_g, B) and (2 n_g, 2 n_g)."""
+    blocks = A.shape[1] // data.H.shape[0]
+    return xp.concatenate([data.H] * blocks), xp.tile(data.K, (blocks, blocks))
 
 
-def lattice_solve(data: LatticeData, A: Any, xp: Any = np, reads: Any = None) -> LatticeFit:
-    """Eliminate the objects (one per column of ``A``: per (g, lobe)) for columns ``A``
-    (``reads``: as in ``_stacked``)."""
-    Hs, K2 = _stacked(data, A, xp, reads)
+def lattice_solve(data: LatticeData, A: Any, xp: Any = np) -> LatticeFit:
+    """Eliminate the objects (one per column of ``A``: per (g, lobe)) for columns ``A``."""
+    Hs, K2 = _stacked(data, A, xp)
     b = xp.einsum("bj,jb->j", xp.conj(A), Hs)
     M = K2 * (xp.conj(A).T @ A)
     diag = xp.real(xp.diagonal(M))
@@ -181,11 +177,11 @@ def lattice_solve(data: LatticeData, A: Any, xp: Any = np, reads: Any = None) ->
 
 
 def lattice_gradient(data: LatticeData, fit: LatticeFit, dA: Sequence[Any],
-                     xp: Any = np, reads: Any = None) -> np.ndarray:
+                     xp: Any = np) -> np.ndarray:
     """∂(−bᴴM⁻¹b)/∂p for each column derivative in ``dA``: with x = M⁻¹b and
     V = (A∘x)·K₂ᵀ (the model's projection), ∂L = −2 Re Σ conj(∂A∘x)·(Y − V), Y the
     transforms each column reads."""
-    Hs, K2 = _stacked(data, fit.A, xp, reads)
+    Hs, K2 = _stacked(data, fit.A, xp)
     resid = Hs.T - (fit.A * fit.x[None, :]) @ K2.T
     return np.array([-2.0 * float(xp.real(xp.sum(xp.conj(d * fit.x[None, :]) * resid)))
                      for d in dA])
