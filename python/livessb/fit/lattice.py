@@ -14,8 +14,10 @@ Newton, errors) runs as always; then, on the same window of BF counts,
 3. errors: the noise part 2σ²κ(∂²L)⁻¹ as for the per-bin fit (fit.errors; σ² from the
    lattice residual, so model error it leaves raises it), and a systematic part from the
    two trotter lobes' estimates, which should agree (``lobe_systematic``): their
-   difference beyond its noise, as fit.systematic does for the per-bin model. The strong
-   object's second-order terms are not in the model nor, yet, in the errors.
+   difference beyond its noise, as fit.systematic does for the per-bin model, or the
+   per-bin fit's own systematic part where that is larger (it sees a thick crystal's
+   dynamical effects, which the lattice model shares). The strong object's second-order
+   terms are not in the model.
 
 Where no lattice is found (fewer than two peaks, or peaks on one line), or the one found
 is no crystal's (its model explains less than ``CRYSTAL_CONTRAST`` times what lattices
@@ -368,13 +370,18 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
         fit = lattice_newton(problem, params, free, box)
         params = fit.params
     noise, sigma2, kappa = noise_errors(problem, fit, free, box)
-    systematic, lobe_params = lobe_systematic(problem, fit, free, box, sigma2)
+    by_lobe, lobe_params = lobe_systematic(problem, fit, free, box, sigma2)
+    # The per-bin fit's systematic part (its frequency bands' disagreement) is kept where it
+    # is larger: it also sees what both models share (a thick or dynamical crystal's
+    # depth, docs/bias-matrix.md §15), beside the window's leakage this model removes.
+    systematic = {n: max(by_lobe[n], result.errors_systematic.get(n, 0.0)) for n in free}
     errors = combined_errors(noise, systematic, box)
     data = problem._data()
     record = {
         "model": "lattice", "basis_inv_A": basis.tolist(), "points": len(data.g),
         "explained_fraction": float(-fit.loss / data.energy), "sigma2": sigma2,
         "kappa": kappa, "newton_iterations": fit.iterations, "errors_noise": noise,
+        "errors_lobes": by_lobe,
         "lobes": lobe_params,
         "per_bin": {"params": dict(result.params), "errors": dict(result.errors),
                     "errors_systematic": dict(result.errors_systematic)},
