@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from livessb import Session
+from livessb.cli_text import fit_lines
 from livessb.fit.lattice import (
     LatticeProblem,
     check_object_model,
@@ -124,3 +125,5 @@ def test_crystal_mode_on_small_regions_of_the_simulators_crystal() -> None:
             dc10 = fit.params["C10"] - true["C10"]
             assert abs(dc10) <= 2 * fit.errors["C10"], (bounds, dc10, fit.errors["C10"])
             assert abs(dc10) < 1.5, (bounds, dc10)
+            summary = "\n".join(fit_lines("region", fit))  # what the CLI prints
+            assert "crystal mode: lattice model, periods" in summary, summary

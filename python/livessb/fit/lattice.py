@@ -67,7 +67,7 @@ BASIS_EVALUATIONS = 300
 def check_object_model(value: str) -> str:
     if value not in OBJECT_MODELS:
         raise ValueError(f"object_model={value!r}: use one of {', '.join(OBJECT_MODELS)} "
-                         "(\"lattice\" for crystals: docs/bias-matrix.md §14)")
+                         "(\"lattice\" for crystals: docs/bias-matrix.md §15)")
     return value
 
 
@@ -345,7 +345,8 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
                  rounds: int = 2) -> FitResult:
     """``result`` (a per-bin VP fit with its errors) refined on the lattice model: the
     lattice found, the free parameters refined, their errors (module docstring). Where
-    no lattice is found the per-bin fit is returned with the reason in ``lattice``."""
+    no lattice is found, or the one found is no crystal's, the per-bin fit is returned
+    with the reason in ``lattice``."""
     t0 = time.perf_counter()
     problem = lattice_problem(engine, bounds, theta, transpose)
     free = [n for n in box if result.errors.get(n, 1.0) > 0 and n not in result.undetermined]
@@ -379,6 +380,7 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
     data = problem._data()
     record = {
         "model": "lattice", "basis_inv_A": basis.tolist(), "points": len(data.g),
+        "contrast": contrast,
         "explained_fraction": float(-fit.loss / data.energy), "sigma2": sigma2,
         "kappa": kappa, "newton_iterations": fit.iterations, "errors_noise": noise,
         "errors_lobes": by_lobe,
