@@ -314,6 +314,8 @@ def main() -> None:
     simulate_missing(chosen, args.cache, args.abtem_python)
     modes = ("grid", "effective") if args.scan_frequencies == "both" else (args.scan_frequencies,)
     sections, record = [], {}
+    model_note = (f", object_model='{args.object_model}'"
+                  if args.object_model != "per_bin" else "")
     for mode in modes:
         rows = []
         for c in chosen:
@@ -326,7 +328,7 @@ def main() -> None:
         print(coverage_line(rows))
         print(by_window_check(rows))
         sections.append(f"### scan_frequencies='{mode}', alias_pixels='{args.alias_pixels}', "
-                        f"scan_window='{args.scan_window}'"
+                        f"scan_window='{args.scan_window}'{model_note}"
                         f"\n\n{table(rows)}\n\n"
                         f"{coverage_line(rows)}\n\n{by_window_check(rows)}\n")
         record[mode] = rows
