@@ -66,7 +66,7 @@ def test_a_lobe_varies_its_columns_and_holds_the_others_at_the_joint_fit() -> No
     joint = dict(TRUTH)
     moved = {**TRUTH, "C10": TRUTH["C10"] + 5}
     halves = [whole.lobe_of(i, joint) for i in (0, 1)]
-    varied = [np.asarray(h._varied()) for h in halves]
+    varied = [np.asarray(h.varied) for h in halves]
     assert not np.any(varied[0] & varied[1]) and np.all(varied[0] | varied[1])
     for h in halves:  # at the joint fit a lobe's problem is the whole; elsewhere not
         assert h.loss(joint) == pytest.approx(whole.loss(joint), rel=1e-12)

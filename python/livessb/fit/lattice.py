@@ -51,7 +51,7 @@ from ..physics.lattice import (
 )
 from ..results import Bounds, FitResult
 from .errors import capped_errors, covariance, profile_inflation
-from .systematic import SIGNIFICANCE, combined_errors
+from .systematic import combined_errors, disagreement
 
 OBJECT_MODELS = ("per_bin", "lattice")
 NEWTON_ITERATIONS = 20
@@ -74,17 +74,17 @@ def check_object_model(value: str) -> str:
 @dataclass
 class LatticeProblem:
     """One window's lattice fit: its counts (h, w, B), geometry and array module, and
-    (``at_basis``) the transforms of one lattice. A lobe (``lobe_of``: the systematic
-    part's separate estimates) varies the k−g (0) or k+g (1) lobe's columns with the
-    parameters and holds the other's at the joint fit's (``held``), which keep modelling
-    their signal and its leakage into every bin (a small window's)."""
+    (``at_basis``) the transforms of one lattice. A lobe's problem (``lobe_of``: the
+    systematic part's separate estimates) varies that lobe's columns with the parameters
+    and holds the other's at the joint fit's (``held``), which keep modelling their
+    signal and its leakage into every bin (a small window's)."""
 
     counts: Any
     geo: LatticeGeometry
     step: tuple[float, float]
     xp: Any
     data: LatticeData | None = field(default=None, repr=False)
-    lobe: int | None = None
+    varied: Any = None  # (1, 2 n_g) the columns a lobe's problem varies (``lobe_of``)
     held: Any = field(default=None, repr=False)  # the columns at the joint fit (B, 2 n_g)
 
     def at_basis(self, basis: np.ndarray, indices: np.ndarray | None = None
@@ -96,33 +96,27 @@ class LatticeProblem:
         return replace(self, data=lattice_data(self.counts, g, self.step, self.xp))
 
     def lobe_of(self, which: int, joint: Mapping[str, float]) -> LatticeProblem:
-        held = lattice_columns(self.geo, self._data().g, joint, (), self.xp)[0]
-        return replace(self, lobe=which, held=held)
+        """The problem of lobe ``which`` (0: k−g, 1: k+g): its own columns over the half
+        plane of g and the other lobe's over the other half (their conjugate mirror: over
+        every g the two lobes hold the same data) vary, the rest held at ``joint``."""
+        g = self._data().g
+        upper = (g[:, 0] > 0) | ((g[:, 0] == 0) & (g[:, 1] > 0))
+        mine = np.concatenate([upper, ~upper] if which == 0 else [~upper, upper])
+        held = lattice_columns(self.geo, g, joint, (), self.xp)[0]
+        return replace(self, varied=self.xp.asarray(mine[None, :]), held=held)
 
     def _data(self) -> LatticeData:
         if self.data is None:
             raise RuntimeError("LatticeProblem.at_basis first")
         return self.data
 
-    def _varied(self) -> Any:
-        """(1, 2 n_g) the columns the lobe varies: its own over the half plane of g, the
-        other lobe's over the other half (their conjugate mirror: over every g the two
-        lobes hold the same data)."""
-        g = self._data().g
-        n = len(g)
-        upper = (g[:, 0] > 0) | ((g[:, 0] == 0) & (g[:, 1] > 0))
-        mine = np.concatenate([upper, ~upper]) if self.lobe == 0 else \
-            np.concatenate([~upper, upper])
-        return self.xp.asarray(mine.reshape(1, 2 * n))
-
     def _columns(self, params: Mapping[str, float], names: Sequence[str] = (),
                  order: int = 0) -> tuple[Any, list[Any]]:
         A, dA = lattice_columns(self.geo, self._data().g, params, names, self.xp, order)
-        if self.lobe is None:
+        if self.varied is None:
             return A, dA
-        varied = self._varied()
-        return (self.xp.where(varied, A, self.held),
-                [self.xp.where(varied, d, 0) for d in dA])
+        return (self.xp.where(self.varied, A, self.held),
+                [self.xp.where(self.varied, d, 0) for d in dA])
 
     def loss(self, params: Mapping[str, float]) -> float:
         return lattice_solve(self._data(), self._columns(params)[0], self.xp).loss
@@ -260,10 +254,11 @@ def lobe_systematic(problem: LatticeProblem, fit: NewtonOutcome, free: Sequence[
     agree (each lobe's columns varied, the other's held at the joint fit), each
     linearised there: one Newton step −H⁻¹∇ and its noise 2σ²κH⁻¹ from the same H, σ²
     the joint fit's. Where they differ by more than their noise (d²/v above
-    fit.systematic's SIGNIFICANCE), √((d² − v)/2) per parameter, as fit.systematic does
-    for the per-bin model's frequency bands. Returns it and the two estimates. (Low and
-    high lattice frequencies were tried as a second pair: on 16² regions a band alone is
-    too weakly determined for its linear estimate, docs/bias-matrix.md §15.)"""
+    fit.systematic's SIGNIFICANCE), √((d² − v)/2) per parameter: fit.systematic's
+    ``disagreement``, as for the per-bin model's frequency bands. Returns it and the two
+    estimates. (Low and high lattice frequencies were tried as a second pair: on 16²
+    regions a band alone is too weakly determined for its linear estimate,
+    docs/bias-matrix.md §15.)"""
     widths = np.array([max(box[n][1] - box[n][0], 1e-12) for n in free])
     lobes = []
     for which in (0, 1):
@@ -275,13 +270,8 @@ def lobe_systematic(problem: LatticeProblem, fit: NewtonOutcome, free: Sequence[
         errors = noise_errors(one, NewtonOutcome(at, fit.loss, H, 1), free, box, sigma2)[0]
         lobes.append((at, errors))
     (p0, e0), (p1, e1) = lobes
-    out = {}
-    for n in free:
-        d = on_circle(n, p0[n] - p1[n])
-        v = e0[n] ** 2 + e1[n] ** 2
-        significant = v > 0 and d * d / v > SIGNIFICANCE
-        out[n] = min(math.sqrt(max(d * d - v, 0.0) / 2.0), box[n][1] - box[n][0]) \
-            if significant else 0.0
+    out = {n: disagreement(on_circle(n, p0[n] - p1[n]), e0[n] ** 2 + e1[n] ** 2,
+                           box[n][1] - box[n][0])[1] for n in free}
     return out, [{n: float(p[n]) for n in free} for p, _ in lobes]
 
 

@@ -135,6 +135,15 @@ def band_kappa_ratio(explained: np.ndarray, entries: np.ndarray, noise: NoiseLev
     return float(np.mean(kappas)) / noise.kappa
 
 
+def disagreement(d: float, v: float, width: float) -> tuple[float, float]:
+    """(d²/v, the systematic part) of two estimates that should agree, ``d`` apart with
+    noise variance ``v`` of the difference: √((d² − v)/2) where d²/v is above
+    ``SIGNIFICANCE``, else 0; capped at the box ``width`` (the box bounds it beyond)."""
+    stat = d * d / v if v > 0 else math.inf
+    part = math.sqrt(max(d * d - v, 0.0) / 2.0) if stat > SIGNIFICANCE else 0.0
+    return stat, min(part, width)
+
+
 def compare_bands(
     band_gradients: np.ndarray, hessian: np.ndarray, params: Mapping[str, float],
     free: Sequence[str], noise_errors: Mapping[str, float], kappa_ratio: float,
@@ -157,9 +166,7 @@ def compare_bands(
         # two half-information estimates, each with its band's κ: 2σ²·κ_b/κ each
         v = 4.0 * noise_errors[n] ** 2 * kappa_ratio
         low[n], high[n] = params[n] + float(steps[0][i]), params[n] + float(steps[1][i])
-        stat[n] = d * d / v if v > 0 else math.inf
-        s_i = math.sqrt(max(d * d - v, 0.0) / 2.0) if stat[n] > SIGNIFICANCE else 0.0
-        sys[n] = min(s_i, float(widths[i]))  # the box bounds it beyond that
+        stat[n], sys[n] = disagreement(d, v, float(widths[i]))
     return BandComparison(low=low, high=high, statistic=stat, systematic=sys)
 
 
