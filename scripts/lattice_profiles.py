@@ -95,7 +95,8 @@ def lattice_loss(case: Case, p: dict[str, float], setup: package.LatticeData) ->
     package's ``physics.lattice`` columns and solve on the case's geometry."""
     geo = package.LatticeGeometry(k=case["k"], wavelength=case["lam"],
                                   k_alpha=case["k_alpha"], edge_width=case["px"])
-    return package.lattice_solve(setup, package.lattice_columns(geo, setup.g, p, ())[0]).loss
+    return package.lattice_solve(
+        setup, package.lattice_columns(geo, setup.g, p, (), pixels="trotter")[0]).loss
 
 
 def lattice_c10_minimum(case: Case, basis: np.ndarray) -> float:

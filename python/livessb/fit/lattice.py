@@ -45,6 +45,7 @@ from ..physics.lattice import (
     lattice_columns,
     lattice_data,
     lattice_gradient,
+    lattice_point_gradient,
     lattice_points,
     lattice_solve,
     peak_basis,
@@ -60,8 +61,8 @@ FD_STEP = 1e-4  # of each parameter's box width: the Hessian's central differenc
 CRYSTAL_CONTRAST = 3.0  # the lattice's explained energy over its controls' (a crystal)
 CONTROL_LATTICES = ((0.21, 1.0), (0.37, 1.0), (0.0, 1.13), (0.53, 0.91))
 PEAK_WINDOW = 128  # positions per side the first lattice is read from
-BASIS_TOLERANCE_REL = 1e-4
-BASIS_EVALUATIONS = 300
+BASIS_ITERATIONS = 60
+BASIS_FD_STEP = 1e-6  # 1/Å: the columns' central differences in g
 
 
 def check_object_model(value: str) -> str:
@@ -132,25 +133,44 @@ class LatticeProblem:
         return lattice_solve(self._data(), self._columns(params)[0], self.xp).objects
 
 
+def basis_loss_gradient(problem: LatticeProblem, basis: np.ndarray, indices: np.ndarray,
+                        params: Mapping[str, float]) -> tuple[float, np.ndarray]:
+    """The lattice loss at the lattice ``indices @ basis`` and its gradient by the basis
+    (2, 2): ∂L/∂g per point (``lattice_point_gradient``; each column's ∂A/∂g by central
+    differences of its g) summed over the points as g = indices·basis says."""
+    xp = problem.xp
+    g = indices @ basis
+    data = lattice_data(problem.counts, g, problem.step, xp, derivatives=True)
+    fit = lattice_solve(data, lattice_columns(problem.geo, g, params, (), xp)[0], xp)
+    dA = []
+    for axis in (0, 1):
+        shift = np.zeros(2)
+        shift[axis] = BASIS_FD_STEP
+        up = lattice_columns(problem.geo, g + shift, params, (), xp)[0]
+        down = lattice_columns(problem.geo, g - shift, params, (), xp)[0]
+        dA.append((up - down) / (2 * BASIS_FD_STEP))
+    return fit.loss, indices.T @ lattice_point_gradient(data, fit, dA, xp)
+
+
 def refined_basis(problem: LatticeProblem, basis: np.ndarray,
-                  params: Mapping[str, float], simplex_rel: float = 0.01) -> np.ndarray:
+                  params: Mapping[str, float]) -> np.ndarray:
     """``basis`` refined by the lattice loss at ``params``: the lattice whose model
-    explains the most. Nelder–Mead over its four numbers from a ``simplex_rel`` simplex
-    (of the vectors' length) to 10⁻⁴ of it (0.01 % of scale moves C10 by ~0.01 Å), the lattice
-    points' indices held: the loss is not smooth enough in the basis for derivatives
-    (BF pixels enter and leave each trotter as its g moves)."""
+    explains the most, by quasi-Newton (L-BFGS) on its four numbers with the loss's exact
+    gradient, the lattice points' indices held (a point crossing 2k_α would make the loss
+    jump). The columns' "discs" pixel sets make the loss smooth in the basis (the
+    single-overlap sets of the per-bin model made it a staircase whose steps, as BF pixels
+    crossed a hard disc edge, held Nelder–Mead ~0.1 % of scale off)."""
     indices = np.round(lattice_points(basis, problem.geo.k_alpha) @ np.linalg.inv(basis))
-
-    def at(v: np.ndarray) -> float:
-        return problem.at_basis(v.reshape(2, 2), indices).loss(params)
-
-    x0 = basis.ravel().astype(np.float64)
     scale = float(np.hypot(*basis[0]) + np.hypot(*basis[1])) / 2
-    simplex = np.array([x0] + [x0 + simplex_rel * scale * e for e in np.eye(4)])
-    best = minimize(at, x0, method="Nelder-Mead",
-                    options={"initial_simplex": simplex, "xatol": BASIS_TOLERANCE_REL * scale,
-                             "fatol": 1e-12 * abs(at(x0)), "maxfev": BASIS_EVALUATIONS})
-    return np.asarray(best.x, dtype=np.float64).reshape(2, 2)
+    first = abs(basis_loss_gradient(problem, basis, indices, params)[0])
+
+    def at(v: np.ndarray) -> tuple[float, np.ndarray]:
+        loss, grad = basis_loss_gradient(problem, v.reshape(2, 2) * scale, indices, params)
+        return loss / first, grad.ravel() * scale / first
+
+    best = minimize(at, basis.ravel() / scale, jac=True, method="L-BFGS-B",
+                    options={"maxiter": BASIS_ITERATIONS, "ftol": 1e-15, "gtol": 1e-12})
+    return np.asarray(best.x, dtype=np.float64).reshape(2, 2) * scale
 
 
 @dataclass
@@ -346,10 +366,10 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
     except LatticeNotFoundError as e:
         return replace(result, lattice={"model": "per_bin", "reason": f"no lattice: {e}"})
     params = dict(result.params)
-    for simplex_rel in (0.01, 0.002)[:rounds]:  # scale and C10 trade along a valley
-        basis = refined_basis(problem, basis, params, simplex_rel)
+    for round_ in range(rounds):  # scale and C10 trade along a valley
+        basis = refined_basis(problem, basis, params)
         problem = problem.at_basis(basis)
-        if simplex_rel == 0.01:
+        if round_ == 0:
             contrast, explained = crystal_contrast(problem, basis, params)
             if contrast < CRYSTAL_CONTRAST:
                 return replace(result, lattice={

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -75,33 +75,58 @@ class LatticeData:
     """What does not depend on the parameters for one window and lattice: the lattice
     frequencies ``g`` (n_g, 2) on the host, each g's transform of the mean-removed counts
     ``H`` (n_g, B), the window's Gram ``K`` (n_g, n_g) and the total energy ``energy``
-    Σ_ν≠0 Σ_k |G(ν, k)|² (= N Σ_R Σ_k I′², Parseval)."""
+    Σ_ν≠0 Σ_k |G(ν, k)|² (= N Σ_R Σ_k I′², Parseval); with ``derivatives``, ``dH``
+    (2, n_g, B): ∂H/∂g per axis (the basis gradient's)."""
 
     g: np.ndarray
     H: Any
     K: Any
     energy: float
     n_positions: int
+    shape: tuple[int, int] = (0, 0)
+    step: tuple[float, float] = (0.0, 0.0)
+    dH: Any = None
 
 
 def lattice_data(counts: Any, g: np.ndarray, step: tuple[float, float],
-                 xp: Any = np) -> LatticeData:
+                 xp: Any = np, derivatives: bool = False) -> LatticeData:
     """``LatticeData`` of a (h, w, B) window of BF counts (any real dtype) at ``g``."""
     h, w = counts.shape[:2]
     n = h * w
     intensity = counts.astype(np.float64)
     intensity = intensity - intensity.mean(axis=(0, 1), keepdims=True)
     gd = xp.asarray(g)
-    e_r = xp.exp(-2j * math.pi * gd[:, 0, None] * (xp.arange(h) * step[0]))
-    e_c = xp.exp(-2j * math.pi * gd[:, 1, None] * (xp.arange(w) * step[1]))
+    r = xp.arange(h) * step[0]
+    c = xp.arange(w) * step[1]
+    e_r = xp.exp(-2j * math.pi * gd[:, 0, None] * r)
+    e_c = xp.exp(-2j * math.pi * gd[:, 1, None] * c)
     # Σ_c e_c I (a matrix product over the window's columns), then Σ_r e_r per g
     by_col = xp.tensordot(e_c, intensity, axes=([1], [1]))  # (n_g, h, B)
     H = n * xp.einsum("gr,grb->gb", e_r, by_col)
+    dH = None
+    if derivatives:  # ∂/∂g of e^{−2πi g·R}: −2πi R per axis
+        by_col_c = xp.tensordot(e_c * (-2j * math.pi * c), intensity, axes=([1], [1]))
+        dH = n * xp.stack([xp.einsum("gr,grb->gb", e_r * (-2j * math.pi * r), by_col),
+                           xp.einsum("gr,grb->gb", e_r, by_col_c)])
     W = window_kernel(gd, (h, w), step, xp)
     K = n * window_kernel(gd[None, :, :] - gd[:, None, :], (h, w), step, xp) - xp.outer(
         xp.conj(W), W)
     energy = float(n * xp.sum(intensity * intensity))
-    return LatticeData(g=np.asarray(g), H=H, K=K, energy=energy, n_positions=n)
+    return LatticeData(g=np.asarray(g), H=H, K=K, energy=energy, n_positions=n,
+                       shape=(h, w), step=(float(step[0]), float(step[1])), dH=dH)
+
+
+def window_kernel_gradient(x: Any, shape: tuple[int, int], step: tuple[float, float],
+                           xp: Any = np) -> Any:
+    """∂W/∂x (..., 2) for (..., 2) frequencies ``x``: each axis's sum differentiated
+    term by term (Σ_R 2πi R e^{2πi x R}), times the other axis's sum."""
+    sums, slopes = [], []
+    for axis, n in enumerate(shape):
+        R = xp.arange(n) * step[axis]
+        e = xp.exp(2j * math.pi * x[..., axis, None] * R)
+        sums.append(xp.sum(e, axis=-1))
+        slopes.append(xp.sum(e * (2j * math.pi * R), axis=-1))
+    return xp.stack([slopes[0] * sums[1], sums[0] * slopes[1]], axis=-1)
 
 
 @dataclass
@@ -114,17 +139,34 @@ class LatticeGeometry:
     edge_width: float
 
 
+PIXEL_SETS = ("discs", "trotter")
+
+
 def lattice_columns(geo: LatticeGeometry, g: np.ndarray, params: Mapping[str, float],
-                    names: Sequence[str], xp: Any = np, order: int = 0
-                    ) -> tuple[Any, list[Any]]:
-    """The model's columns A (B, 2 n_g): Γ(k; g) on the k−g lobe's pixels, then on the
-    k+g lobe's, and (``order`` 1) their derivatives by each of ``names``."""
+                    names: Sequence[str], xp: Any = np, order: int = 0,
+                    pixels: str = "discs") -> tuple[Any, list[Any]]:
+    """The model's columns A (B, 2 n_g): the k−g lobe's term of Γ(k; g), then the k+g
+    lobe's, and (``order`` 1) their derivatives by each of ``names``.
+
+    ``pixels`` "discs": each lobe's term wherever its disc reaches (a pixel in both discs
+    carries both, as the first-order intensity does), so the columns go to zero with the
+    aperture's soft edge and the loss is smooth in g (the basis is refined by its
+    gradient, ``basis_gradient``). "trotter": Γ on each lobe's single-overlap pixels, the
+    per-bin model's sets (the model is then the per-bin model on the window's own grid);
+    a pixel crossing a hard disc edge as g moves makes that loss jump."""
     k = geo.k
     kr, kc = k[:, 0:1], k[:, 1:2]
     gd = xp.asarray(g)
     nr, nc = gd[None, :, 0], gd[None, :, 1]
     grid = pair_grid(kr, kc, nr, nc, geo.wavelength, geo.k_alpha, geo.edge_width, xp)
-    support = trotter_support(k, nr[0], nc[0], geo.k_alpha, xp)
+    if pixels == "discs":  # the lobes side by side, each with the other's aperture zero
+        zero = xp.zeros_like(grid.amp_minus)
+        grid = replace(grid, nu_r=xp.concatenate([nr, nr], axis=1),
+                       nu_c=xp.concatenate([nc, nc], axis=1),
+                       amp_minus=xp.concatenate([grid.amp_minus, zero], axis=1),
+                       amp_plus=xp.concatenate([zero, grid.amp_plus], axis=1))
+    elif pixels != "trotter":
+        raise ValueError(f"pixels={pixels!r}: use one of {', '.join(PIXEL_SETS)}")
     if set(params) <= set(JOINT) and set(names) <= set(JOINT):  # the six's fast path
         gam, every, _ = gamma_derivatives(grid, params, min(order, 1), xp)
         grads = [every[JOINT.index(n)] for n in names] if order else []
@@ -132,6 +174,9 @@ def lattice_columns(geo: LatticeGeometry, g: np.ndarray, params: Mapping[str, fl
         gam, grads, _ = gamma_general_derivatives(grid, params, tuple(names), xp)
     else:
         gam, grads = gamma_general(grid, params, xp), []
+    if pixels == "discs":
+        return gam, grads
+    support = trotter_support(k, nr[0], nc[0], geo.k_alpha, xp)
     minus = grid.minus_lobe & support
     plus = ~grid.minus_lobe & support
 
@@ -185,6 +230,38 @@ def lattice_gradient(data: LatticeData, fit: LatticeFit, dA: Sequence[Any],
     resid = Hs.T - (fit.A * fit.x[None, :]) @ K2.T
     return np.array([-2.0 * float(xp.real(xp.sum(xp.conj(d * fit.x[None, :]) * resid)))
                      for d in dA])
+
+
+def lattice_point_gradient(data: LatticeData, fit: LatticeFit, dA: Sequence[Any],
+                           xp: Any = np) -> np.ndarray:
+    """∂(−bᴴM⁻¹b)/∂g (n_g, 2) at ``fit``, through the columns (``dA``: ∂A/∂g per axis,
+    each column by its own g), the transforms H (``data.dH``) and the window's Gram K:
+    with x = M⁻¹b, ∂L = −2 Re xᴴ∂b + xᴴ∂M x, and ∂K(g_p, g_q) from ∂W."""
+    n_g = data.H.shape[0]
+    blocks = fit.A.shape[1] // n_g
+    Hs, K2 = _stacked(data, fit.A, xp)
+    x = fit.x
+    xa = fit.A * x[None, :]
+    resid = Hs.T - xa @ K2.T
+    # Q(p, q) = Σ over p's and q's lobes of conj(x_j) (AᴴA)_jl x_l: the weight of ∂K(p, q)
+    Q = (xp.conj(xa).T @ xa).reshape(blocks, n_g, blocks, n_g).sum(axis=(0, 2))
+    g = xp.asarray(data.g)
+    W = window_kernel(g, data.shape, data.step, xp)
+    D = window_kernel_gradient(g, data.shape, data.step, xp)  # (n_g, 2)
+    D_pairs = window_kernel_gradient(g[None, :, :] - g[:, None, :], data.shape, data.step,
+                                     xp)  # (p, q, 2): at g_q − g_p
+    n = data.n_positions
+    out = []
+    for axis in (0, 1):
+        through_columns = -2 * xp.real(xp.sum(xp.conj(dA[axis] * x[None, :]) * resid, axis=0))
+        dHs = xp.concatenate([data.dH[axis]] * blocks)
+        through_h = -2 * xp.real(xp.conj(x) * xp.einsum("bj,jb->j", xp.conj(fit.A), dHs))
+        Dp = D_pairs[..., axis]
+        as_q = n * xp.sum(Q * Dp, axis=0) - D[:, axis] * (xp.conj(W) @ Q)  # g in K's column
+        as_p = -n * xp.sum(Q * Dp, axis=1) - xp.conj(D[:, axis]) * (Q @ W)  # in K's row
+        per_column = (through_columns + through_h).reshape(blocks, n_g).sum(axis=0)
+        out.append(per_column + xp.real(as_q + as_p))
+    return np.asarray(to_host(xp.stack(out, axis=1), "lattice.point_gradient"))
 
 
 def peak_basis(counts: Any, step: tuple[float, float], xp: Any = np, peaks: int = 24,
