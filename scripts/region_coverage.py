@@ -78,7 +78,8 @@ def main() -> None:
                 print(f"{label:14s} {b}: C10 {r.params['C10']:+7.2f} ± {r.errors['C10']:.2f} "
                       f"for {true['C10']:+7.2f} (z {z['C10']:+.1f}), z C12 {z['C12']:+.1f}, "
                       f"phi12 {z['phi12']:+.1f}", flush=True)
-        within = {n: sum(abs(row["z"][n]) <= 2 for row in rows) for n in ("C10", "C12", "phi12")}
+        within = {n: int(sum(abs(row["z"][n]) <= 2 for row in rows))
+                  for n in ("C10", "C12", "phi12")}
         print(f"{label}: within ±2 errors of {len(rows)}: {within}", flush=True)
         record["settings"][label] = {"fits": rows, "within_2_errors": within}
     if args.json:

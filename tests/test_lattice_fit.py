@@ -16,7 +16,10 @@ from livessb.fit.lattice import (
     basis_loss_gradient,
     check_object_model,
     lattice_newton,
+    noise_errors,
+    pair_systematic,
     refined_basis,
+    systematic_parts,
 )
 from livessb.physics.lattice import (
     LatticeGeometry,
@@ -48,15 +51,24 @@ def _geometry(case: dict[str, Any]) -> LatticeGeometry:
                            edge_width=case["px"])
 
 
-def _model_counts(basis: np.ndarray, n: int, step_A: float, seed: int) -> dict[str, Any]:
+def _model_counts(basis: np.ndarray, n: int, step_A: float, seed: int,
+                  double_c10_shift: float = 0.0) -> dict[str, Any]:
     """Counts crystal mode's model makes on n × n positions: each lattice point g of a
     half plane carries its two lobes' terms (the "discs" columns) with random objects,
-    and −g their conjugate (real counts); an undersampled scan aliases them."""
+    and −g their conjugate (real counts); an undersampled scan aliases them. With
+    ``double_c10_shift`` the pixels both discs cover see C10 shifted by it: data the
+    model does not describe."""
     rng = np.random.default_rng(seed)
     empty = _case(np.zeros((n, n, 1)), step_A)
     g = lattice_points(basis, empty["k_alpha"])
     half = g[(g[:, 0] > 1e-12) | ((np.abs(g[:, 0]) <= 1e-12) & (g[:, 1] > 0))]
-    A = lattice_columns(_geometry(empty), half, TRUTH, ())[0]  # (B, 2 n_half)
+    geo = _geometry(empty)
+    A = lattice_columns(geo, half, TRUTH, ())[0]  # (B, 2 n_half)
+    if double_c10_shift:  # the single-overlap terms at TRUTH, the rest at C10 shifted
+        shifted = {**TRUTH, "C10": TRUTH["C10"] + double_c10_shift}
+        A = (lattice_columns(geo, half, TRUTH, (), pixels="single")[0]
+             + lattice_columns(geo, half, shifted, ())[0]
+             - lattice_columns(geo, half, shifted, (), pixels="single")[0])
     objects = rng.normal(size=A.shape[1]) + 1j * rng.normal(size=A.shape[1])
     c = (A * objects).reshape(len(A), 2, len(half)).sum(axis=1)  # (B, n_half)
     R = np.arange(n) * step_A
@@ -65,8 +77,8 @@ def _model_counts(basis: np.ndarray, n: int, step_A: float, seed: int) -> dict[s
     return _case(100.0 + 2 * np.real(np.einsum("grc,bg->rcb", phase, c)), step_A)
 
 
-def _problem(seed: int) -> LatticeProblem:
-    case = _model_counts(_rotated(3.905, 0.3), 20, 0.5, seed)
+def _problem(seed: int, double_c10_shift: float = 0.0) -> LatticeProblem:
+    case = _model_counts(_rotated(3.905, 0.3), 20, 0.5, seed, double_c10_shift)
     geo = _geometry(case)
     noisy = np.random.default_rng(seed).poisson(case["I"]).astype(float)
     problem = LatticeProblem(counts=noisy, geo=geo, step=(0.5, 0.5), xp=np)
@@ -161,6 +173,28 @@ def test_on_data_it_describes_newton_finds_the_truth() -> None:
         assert abs(fit.params[name] - TRUTH[name]) < tol, (name, fit.params[name])
 
 
+def test_on_data_it_describes_the_estimates_that_should_agree_do() -> None:
+    # The two lobes, and the single-overlap pixels against every pixel: on counts the
+    # model makes their estimates agree within their noise, so no systematic part is added
+    # (the errors are the noise errors). Where the pixels both discs cover see another C10
+    # (+3 Å), the single-overlap pixels' estimate parts from the joint fit's and C10's
+    # systematic part covers the joint fit's deviation (measured: +0.72 Å off at noise
+    # errors of ±0.25, the systematic part 0.55).
+    box = {"C10": (-200.0, 200.0), "C12": (0.0, 50.0), "phi12": (-np.pi / 2, np.pi / 2)}
+    for seed, shift in ((8, 0.0), (9, 0.0), (8, 3.0)):
+        problem = _problem(seed, shift)
+        fit = lattice_newton(problem, dict(TRUTH), list(box), box)
+        noise, sigma2, _ = noise_errors(problem, fit, list(box), box)
+        for name, (pair, nested) in systematic_parts(problem, fit.params).items():
+            systematic, _ = pair_systematic(pair, nested, fit, list(box), box, sigma2)
+            if shift and name == "pixel_sets":
+                off = abs(fit.params["C10"] - TRUTH["C10"])
+                assert off > 2 * noise["C10"], (off, noise)  # the noise errors miss it
+                assert off < 2 * np.hypot(noise["C10"], systematic["C10"]), (off, systematic)
+            else:
+                assert all(v == 0 for v in systematic.values()), (seed, name, systematic)
+
+
 @pytest.mark.parametrize(("angle_rad", "n", "step_A", "peaks_within"),
                          [(0.3, 24, 0.5, 0.01), (0.0, 16, 0.6, 0.08)])
 def test_the_lattice_is_found_from_the_data(
@@ -199,7 +233,8 @@ def test_crystal_mode_on_small_regions_of_the_simulators_crystal() -> None:
             assert fit.lattice["model"] == "lattice"
             assert fit.lattice["per_bin"]["params"]["C10"] != fit.params["C10"]
             dc10 = fit.params["C10"] - true["C10"]
+            # measured +0.59 ± 0.48, +0.54 ± 0.45, +0.49 ± 0.39 (the per-bin fits +2.0 … +2.9)
             assert abs(dc10) <= 2 * fit.errors["C10"], (bounds, dc10, fit.errors["C10"])
-            assert abs(dc10) < 1.5, (bounds, dc10)
+            assert abs(dc10) < 1.0, (bounds, dc10)
             summary = "\n".join(fit_lines("region", fit))  # what the CLI prints
             assert "crystal mode: lattice model, periods" in summary, summary

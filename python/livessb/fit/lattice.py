@@ -85,6 +85,7 @@ class LatticeProblem:
     step: tuple[float, float]
     xp: Any
     data: LatticeData | None = field(default=None, repr=False)
+    pixels: str = "discs"  # the columns' pixel sets (physics.lattice.lattice_columns)
     varied: Any = None  # (1, 2 n_g) the columns a lobe's problem varies (``lobe_of``)
     held: Any = field(default=None, repr=False)  # the columns at the joint fit (B, 2 n_g)
 
@@ -103,7 +104,7 @@ class LatticeProblem:
         g = self._data().g
         upper = (g[:, 0] > 0) | ((g[:, 0] == 0) & (g[:, 1] > 0))
         mine = np.concatenate([upper, ~upper] if which == 0 else [~upper, upper])
-        held = lattice_columns(self.geo, g, joint, (), self.xp)[0]
+        held = lattice_columns(self.geo, g, joint, (), self.xp, pixels=self.pixels)[0]
         return replace(self, varied=self.xp.asarray(mine[None, :]), held=held)
 
     def _data(self) -> LatticeData:
@@ -113,7 +114,8 @@ class LatticeProblem:
 
     def _columns(self, params: Mapping[str, float], names: Sequence[str] = (),
                  order: int = 0) -> tuple[Any, list[Any]]:
-        A, dA = lattice_columns(self.geo, self._data().g, params, names, self.xp, order)
+        A, dA = lattice_columns(self.geo, self._data().g, params, names, self.xp, order,
+                                 self.pixels)
         if self.varied is None:
             return A, dA
         return (self.xp.where(self.varied, A, self.held),
@@ -140,15 +142,17 @@ def basis_loss_gradient(problem: LatticeProblem, basis: np.ndarray, indices: np.
     differences of its g) summed over the points as g = indices·basis says."""
     xp = problem.xp
     g = indices @ basis
+
+    def columns(at: np.ndarray) -> Any:
+        return lattice_columns(problem.geo, at, params, (), xp, pixels=problem.pixels)[0]
+
     data = lattice_data(problem.counts, g, problem.step, xp, derivatives=True)
-    fit = lattice_solve(data, lattice_columns(problem.geo, g, params, (), xp)[0], xp)
+    fit = lattice_solve(data, columns(g), xp)
     dA = []
     for axis in (0, 1):
         shift = np.zeros(2)
         shift[axis] = BASIS_FD_STEP
-        up = lattice_columns(problem.geo, g + shift, params, (), xp)[0]
-        down = lattice_columns(problem.geo, g - shift, params, (), xp)[0]
-        dA.append((up - down) / (2 * BASIS_FD_STEP))
+        dA.append((columns(g + shift) - columns(g - shift)) / (2 * BASIS_FD_STEP))
     return fit.loss, indices.T @ lattice_point_gradient(data, fit, dA, xp)
 
 
@@ -267,32 +271,50 @@ def noise_errors(problem: LatticeProblem, fit: NewtonOutcome, free: Sequence[str
     return capped_errors(cov, free, widths), float(sigma2), float(kappa)
 
 
-def lobe_systematic(problem: LatticeProblem, fit: NewtonOutcome, free: Sequence[str],
+def _linear_estimate(one: LatticeProblem, fit: NewtonOutcome, free: Sequence[str],
+                     box: Mapping[str, tuple[float, float]], sigma2: float
+                     ) -> tuple[dict[str, float], dict[str, float]]:
+    """A part's estimate linearised at the joint fit: one Newton step −H⁻¹∇ on the part's
+    problem ``one``, and its noise errors 2σ²κH⁻¹ from the same H, σ² the joint fit's."""
+    widths = np.array([max(box[n][1] - box[n][0], 1e-12) for n in free])
+    _, grad = one.gradient(fit.params, free)
+    H = _hessian(one, fit.params, free, widths)
+    step = -_curved_inverse(H, widths) @ grad
+    at = {**fit.params, **{n: fit.params[n] + d for n, d in zip(free, step, strict=True)}}
+    errors = noise_errors(one, NewtonOutcome(at, fit.loss, H, 1), free, box, sigma2)[0]
+    return {n: float(at[n]) for n in free}, errors
+
+
+def pair_systematic(parts: tuple[LatticeProblem, LatticeProblem], nested: bool,
+                    fit: NewtonOutcome, free: Sequence[str],
                     box: Mapping[str, tuple[float, float]], sigma2: float
                     ) -> tuple[dict[str, float], list[dict[str, float]]]:
-    """The systematic part from the two trotter lobes' separate estimates, which should
-    agree (each lobe's columns varied, the other's held at the joint fit), each
-    linearised there: one Newton step −H⁻¹∇ and its noise 2σ²κH⁻¹ from the same H, σ²
-    the joint fit's. Where they differ by more than their noise (d²/v above
-    fit.systematic's SIGNIFICANCE), √((d² − v)/2) per parameter: fit.systematic's
-    ``disagreement``, as for the per-bin model's frequency bands. Returns it and the two
-    estimates. (Low and high lattice frequencies were tried as a second pair: on 16²
-    regions a band alone is too weakly determined for its linear estimate,
-    docs/bias-matrix.md §15.)"""
-    widths = np.array([max(box[n][1] - box[n][0], 1e-12) for n in free])
-    lobes = []
-    for which in (0, 1):
-        one = problem.lobe_of(which, fit.params)
-        _, grad = one.gradient(fit.params, free)
-        H = _hessian(one, fit.params, free, widths)
-        step = -_curved_inverse(H, widths) @ grad
-        at = {**fit.params, **{n: fit.params[n] + d for n, d in zip(free, step, strict=True)}}
-        errors = noise_errors(one, NewtonOutcome(at, fit.loss, H, 1), free, box, sigma2)[0]
-        lobes.append((at, errors))
-    (p0, e0), (p1, e1) = lobes
-    out = {n: disagreement(on_circle(n, p0[n] - p1[n]), e0[n] ** 2 + e1[n] ** 2,
-                           box[n][1] - box[n][0])[1] for n in free}
-    return out, [{n: float(p[n]) for n in free} for p, _ in lobes]
+    """The systematic part from two estimates that should agree, each linearised at the
+    joint fit (``_linear_estimate``): where they differ by more than their noise (d²/v
+    above fit.systematic's SIGNIFICANCE), √((d² − v)/2) per parameter, as
+    fit.systematic's ``disagreement`` does for the per-bin model's frequency bands. v is
+    the sum of their variances for independent parts, and for ``nested`` ones (the
+    second's data hold the first's, and it is the efficient estimate) their difference
+    (Hausman's test). Returns it and the two estimates."""
+    (p0, e0), (p1, e1) = (_linear_estimate(one, fit, free, box, sigma2) for one in parts)
+    out = {}
+    for n in free:
+        v = abs(e0[n] ** 2 - e1[n] ** 2) if nested else e0[n] ** 2 + e1[n] ** 2
+        out[n] = disagreement(on_circle(n, p0[n] - p1[n]), v, box[n][1] - box[n][0])[1]
+    return out, [p0, p1]
+
+
+def systematic_parts(problem: LatticeProblem, joint: Mapping[str, float]
+                     ) -> dict[str, tuple[tuple[LatticeProblem, LatticeProblem], bool]]:
+    """The pairs of estimates that should agree, and whether they are nested: the two
+    trotter lobes (each lobe's columns varied, the other's held at the joint fit so its
+    leakage stays modelled; a split into low and high lattice frequencies left each band
+    too weakly determined on 16² regions, docs/bias-matrix.md §15), and the single-overlap
+    pixels against every pixel (the pixels both discs cover read C10 from the lobes'
+    relative phase, which a thick crystal's dynamical scattering and the strong object's
+    second-order terms move, docs/bias-matrix.md §16)."""
+    return {"lobes": ((problem.lobe_of(0, joint), problem.lobe_of(1, joint)), False),
+            "pixel_sets": ((replace(problem, pixels="single"), problem), True)}
 
 
 def box_mapping(box: Any) -> dict[str, tuple[float, float]]:
@@ -381,11 +403,13 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
         fit = lattice_newton(problem, params, free, box)
         params = fit.params
     noise, sigma2, kappa = noise_errors(problem, fit, free, box)
-    by_lobe, lobe_params = lobe_systematic(problem, fit, free, box, sigma2)
+    parts = {name: pair_systematic(pair, nested, fit, free, box, sigma2)
+             for name, (pair, nested) in systematic_parts(problem, fit.params).items()}
     # The per-bin fit's systematic part (its frequency bands' disagreement) is kept where it
-    # is larger: it also sees what both models share (a thick or dynamical crystal's
-    # depth, docs/bias-matrix.md §15), beside the window's leakage this model removes.
-    systematic = {n: max(by_lobe[n], result.errors_systematic.get(n, 0.0)) for n in free}
+    # is larger: it also sees what both models share, beside the window's leakage this
+    # model removes.
+    systematic = {n: max([part[0][n] for part in parts.values()]
+                         + [result.errors_systematic.get(n, 0.0)]) for n in free}
     errors = combined_errors(noise, systematic, box)
     data = problem._data()
     record = {
@@ -393,8 +417,8 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
         "contrast": contrast,
         "explained_fraction": float(-fit.loss / data.energy), "sigma2": sigma2,
         "kappa": kappa, "newton_iterations": fit.iterations, "errors_noise": noise,
-        "errors_lobes": by_lobe,
-        "lobes": lobe_params,
+        **{f"errors_{name}": part[0] for name, part in parts.items()},
+        **{name: part[1] for name, part in parts.items()},
         "per_bin": {"params": dict(result.params), "errors": dict(result.errors),
                     "errors_systematic": dict(result.errors_systematic)},
         "seconds": time.perf_counter() - t0,

@@ -35,6 +35,7 @@ from ..params import JOINT
 from ..xp import to_host
 from .apodisation import hann
 from .geometry import trotter_support
+from .optics import aperture
 from .overlap import gamma_derivatives, gamma_general, gamma_general_derivatives, pair_grid
 
 # Columns (g, lobe) whose Gram diagonal is below this fraction of the largest hold no
@@ -139,7 +140,7 @@ class LatticeGeometry:
     edge_width: float
 
 
-PIXEL_SETS = ("discs", "trotter")
+PIXEL_SETS = ("discs", "single", "trotter")
 
 
 def lattice_columns(geo: LatticeGeometry, g: np.ndarray, params: Mapping[str, float],
@@ -148,23 +149,33 @@ def lattice_columns(geo: LatticeGeometry, g: np.ndarray, params: Mapping[str, fl
     """The model's columns A (B, 2 n_g): the k−g lobe's term of Γ(k; g), then the k+g
     lobe's, and (``order`` 1) their derivatives by each of ``names``.
 
-    ``pixels`` "discs": each lobe's term wherever its disc reaches (a pixel in both discs
-    carries both, as the first-order intensity does), so the columns go to zero with the
-    aperture's soft edge and the loss is smooth in g (the basis is refined by its
-    gradient, ``basis_gradient``). "trotter": Γ on each lobe's single-overlap pixels, the
-    per-bin model's sets (the model is then the per-bin model on the window's own grid);
-    a pixel crossing a hard disc edge as g moves makes that loss jump."""
+    ``pixels`` "discs": each lobe's term wherever its disc reaches. A pixel both discs
+    cover carries both, as the first-order intensity does: there the two terms have the
+    same slope in k and differ by the phases ∓πλC10|g|² (for defocus), which the objects
+    the single-overlap pixels fix turn into a direct reading of C10. The columns go to
+    zero with the aperture's soft edge, so the loss is smooth in g (the basis is refined
+    by its gradient, ``lattice_point_gradient``). "single": the same terms faded out
+    where the other disc covers the pixel (1 − its aperture): the single-overlap pixels
+    alone, whose estimate reads C10 from the slopes only (crystal mode's systematic part
+    compares the two). "trotter": Γ on each lobe's single-overlap pixels with hard edges,
+    the per-bin model's sets (the model is then the per-bin model on the window's own
+    grid); a pixel crossing a hard disc edge as g moves makes that loss jump."""
     k = geo.k
     kr, kc = k[:, 0:1], k[:, 1:2]
     gd = xp.asarray(g)
     nr, nc = gd[None, :, 0], gd[None, :, 1]
     grid = pair_grid(kr, kc, nr, nc, geo.wavelength, geo.k_alpha, geo.edge_width, xp)
-    if pixels == "discs":  # the lobes side by side, each with the other's aperture zero
+    if pixels in ("discs", "single"):  # the lobes side by side
         zero = xp.zeros_like(grid.amp_minus)
+        minus, plus = grid.amp_minus, grid.amp_plus
+        if pixels == "single":  # each lobe faded out where the other disc covers the pixel
+            a_k = aperture(kr, kc, geo.k_alpha, geo.edge_width, xp)
+            a_k = xp.where(a_k > 0, a_k, 1)
+            minus, plus = minus * (1 - plus / a_k), plus * (1 - grid.amp_minus / a_k)
         grid = replace(grid, nu_r=xp.concatenate([nr, nr], axis=1),
                        nu_c=xp.concatenate([nc, nc], axis=1),
-                       amp_minus=xp.concatenate([grid.amp_minus, zero], axis=1),
-                       amp_plus=xp.concatenate([zero, grid.amp_plus], axis=1))
+                       amp_minus=xp.concatenate([minus, zero], axis=1),
+                       amp_plus=xp.concatenate([zero, plus], axis=1))
     elif pixels != "trotter":
         raise ValueError(f"pixels={pixels!r}: use one of {', '.join(PIXEL_SETS)}")
     if set(params) <= set(JOINT) and set(names) <= set(JOINT):  # the six's fast path
@@ -174,7 +185,7 @@ def lattice_columns(geo: LatticeGeometry, g: np.ndarray, params: Mapping[str, fl
         gam, grads, _ = gamma_general_derivatives(grid, params, tuple(names), xp)
     else:
         gam, grads = gamma_general(grid, params, xp), []
-    if pixels == "discs":
+    if pixels != "trotter":
         return gam, grads
     support = trotter_support(k, nr[0], nc[0], geo.k_alpha, xp)
     minus = grid.minus_lobe & support
