@@ -6,18 +6,18 @@ Newton, errors) runs as always; then, on the same window of BF counts,
 1. the lattice is found: a first basis from the peaks of the Hann-apodised power
    spectrum of the scan's central ≤ 128² positions (``peak_basis``: a crystal's lattice
    is the scan's, and its peaks are sharper there than in a small region), refined on
-   the window by the lattice model's own loss at the fitted parameters (Nelder–Mead over
-   its four numbers; the loss fixes the scale within ~0.1 %, docs/bias-matrix.md §14);
+   the window by the lattice model's own loss at the fitted parameters (L-BFGS over its
+   four numbers with the loss's exact gradient; the loss fixes the scale within ~0.1 %,
+   docs/bias-matrix.md §14, §16);
 2. the crystal test (``crystal_contrast``), then the free parameters refined by Newton
    on the lattice loss (its exact gradient, the Hessian by central differences of it),
    then the basis and the parameters once more (scale and C10 trade along a valley);
 3. errors: the noise part 2σ²κ(∂²L)⁻¹ as for the per-bin fit (fit.errors; σ² from the
-   lattice residual, so model error it leaves raises it), and a systematic part from the
-   two trotter lobes' estimates, which should agree (``lobe_systematic``): their
-   difference beyond its noise, as fit.systematic does for the per-bin model, or the
-   per-bin fit's own systematic part where that is larger (it sees a thick crystal's
-   dynamical effects, which the lattice model shares). The strong object's second-order
-   terms are not in the model.
+   lattice residual, so model error it leaves raises it), and a systematic part from
+   pairs of estimates that should agree (``systematic_parts``: the two trotter lobes; the
+   single-overlap pixels against every pixel): their difference beyond its noise, as
+   fit.systematic does for the per-bin model, or the per-bin fit's own systematic part
+   where that is larger. The strong object's second-order terms are not in the model.
 
 Where no lattice is found (fewer than two peaks, or peaks on one line), or the one found
 is no crystal's (its model explains less than ``CRYSTAL_CONTRAST`` times what lattices

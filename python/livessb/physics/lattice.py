@@ -17,8 +17,10 @@ eliminates them by variable projection. W factors out of the normal equations:
 
 and the loss is −bᴴM⁻¹b: minus the energy the model explains of Σ_ν Σ_k |G(ν, k)|² over
 every bin (N positions, I′ the mean-removed counts). Its size is the number of lattice
-points within 2k_α (~120 for SrTiO3 at 20 mrad) whatever the window's size. Where the
-lattice fits the window it *is* the per-bin model at g. Every function here is pure and
+points within 2k_α (~120 for SrTiO3 at 20 mrad) whatever the window's size. With the
+per-bin model's pixel sets (``lattice_columns(pixels="trotter")``), where the lattice fits
+the window it *is* the per-bin model at g; crystal mode takes each lobe's term over its
+whole disc (``pixels="discs"``, docs/bias-matrix.md §16). Every function here is pure and
 runs on NumPy or CuPy arrays (``xp``).
 """
 
