@@ -42,7 +42,8 @@ def main() -> None:
                               "C10_deviation_A": fit.params["C10"] - true_c10,
                               "C10_error_A": fit.errors["C10"],
                               "record": {k: v for k, v in fit.lattice.items()
-                                         if k not in ("per_bin", "lobes", "pixel_sets", "bands")}}
+                                         if k not in ("per_bin", "lobes", "pixel_sets",
+                                                      "rings", "bands")}}
             record["regions"].append(row)  # type: ignore[attr-defined]
             print(bounds, {m: (round(row[m]["region_s"], 3),  # type: ignore[index]
                                round(row[m]["C10_deviation_A"], 2))  # type: ignore[index]

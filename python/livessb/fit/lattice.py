@@ -15,9 +15,10 @@ Newton, errors) runs as always; then, on the same window of BF counts,
 3. errors: the noise part 2σ²κ(∂²L)⁻¹ as for the per-bin fit (fit.errors; σ² from the
    lattice residual, so model error it leaves raises it), and a systematic part from
    pairs of estimates that should agree (``systematic_parts``: the two trotter lobes; the
-   single-overlap pixels against every pixel): their difference beyond its noise, as
-   fit.systematic does for the per-bin model, or the per-bin fit's own systematic part
-   where that is larger. The strong object's second-order terms are not in the model.
+   single-overlap pixels against every pixel; the inner and the outer BF pixels): their
+   difference beyond its noise, as fit.systematic does for the per-bin model, or the
+   per-bin fit's own systematic part where that is larger. The strong object's
+   second-order terms are not in the model.
 
 Where no lattice is found (fewer than two peaks, or peaks on one line), or the one found
 is no crystal's (its model explains less than ``CRYSTAL_CONTRAST`` times what lattices
@@ -86,6 +87,7 @@ class LatticeProblem:
     xp: Any
     data: LatticeData | None = field(default=None, repr=False)
     pixels: str = "discs"  # the columns' pixel sets (physics.lattice.lattice_columns)
+    rows: Any = None  # (B, 1) BF pixels' weights of a ring's problem (``systematic_parts``)
     varied: Any = None  # (1, 2 n_g) the columns a lobe's problem varies (``lobe_of``)
     held: Any = field(default=None, repr=False)  # the columns at the joint fit (B, 2 n_g)
 
@@ -116,6 +118,8 @@ class LatticeProblem:
                  order: int = 0) -> tuple[Any, list[Any]]:
         A, dA = lattice_columns(self.geo, self._data().g, params, names, self.xp, order,
                                  self.pixels)
+        if self.rows is not None:
+            A, dA = A * self.rows, [d * self.rows for d in dA]
         if self.varied is None:
             return A, dA
         return (self.xp.where(self.varied, A, self.held),
@@ -309,12 +313,18 @@ def systematic_parts(problem: LatticeProblem, joint: Mapping[str, float]
     """The pairs of estimates that should agree, and whether they are nested: the two
     trotter lobes (each lobe's columns varied, the other's held at the joint fit so its
     leakage stays modelled; a split into low and high lattice frequencies left each band
-    too weakly determined on 16² regions, docs/bias-matrix.md §15), and the single-overlap
+    too weakly determined on 16² regions, docs/bias-matrix.md §15); the single-overlap
     pixels against every pixel (the pixels both discs cover read C10 from the lobes'
-    relative phase, which a thick crystal's dynamical scattering and the strong object's
-    second-order terms move, docs/bias-matrix.md §16)."""
+    relative phase, which a thick crystal's dynamical scattering moves); the inner half
+    of the BF pixels against the outer (a model error that depends on k: the strong
+    object's second-order terms, a detector's pixel integration), docs/bias-matrix.md
+    §16."""
+    xp = problem.xp
+    radius = xp.hypot(problem.geo.k[:, 0:1], problem.geo.k[:, 1:2])
+    inner = (radius <= xp.median(radius)).astype(np.float64)
     return {"lobes": ((problem.lobe_of(0, joint), problem.lobe_of(1, joint)), False),
-            "pixel_sets": ((replace(problem, pixels="single"), problem), True)}
+            "pixel_sets": ((replace(problem, pixels="single"), problem), True),
+            "rings": ((replace(problem, rows=inner), replace(problem, rows=1 - inner)), False)}
 
 
 def box_mapping(box: Any) -> dict[str, tuple[float, float]]:
