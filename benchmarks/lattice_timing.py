@@ -8,13 +8,24 @@ Usage: python3 benchmarks/lattice_timing.py OUT.json [DEVICE] [RUNS]
 
 from __future__ import annotations
 
+import datetime
 import json
 import statistics
 import sys
 import time
 
 from livessb import Session
+from livessb.bench.report import git_commit
 from livessb.simulate.demo import demo_dataset
+
+
+def gpu_name(device: str) -> str:
+    if device != "cuda":
+        return "cpu"
+    import cupy as cp
+
+    name = cp.cuda.runtime.getDeviceProperties(0)["name"]
+    return name.decode() if isinstance(name, bytes) else str(name)
 
 
 def main() -> None:
@@ -22,7 +33,10 @@ def main() -> None:
     device = sys.argv[2] if len(sys.argv) > 2 else "cuda"
     runs = int(sys.argv[3]) if len(sys.argv) > 3 else 3
     ds, truth = demo_dataset(with_truth=True)
-    record: dict[str, object] = {"device": device, "runs": runs, "regions": []}
+    record: dict[str, object] = {
+        "device": device, "gpu": gpu_name(device), "commit": git_commit(),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "runs": runs, "regions": []}
     with Session(ds, device=device) as s:
         t0 = time.perf_counter()
         s.fit(trials=200, seed=1, progress=False)
