@@ -298,9 +298,15 @@ def pair_systematic(parts: tuple[LatticeProblem, LatticeProblem], nested: bool,
     above fit.systematic's SIGNIFICANCE), √((d² − v)/2) per parameter, as
     fit.systematic's ``disagreement`` does for the per-bin model's frequency bands. v is
     the sum of their variances for independent parts, and for ``nested`` ones (the
-    second's data hold the first's, and it is the efficient estimate) their difference
-    (Hausman's test). Returns it and the two estimates."""
-    (p0, e0), (p1, e1) = (_linear_estimate(one, fit, free, box, sigma2) for one in parts)
+    second is the joint fit's own problem, whose data hold the first's: its estimate is
+    the fit itself, the efficient one) their difference (Hausman's test). Returns it and
+    the two estimates."""
+    p0, e0 = _linear_estimate(parts[0], fit, free, box, sigma2)
+    if nested:  # the joint problem: at its own minimum, with its own Hessian
+        p1 = {n: float(fit.params[n]) for n in free}
+        e1 = noise_errors(parts[1], fit, free, box, sigma2)[0]
+    else:
+        p1, e1 = _linear_estimate(parts[1], fit, free, box, sigma2)
     out = {}
     for n in free:
         v = abs(e0[n] ** 2 - e1[n] ** 2) if nested else e0[n] ** 2 + e1[n] ** 2
