@@ -15,17 +15,8 @@ import sys
 import time
 
 from livessb import Session
-from livessb.bench.report import git_commit
+from livessb.bench.report import device_name, git_commit
 from livessb.simulate.demo import demo_dataset
-
-
-def gpu_name(device: str) -> str:
-    if device != "cuda":
-        return "cpu"
-    import cupy as cp
-
-    name = cp.cuda.runtime.getDeviceProperties(0)["name"]
-    return name.decode() if isinstance(name, bytes) else str(name)
 
 
 def main() -> None:
@@ -34,7 +25,7 @@ def main() -> None:
     runs = int(sys.argv[3]) if len(sys.argv) > 3 else 3
     ds, truth = demo_dataset(with_truth=True)
     record: dict[str, object] = {
-        "device": device, "gpu": gpu_name(device), "commit": git_commit(),
+        "device": device, "gpu": device_name(device), "commit": git_commit(),
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "runs": runs, "regions": []}
     with Session(ds, device=device) as s:

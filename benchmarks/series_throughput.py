@@ -38,7 +38,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "python"))
 
 from livessb import __version__
-from livessb.bench.report import git_commit, versions
+from livessb.bench.report import device_name, git_commit, versions
 
 CAL = {"voltage_kV": 200.0, "semiangle_mrad": 20.0}
 HELD = ("C12", "phi12")
@@ -230,16 +230,6 @@ def main() -> None:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(record, indent=1, default=float))
     print(f"series / serial wall time: {ratio:.3f}; wrote {args.json}")
-
-
-def device_name(device: str) -> str:
-    if device == "cuda":
-        import cupy as cp
-
-        return str(cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
-    import platform
-
-    return f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
 
 
 if __name__ == "__main__":

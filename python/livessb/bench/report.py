@@ -48,6 +48,15 @@ def git_commit() -> str | None:
         return None
 
 
+def device_name(device: str) -> str:
+    """The GPU's name for "cuda", else the host's processor and core count."""
+    if device == "cuda":
+        import cupy as cp
+
+        return str(cp.cuda.runtime.getDeviceProperties(0)["name"].decode())
+    return f"{platform.processor() or platform.machine()} ({os.cpu_count()} cores)"
+
+
 def versions(version: str) -> dict[str, Any]:
     import scipy
 

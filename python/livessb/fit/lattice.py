@@ -170,13 +170,16 @@ def refined_basis(problem: LatticeProblem, basis: np.ndarray,
     crossed a hard disc edge, held Nelder–Mead ~0.1 % of scale off)."""
     indices = np.round(lattice_points(basis, problem.geo.k_alpha) @ np.linalg.inv(basis))
     scale = float(np.hypot(*basis[0]) + np.hypot(*basis[1])) / 2
-    first = abs(basis_loss_gradient(problem, basis, indices, params)[0])
+    x0 = basis.ravel() / scale
+    start = basis_loss_gradient(problem, x0.reshape(2, 2) * scale, indices, params)
+    first = abs(start[0])  # the loss's scale; L-BFGS's first evaluation is this one
 
     def at(v: np.ndarray) -> tuple[float, np.ndarray]:
-        loss, grad = basis_loss_gradient(problem, v.reshape(2, 2) * scale, indices, params)
+        loss, grad = start if np.array_equal(v, x0) else basis_loss_gradient(
+            problem, v.reshape(2, 2) * scale, indices, params)
         return loss / first, grad.ravel() * scale / first
 
-    best = minimize(at, basis.ravel() / scale, jac=True, method="L-BFGS-B",
+    best = minimize(at, x0, jac=True, method="L-BFGS-B",
                     options={"maxiter": BASIS_ITERATIONS, "ftol": 1e-15, "gtol": 1e-12})
     return np.asarray(best.x, dtype=np.float64).reshape(2, 2) * scale
 
@@ -187,6 +190,11 @@ class NewtonOutcome:
     loss: float
     hessian: np.ndarray
     iterations: int
+
+
+def _widths(box: Mapping[str, tuple[float, float]], free: Sequence[str]) -> np.ndarray:
+    """Each free parameter's box width (the scale of its steps and differences)."""
+    return np.array([max(box[n][1] - box[n][0], 1e-12) for n in free])
 
 
 def _hessian(problem: LatticeProblem, params: Mapping[str, float], free: Sequence[str],
@@ -227,7 +235,7 @@ def lattice_newton(problem: LatticeProblem, params: Mapping[str, float],
     """Newton on the lattice loss over ``free`` from ``params`` (held values kept):
     steps over the curved directions of the box-scaled Hessian, halved until the loss
     falls, until every step is below ``STEP_TOLERANCE`` of its box width."""
-    widths = np.array([max(box[n][1] - box[n][0], 1e-12) for n in free])
+    widths = _widths(box, free)
     p = dict(params)
     loss, grad = problem.gradient(p, free)
     H = _hessian(problem, p, free, widths)
@@ -268,7 +276,7 @@ def noise_errors(problem: LatticeProblem, fit: NewtonOutcome, free: Sequence[str
     residual = data.energy + fit.loss
     sigma2 = noise if noise is not None else residual / dof if dof > 0 else math.inf
     kappa = profile_inflation(residual / data.energy, data.energy, sigma2, n_objects)
-    widths = np.array([max(box[n][1] - box[n][0], 1e-12) for n in free])
+    widths = _widths(box, free)
     if not math.isfinite(sigma2):
         return {n: float(w) for n, w in zip(free, widths, strict=True)}, sigma2, kappa
     cov = covariance(fit.hessian, sigma2 * kappa, 1.0, widths)
@@ -280,7 +288,7 @@ def _linear_estimate(one: LatticeProblem, fit: NewtonOutcome, free: Sequence[str
                      ) -> tuple[dict[str, float], dict[str, float]]:
     """A part's estimate linearised at the joint fit: one Newton step −H⁻¹∇ on the part's
     problem ``one``, and its noise errors 2σ²κH⁻¹ from the same H, σ² the joint fit's."""
-    widths = np.array([max(box[n][1] - box[n][0], 1e-12) for n in free])
+    widths = _widths(box, free)
     _, grad = one.gradient(fit.params, free)
     H = _hessian(one, fit.params, free, widths)
     step = -_curved_inverse(H, widths) @ grad
@@ -290,7 +298,7 @@ def _linear_estimate(one: LatticeProblem, fit: NewtonOutcome, free: Sequence[str
 
 
 def pair_systematic(parts: tuple[LatticeProblem, LatticeProblem], nested: bool,
-                    fit: NewtonOutcome, free: Sequence[str],
+                    fit: NewtonOutcome, noise: Mapping[str, float], free: Sequence[str],
                     box: Mapping[str, tuple[float, float]], sigma2: float
                     ) -> tuple[dict[str, float], list[dict[str, float]]]:
     """The systematic part from two estimates that should agree, each linearised at the
@@ -299,12 +307,11 @@ def pair_systematic(parts: tuple[LatticeProblem, LatticeProblem], nested: bool,
     fit.systematic's ``disagreement`` does for the per-bin model's frequency bands. v is
     the sum of their variances for independent parts, and for ``nested`` ones (the
     second is the joint fit's own problem, whose data hold the first's: its estimate is
-    the fit itself, the efficient one) their difference (Hausman's test). Returns it and
-    the two estimates."""
+    the fit itself with its ``noise`` errors, the efficient one) their difference
+    (Hausman's test). Returns it and the two estimates."""
     p0, e0 = _linear_estimate(parts[0], fit, free, box, sigma2)
-    if nested:  # the joint problem: at its own minimum, with its own Hessian
-        p1 = {n: float(fit.params[n]) for n in free}
-        e1 = noise_errors(parts[1], fit, free, box, sigma2)[0]
+    if nested:  # the joint problem: at its own minimum, with its own errors
+        p1, e1 = {n: float(fit.params[n]) for n in free}, dict(noise)
     else:
         p1, e1 = _linear_estimate(parts[1], fit, free, box, sigma2)
     out = {}
@@ -419,7 +426,7 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
         fit = lattice_newton(problem, params, free, box)
         params = fit.params
     noise, sigma2, kappa = noise_errors(problem, fit, free, box)
-    parts = {name: pair_systematic(pair, nested, fit, free, box, sigma2)
+    parts = {name: pair_systematic(pair, nested, fit, noise, free, box, sigma2)
              for name, (pair, nested) in systematic_parts(problem, fit.params).items()}
     # The per-bin fit's systematic part (its frequency bands' disagreement) is kept where it
     # is larger: it also sees what both models share, beside the window's leakage this
