@@ -47,6 +47,7 @@ from bias_profiles import (
 from scipy.optimize import minimize, minimize_scalar
 
 from livessb.physics import lattice as package
+from livessb.physics import lattice_columns as columns
 
 A_STO = 3.905  # the matrix's SrTiO3 [001] lattice constant, Å
 
@@ -93,10 +94,10 @@ def lattice_setup(case: Case, g: np.ndarray) -> package.LatticeData:
 def lattice_loss(case: Case, p: dict[str, float], setup: package.LatticeData) -> float:
     """−(explained energy) of the lattice model with a free object per (g, lobe): the
     package's ``physics.lattice`` columns and solve on the case's geometry."""
-    geo = package.LatticeGeometry(k=case["k"], wavelength=case["lam"],
+    geo = columns.LatticeGeometry(k=case["k"], wavelength=case["lam"],
                                   k_alpha=case["k_alpha"], edge_width=case["px"])
     return package.lattice_solve(
-        setup, package.lattice_columns(geo, setup.g, p, (), pixels="trotter")[0]).loss
+        setup, columns.lattice_columns(geo, setup.g, p, (), pixels="trotter")[0]).loss
 
 
 def lattice_c10_minimum(case: Case, basis: np.ndarray) -> float:

@@ -19,7 +19,8 @@ from livessb.fit.lattice import (
     lattice_newton,
     refined_basis,
 )
-from livessb.physics.lattice import LatticeGeometry, lattice_points, peak_basis
+from livessb.physics.lattice import lattice_points, peak_basis
+from livessb.physics.lattice_columns import LatticeGeometry, lattice_columns_by_g
 from livessb.simulate.demo import demo_dataset
 from test_lattice_profiles import TRUTH, _model_counts, _rotated
 
@@ -44,6 +45,9 @@ def test_the_gpu_computes_the_cpus_lattice_loss_gradient_and_fit() -> None:
     names = ("C10", "C12", "phi12")
     at = {**TRUTH, "C10": TRUTH["C10"] + 2}
     (lc, gc), (lg, gg) = cpu.gradient(at, names), gpu.gradient(at, names)
+    hc, hg = (p.derivatives(at, names)[2] for p in (cpu, gpu))
+    (Ac, dAc), (Ag, dAg) = (lattice_columns_by_g(p.geo, p._data().g, at, p.xp)
+                            for p in (cpu, gpu))
     box = {"C10": (-200.0, 200.0), "C12": (0.0, 50.0), "phi12": (-np.pi / 2, np.pi / 2)}
     fc, fg = (lattice_newton(p, at, list(names), box) for p in (cpu, gpu))
     bc, bg = (refined_basis(p, first[0], TRUTH) for p in (cpu, gpu))
@@ -53,12 +57,18 @@ def test_the_gpu_computes_the_cpus_lattice_loss_gradient_and_fit() -> None:
            gradient_rel=float(np.abs(gg - gc).max() / np.abs(gc).max()),
            basis_gradient_rel=float(np.abs(dbg - dbc).max() / np.abs(dbc).max()),
            newton_c10_diff=abs(fg.params["C10"] - fc.params["C10"]),
-           basis_diff=float(np.abs(bg - bc).max()))
+           basis_diff=float(np.abs(bg - bc).max()),
+           hessian_rel=float(np.abs(hg - hc).max() / np.abs(hc).max()),
+           columns_by_g_rel=max(float(cp.abs(cp.asarray(c) - g).max() / cp.abs(g).max())
+                                for c, g in zip([Ac, *dAc], [Ag, *dAg], strict=True)))
     assert abs(lg / lc - 1) < 1e-10  # both float64
     assert np.abs(gg - gc).max() < 1e-8 * np.abs(gc).max()
+    assert np.abs(hg - hc).max() < 1e-8 * np.abs(hc).max()  # the exact Hessian
+    for c, g in zip([Ac, *dAc], [Ag, *dAg], strict=True):  # the columns' g-derivatives
+        assert float(cp.abs(cp.asarray(c) - g).max()) < 1e-10 * float(cp.abs(g).max())
     for n in names:
         assert fg.params[n] == pytest.approx(fc.params[n], abs=1e-6), n
-    assert np.abs(dbg - dbc).max() < 1e-7 * np.abs(dbc).max()  # the columns' differences
+    assert np.abs(dbg - dbc).max() < 1e-7 * np.abs(dbc).max()
     # L-BFGS on the smooth loss: both reach its minimum (on the CPU two starts 10⁻⁷ apart
     # reach the same basis within 2·10⁻¹⁴)
     assert np.abs(bg - bc).max() < 1e-6 * np.abs(bc).max()

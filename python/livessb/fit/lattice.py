@@ -10,7 +10,7 @@ Newton, errors) runs as always; then, on the same window of BF counts,
    four numbers with the loss's exact gradient; the loss fixes the scale within ~0.1 %,
    docs/bias-matrix.md §14, §16);
 2. the crystal test (``crystal_contrast``), then the free parameters refined by Newton
-   on the lattice loss (its exact gradient, the Hessian by central differences of it),
+   on the lattice loss (its exact gradient and Hessian, ``lattice_hessian``),
    then the basis and the parameters once more (scale and C10 trade along a valley);
 3. errors: the noise part 2σ²κ(∂²L)⁻¹ as for the per-bin fit (fit.errors; σ² from the
    lattice residual, so model error it leaves raises it), and a systematic part from
@@ -41,15 +41,20 @@ from ..params import PERIODS, on_circle
 from ..physics.geometry import scan_frame_frequencies
 from ..physics.lattice import (
     LatticeData,
-    LatticeGeometry,
     LatticeNotFoundError,
-    lattice_columns,
     lattice_data,
     lattice_gradient,
+    lattice_hessian,
     lattice_point_gradient,
     lattice_points,
     lattice_solve,
     peak_basis,
+)
+from ..physics.lattice_columns import (
+    LatticeGeometry,
+    lattice_column_derivatives,
+    lattice_columns,
+    lattice_columns_by_g,
 )
 from ..results import Bounds, FitResult
 from .errors import capped_errors, covariance, profile_inflation
@@ -58,11 +63,14 @@ from .systematic import combined_errors, disagreement
 OBJECT_MODELS = ("per_bin", "lattice")
 NEWTON_ITERATIONS = 20
 STEP_TOLERANCE = 1e-5  # of each parameter's box width
-FD_STEP = 1e-4  # of each parameter's box width: the Hessian's central differences
 CRYSTAL_CONTRAST = 3.0  # the lattice's explained energy over its controls' (a crystal)
 CONTROL_LATTICES = ((0.21, 1.0), (0.37, 1.0), (0.0, 1.13), (0.53, 0.91))
 PEAK_WINDOW = 128  # positions per side the first lattice is read from
 BASIS_ITERATIONS = 60
+# L-BFGS stops when an iteration lowers the loss by less than this fraction: on the
+# demo's 16² region a further 43 evaluations moved the basis 7·10⁻⁷ of its length
+# and C10 1.8·10⁻⁵ Å (its error ±0.45), the loss's rounding floor
+BASIS_FTOL = 1e-10
 BASIS_FD_STEP = 1e-6  # 1/Å: the columns' central differences in g
 
 
@@ -115,24 +123,34 @@ class LatticeProblem:
         return self.data
 
     def _columns(self, params: Mapping[str, float], names: Sequence[str] = (),
-                 order: int = 0) -> tuple[Any, list[Any]]:
-        A, dA = lattice_columns(self.geo, self._data().g, params, names, self.xp, order,
-                                 self.pixels)
+                 order: int = 0) -> tuple[Any, list[Any], list[Any]]:
+        A, dA, d2A = lattice_column_derivatives(self.geo, self._data().g, params, names,
+                                                self.xp, order, self.pixels)
         if self.rows is not None:
-            A, dA = A * self.rows, [d * self.rows for d in dA]
+            A, dA, d2A = A * self.rows, [d * self.rows for d in dA], [
+                d * self.rows for d in d2A]
         if self.varied is None:
-            return A, dA
+            return A, dA, d2A
         return (self.xp.where(self.varied, A, self.held),
-                [self.xp.where(self.varied, d, 0) for d in dA])
+                [self.xp.where(self.varied, d, 0) for d in dA],
+                [self.xp.where(self.varied, d, 0) for d in d2A])
 
     def loss(self, params: Mapping[str, float]) -> float:
         return lattice_solve(self._data(), self._columns(params)[0], self.xp).loss
 
     def gradient(self, params: Mapping[str, float], names: Sequence[str]
                  ) -> tuple[float, np.ndarray]:
-        A, dA = self._columns(params, names, order=1)
+        A, dA, _ = self._columns(params, names, order=1)
         fit = lattice_solve(self._data(), A, self.xp)
         return fit.loss, lattice_gradient(self._data(), fit, dA, self.xp)
+
+    def derivatives(self, params: Mapping[str, float], names: Sequence[str]
+                    ) -> tuple[float, np.ndarray, np.ndarray]:
+        """The loss, its gradient and its exact Hessian by ``names`` at ``params``."""
+        A, dA, d2A = self._columns(params, names, order=2)
+        fit = lattice_solve(self._data(), A, self.xp)
+        return (fit.loss, lattice_gradient(self._data(), fit, dA, self.xp),
+                lattice_hessian(self._data(), fit, dA, d2A, self.xp))
 
     def objects(self, params: Mapping[str, float]) -> int:
         """Free objects (columns with BF pixels) at ``params``."""
@@ -142,21 +160,27 @@ class LatticeProblem:
 def basis_loss_gradient(problem: LatticeProblem, basis: np.ndarray, indices: np.ndarray,
                         params: Mapping[str, float]) -> tuple[float, np.ndarray]:
     """The lattice loss at the lattice ``indices @ basis`` and its gradient by the basis
-    (2, 2): ∂L/∂g per point (``lattice_point_gradient``; each column's ∂A/∂g by central
-    differences of its g) summed over the points as g = indices·basis says."""
+    (2, 2): ∂L/∂g per point (``lattice_point_gradient``; each column's ∂A/∂g exact,
+    ``lattice_columns_by_g``, or by central differences of its g where that has no exact
+    form: other pixel sets, coefficients beyond the six) summed over the points as
+    g = indices·basis says."""
     xp = problem.xp
     g = indices @ basis
-
-    def columns(at: np.ndarray) -> Any:
-        return lattice_columns(problem.geo, at, params, (), xp, pixels=problem.pixels)[0]
-
     data = lattice_data(problem.counts, g, problem.step, xp, derivatives=True)
-    fit = lattice_solve(data, columns(g), xp)
-    dA = []
-    for axis in (0, 1):
-        shift = np.zeros(2)
-        shift[axis] = BASIS_FD_STEP
-        dA.append((columns(g + shift) - columns(g - shift)) / (2 * BASIS_FD_STEP))
+    exact = lattice_columns_by_g(problem.geo, g, params, xp) if problem.pixels == "discs" \
+        else None
+    if exact is not None:
+        A, dA = exact
+    else:
+        def columns(at: np.ndarray) -> Any:
+            return lattice_columns(problem.geo, at, params, (), xp, pixels=problem.pixels)[0]
+
+        A, dA = columns(g), []
+        for axis in (0, 1):
+            shift = np.zeros(2)
+            shift[axis] = BASIS_FD_STEP
+            dA.append((columns(g + shift) - columns(g - shift)) / (2 * BASIS_FD_STEP))
+    fit = lattice_solve(data, A, xp)
     return fit.loss, indices.T @ lattice_point_gradient(data, fit, dA, xp)
 
 
@@ -180,7 +204,7 @@ def refined_basis(problem: LatticeProblem, basis: np.ndarray,
         return loss / first, grad.ravel() * scale / first
 
     best = minimize(at, x0, jac=True, method="L-BFGS-B",
-                    options={"maxiter": BASIS_ITERATIONS, "ftol": 1e-15, "gtol": 1e-12})
+                    options={"maxiter": BASIS_ITERATIONS, "ftol": BASIS_FTOL, "gtol": 1e-12})
     return np.asarray(best.x, dtype=np.float64).reshape(2, 2) * scale
 
 
@@ -195,18 +219,6 @@ class NewtonOutcome:
 def _widths(box: Mapping[str, tuple[float, float]], free: Sequence[str]) -> np.ndarray:
     """Each free parameter's box width (the scale of its steps and differences)."""
     return np.array([max(box[n][1] - box[n][0], 1e-12) for n in free])
-
-
-def _hessian(problem: LatticeProblem, params: Mapping[str, float], free: Sequence[str],
-             widths: np.ndarray) -> np.ndarray:
-    """∂²L by central differences of the exact gradient, symmetrised."""
-    H = np.zeros((len(free), len(free)))
-    for i, name in enumerate(free):
-        h = FD_STEP * widths[i]
-        up = problem.gradient({**params, name: params[name] + h}, free)[1]
-        down = problem.gradient({**params, name: params[name] - h}, free)[1]
-        H[i] = (up - down) / (2 * h)
-    return 0.5 * (H + H.T)
 
 
 def _clipped(params: dict[str, float], box: Mapping[str, tuple[float, float]]
@@ -237,8 +249,7 @@ def lattice_newton(problem: LatticeProblem, params: Mapping[str, float],
     falls, until every step is below ``STEP_TOLERANCE`` of its box width."""
     widths = _widths(box, free)
     p = dict(params)
-    loss, grad = problem.gradient(p, free)
-    H = _hessian(problem, p, free, widths)
+    loss, grad, H = problem.derivatives(p, free)
     for it in range(1, iterations + 1):
         step = -_curved_inverse(H, widths) @ grad
         for _ in range(30):
@@ -253,8 +264,7 @@ def lattice_newton(problem: LatticeProblem, params: Mapping[str, float],
         moved = max(abs(on_circle(n, trial[n] - p[n])) / w
                     for n, w in zip(free, widths, strict=True))
         p = trial
-        loss, grad = problem.gradient(p, free)
-        H = _hessian(problem, p, free, widths)
+        loss, grad, H = problem.derivatives(p, free)
         if moved < STEP_TOLERANCE:
             return NewtonOutcome(p, loss, H, it)
     return NewtonOutcome(p, loss, H, iterations)
@@ -289,8 +299,7 @@ def _linear_estimate(one: LatticeProblem, fit: NewtonOutcome, free: Sequence[str
     """A part's estimate linearised at the joint fit: one Newton step −H⁻¹∇ on the part's
     problem ``one``, and its noise errors 2σ²κH⁻¹ from the same H, σ² the joint fit's."""
     widths = _widths(box, free)
-    _, grad = one.gradient(fit.params, free)
-    H = _hessian(one, fit.params, free, widths)
+    _, grad, H = one.derivatives(fit.params, free)
     step = -_curved_inverse(H, widths) @ grad
     at = {**fit.params, **{n: fit.params[n] + d for n, d in zip(free, step, strict=True)}}
     errors = noise_errors(one, NewtonOutcome(at, fit.loss, H, 1), free, box, sigma2)[0]

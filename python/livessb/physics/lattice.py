@@ -27,18 +27,15 @@ runs on NumPy or CuPy arrays (``xp``).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..params import JOINT
 from ..xp import to_host
 from .apodisation import hann
-from .geometry import trotter_support
-from .optics import aperture
-from .overlap import gamma_derivatives, gamma_general, gamma_general_derivatives, pair_grid
+from .overlap import pairs_of
 
 # Columns (g, lobe) whose Gram diagonal is below this fraction of the largest hold no
 # BF pixel worth a free object: left out of the solve.
@@ -133,82 +130,18 @@ def window_kernel_gradient(x: Any, shape: tuple[int, int], step: tuple[float, fl
 
 
 @dataclass
-class LatticeGeometry:
-    """The BF pixels' scan-frame frequencies ``k`` (B, 2) and the optics constants."""
-
-    k: Any
-    wavelength: float
-    k_alpha: float
-    edge_width: float
-
-
-PIXEL_SETS = ("discs", "single", "trotter")
-
-
-def lattice_columns(geo: LatticeGeometry, g: np.ndarray, params: Mapping[str, float],
-                    names: Sequence[str], xp: Any = np, order: int = 0,
-                    pixels: str = "discs") -> tuple[Any, list[Any]]:
-    """The model's columns A (B, 2 n_g): the k−g lobe's term of Γ(k; g), then the k+g
-    lobe's, and (``order`` 1) their derivatives by each of ``names``.
-
-    ``pixels`` "discs": each lobe's term wherever its disc reaches. A pixel both discs
-    cover carries both, as the first-order intensity does: there the two terms have the
-    same slope in k and differ by the phases ∓πλC10|g|² (for defocus), which the objects
-    the single-overlap pixels fix turn into a direct reading of C10. The columns go to
-    zero with the aperture's soft edge, so the loss is smooth in g (the basis is refined
-    by its gradient, ``lattice_point_gradient``). "single": the same terms faded out
-    where the other disc covers the pixel (1 − its aperture): the single-overlap pixels
-    alone, whose estimate reads C10 from the slopes only (crystal mode's systematic part
-    compares the two). "trotter": Γ on each lobe's single-overlap pixels with hard edges,
-    the per-bin model's sets (the model is then the per-bin model on the window's own
-    grid); a pixel crossing a hard disc edge as g moves makes that loss jump."""
-    k = geo.k
-    kr, kc = k[:, 0:1], k[:, 1:2]
-    gd = xp.asarray(g)
-    nr, nc = gd[None, :, 0], gd[None, :, 1]
-    grid = pair_grid(kr, kc, nr, nc, geo.wavelength, geo.k_alpha, geo.edge_width, xp)
-    if pixels in ("discs", "single"):  # the lobes side by side
-        zero = xp.zeros_like(grid.amp_minus)
-        minus, plus = grid.amp_minus, grid.amp_plus
-        if pixels == "single":  # each lobe faded out where the other disc covers the pixel
-            a_k = aperture(kr, kc, geo.k_alpha, geo.edge_width, xp)
-            a_k = xp.where(a_k > 0, a_k, 1)
-            minus, plus = minus * (1 - plus / a_k), plus * (1 - grid.amp_minus / a_k)
-        grid = replace(grid, nu_r=xp.concatenate([nr, nr], axis=1),
-                       nu_c=xp.concatenate([nc, nc], axis=1),
-                       amp_minus=xp.concatenate([minus, zero], axis=1),
-                       amp_plus=xp.concatenate([zero, plus], axis=1))
-    elif pixels != "trotter":
-        raise ValueError(f"pixels={pixels!r}: use one of {', '.join(PIXEL_SETS)}")
-    if set(params) <= set(JOINT) and set(names) <= set(JOINT):  # the six's fast path
-        gam, every, _ = gamma_derivatives(grid, params, min(order, 1), xp)
-        grads = [every[JOINT.index(n)] for n in names] if order else []
-    elif order:
-        gam, grads, _ = gamma_general_derivatives(grid, params, tuple(names), xp)
-    else:
-        gam, grads = gamma_general(grid, params, xp), []
-    if pixels != "trotter":
-        return gam, grads
-    support = trotter_support(k, nr[0], nc[0], geo.k_alpha, xp)
-    minus = grid.minus_lobe & support
-    plus = ~grid.minus_lobe & support
-
-    def split(x: Any) -> Any:
-        return xp.concatenate([xp.where(minus, x, 0), xp.where(plus, x, 0)], axis=1)
-
-    return split(gam), [split(d) for d in grads]
-
-
-@dataclass
 class LatticeFit:
     """The objects' solve at one parameter set: the loss −bᴴM⁻¹b, the objects ``x``
     (one per column, zero on empty ones), the columns ``A`` and how many objects were
-    free (columns holding BF pixels)."""
+    free (columns holding BF pixels), their indices ``used`` and the free block of the
+    normal matrix ``Mu`` (the exact Hessian's solves, ``lattice_hessian``)."""
 
     loss: float
     x: Any
     A: Any
     objects: int
+    used: Any = None
+    Mu: Any = None
 
 
 def _stacked(data: LatticeData, A: Any, xp: Any) -> tuple[Any, Any]:
@@ -231,7 +164,7 @@ def lattice_solve(data: LatticeData, A: Any, xp: Any = np) -> LatticeFit:
     x = xp.zeros_like(b)
     x[idx] = xu
     loss = -float(xp.real(xp.vdot(b[idx], xu)))
-    return LatticeFit(loss=loss, x=x, A=A, objects=int(idx.size))
+    return LatticeFit(loss=loss, x=x, A=A, objects=int(idx.size), used=idx, Mu=Mu)
 
 
 def lattice_gradient(data: LatticeData, fit: LatticeFit, dA: Sequence[Any],
@@ -243,6 +176,42 @@ def lattice_gradient(data: LatticeData, fit: LatticeFit, dA: Sequence[Any],
     resid = Hs.T - (fit.A * fit.x[None, :]) @ K2.T
     return np.array([-2.0 * float(xp.real(xp.sum(xp.conj(d * fit.x[None, :]) * resid)))
                      for d in dA])
+
+
+def lattice_hessian(data: LatticeData, fit: LatticeFit, dA: Sequence[Any],
+                    d2A: Sequence[Any], xp: Any = np) -> np.ndarray:
+    """∂²(−bᴴM⁻¹b)/∂p_i∂p_k, exact, from the columns' first (``dA``) and second (``d2A``,
+    ``overlap.pairs_of`` order) derivatives: the derivative of ``lattice_gradient``'s
+    −2 Re Σ conj(∂_iA∘x)·R, R = Y − (A∘x)K₂ᵀ, with the objects' own derivatives
+    ∂_k x = M⁻¹(∂_k b − ∂_k M x) over the free ones (one solve for every k):
+
+        ∂_k∂_i L = −2 Re Σ [conj(∂_ikA∘x + ∂_iA∘∂_k x)·R − conj(∂_iA∘x)·((∂_kA∘x + A∘∂_k x)K₂ᵀ)].
+
+    One pass of the columns' second derivatives where differences of the gradient took
+    two gradients per parameter (crystal mode's Newton steps and its errors)."""
+    Hs, K2 = _stacked(data, fit.A, xp)
+    A, x = fit.A, fit.x
+    resid = Hs.T - (A * x[None, :]) @ K2.T
+    Ah_A = xp.conj(A).T
+    rhs = []
+    for d in dA:  # ∂_k b − ∂_k M x, M = K₂∘(AᴴA)
+        db = xp.einsum("bj,jb->j", xp.conj(d), Hs)
+        dM = K2 * (xp.conj(d).T @ A + Ah_A @ d)
+        rhs.append((db - dM @ x)[fit.used])
+    dx = xp.zeros((A.shape[1], len(dA)), dtype=x.dtype)
+    dx[fit.used] = xp.linalg.solve(fit.Mu, xp.stack(rhs, axis=1))
+    n = len(dA)
+    H = xp.zeros((n, n), dtype=np.float64)
+    second = dict(zip(pairs_of(n), d2A, strict=True))
+    d_resid = [-(dA[k] * x[None, :] + A * dx[None, :, k]) @ K2.T for k in range(n)]
+    for i in range(n):
+        through_x = xp.sum(xp.conj(dA[i]) * resid, axis=0)  # Σ_b conj(∂_iA)·R, per column
+        dAx = xp.conj(dA[i] * x[None, :])
+        for k in range(i, n):
+            term = (xp.sum(xp.conj(second[(i, k)] * x[None, :]) * resid)
+                    + xp.sum(xp.conj(dx[:, k]) * through_x) + xp.sum(dAx * d_resid[k]))
+            H[i, k] = H[k, i] = -2 * xp.real(term)
+    return np.asarray(to_host(H, "lattice.hessian"))
 
 
 def lattice_point_gradient(data: LatticeData, fit: LatticeFit, dA: Sequence[Any],

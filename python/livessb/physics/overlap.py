@@ -114,6 +114,8 @@ def gamma_derivatives(
 
     terms = []
     for sign, amp, phase_sign in ((-1, g.amp_minus, -1), (+1, g.amp_plus, +1)):
+        if amp is None:  # that lobe left out (physics.lattice's columns: one lobe each)
+            continue
         d10, dc, ds = _basis_differences(g, sign)
         dchi = C10 * d10 + C12 * (c2 * dc + s2 * ds)
         wave = amp * xp.exp(1j * phase_sign * dchi)
@@ -124,14 +126,15 @@ def gamma_derivatives(
         S, dS, d2S = _sinc_and_derivatives(x, xp) if depth else (1.0, 0.0, -1.0 / 3)
         terms.append((phase_sign, wave, S, dS, d2S, beta, (d10, dc, ds)))
 
-    gam = terms[0][2] * terms[0][1] - terms[1][2] * terms[1][1]
+    # Γ = S1·(k−ν lobe) − S2·(k+ν lobe): each term's sign is −phase_sign
+    gam = sum(-t[0] * t[2] * t[1] for t in terms)
     if order == 0:
         return gam, [], []
 
     grads: list[Any] = [0] * N_JOINT
     hess: list[Any] = [0] * len(PAIRS)
-    for idx, (phase_sign, wave, S, dS, d2S, beta, (d10, dc, ds)) in enumerate(terms):
-        sgn = 1.0 if idx == 0 else -1.0
+    for phase_sign, wave, S, dS, d2S, beta, (d10, dc, ds) in terms:
+        sgn = -float(phase_sign)
         # ∂(Δχ) over the three aberration parameters, and the nonzero second ones.
         dchi_d = [d10, c2 * dc + s2 * ds, C12 * (-2 * s2 * dc + 2 * c2 * ds)]
         dchi_12_phi = -2 * s2 * dc + 2 * c2 * ds
@@ -208,6 +211,8 @@ def gamma_general_derivatives(
     hess: list[Any] = [0] * len(pairs)
     pl = math.pi * lam
     for sign, amp, sgn in ((-1, g.amp_minus, 1.0), (+1, g.amp_plus, -1.0)):
+        if amp is None:  # that lobe left out
+            continue
         qr, qc = kr + sign * nr, kc + sign * nc
         ip = 1j * sign  # a: exp(-i Δχ), b: exp(+i Δχ)
         wave = amp * xp.exp(ip * (chi(qr, qc, lam, params, xp) - chi_k))
@@ -255,8 +260,11 @@ def gamma_general(
     kr, kc, nr, nc = g.k_r, g.k_c, g.nu_r, g.nu_c
     lam = g.wavelength
     chi_k = chi(kr, kc, lam, params, xp)
-    a = g.amp_minus * xp.exp(-1j * (chi(kr - nr, kc - nc, lam, params, xp) - chi_k))
-    b = g.amp_plus * xp.exp(1j * (chi(kr + nr, kc + nc, lam, params, xp) - chi_k))
+    # a lobe whose amplitude is None is left out (physics.lattice's columns: one lobe each)
+    a = 0 if g.amp_minus is None else g.amp_minus * xp.exp(
+        -1j * (chi(kr - nr, kc - nc, lam, params, xp) - chi_k))
+    b = 0 if g.amp_plus is None else g.amp_plus * xp.exp(
+        1j * (chi(kr + nr, kc + nc, lam, params, xp) - chi_k))
     depth = float(params.get("depth", 0.0))
     if depth == 0.0:
         return a - b
