@@ -145,7 +145,9 @@ def test_the_columns_derivative_by_g_is_exact(at: dict[str, float]) -> None:
     # discs cut the BF disc's edge.
     problem = _problem(2)
     g = problem._data().g + 1e-3  # off the lattice's symmetric points
-    A, dA = lattice_columns_by_g(problem.geo, g, at)
+    exact = lattice_columns_by_g(problem.geo, g, at)
+    assert exact is not None
+    A, dA = exact
     assert np.array_equal(A, lattice_columns(problem.geo, g, at, ())[0])
     for axis in (0, 1):
         shift = np.zeros(2)
