@@ -46,9 +46,10 @@ def test_the_gpu_computes_the_cpus_lattice_loss_gradient_and_fit() -> None:
     at = {**TRUTH, "C10": TRUTH["C10"] + 2}
     (lc, gc), (lg, gg) = cpu.gradient(at, names), gpu.gradient(at, names)
     hc, hg = (p.derivatives(at, names)[2] for p in (cpu, gpu))
-    by_g = [lattice_columns_by_g(p.geo, p._data().g, at, p.xp) for p in (cpu, gpu)]
-    assert by_g[0] is not None and by_g[1] is not None
-    (Ac, dAc), (Ag, dAg) = by_g
+    on_cpu = lattice_columns_by_g(cpu.geo, cpu._data().g, at, np)
+    on_gpu = lattice_columns_by_g(gpu.geo, gpu._data().g, at, cp)
+    assert on_cpu is not None and on_gpu is not None
+    (Ac, dAc), (Ag, dAg) = on_cpu, on_gpu
     box = {"C10": (-200.0, 200.0), "C12": (0.0, 50.0), "phi12": (-np.pi / 2, np.pi / 2)}
     fc, fg = (lattice_newton(p, at, list(names), box) for p in (cpu, gpu))
     bc, bg = (refined_basis(p, first[0], TRUTH) for p in (cpu, gpu))
