@@ -172,6 +172,9 @@ def fit_case(path: Path, loss: str, trials: int, frequencies: str = "grid",
         row[p] = {"truth": truth[p], "fit": fit.params[p], "delta": delta, "error": err,
                   "systematic": fit.errors_systematic.get(p, float("nan")),
                   "z": delta / err if err and err > 0 else float("nan")}
+    if fit.lattice:  # crystal mode: its pairs of estimates and their systematic parts
+        row["lattice"] = {k: v for k, v in fit.lattice.items()
+                          if k not in ("per_bin", "basis_inv_A")}
     check = fit.provenance.get("window_check")
     if check is not None:  # a "hann" fit: the unapodised one refined from it, compared
         row["window_check"] = check
@@ -340,7 +343,7 @@ def main() -> None:
         sections.append(f"### The peer, against scan_frequencies='{modes[-1]}'\n\n"
                         f"{peer_table(record[modes[-1]], peer)}")
     args.out.write_text("\n".join(sections))
-    args.out.with_suffix(".json").write_text(json.dumps(record, indent=1))
+    args.out.with_suffix(".json").write_text(json.dumps(record, indent=1, default=float))
     print(f"wrote {args.out}")
 
 

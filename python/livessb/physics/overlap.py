@@ -126,8 +126,14 @@ def gamma_derivatives(
         S, dS, d2S = _sinc_and_derivatives(x, xp) if depth else (1.0, 0.0, -1.0 / 3)
         terms.append((phase_sign, wave, S, dS, d2S, beta, (d10, dc, ds)))
 
-    # Γ = S1·(k−ν lobe) − S2·(k+ν lobe): each term's sign is −phase_sign
-    gam = sum(-t[0] * t[2] * t[1] for t in terms)
+    # Γ = S1·(k−ν lobe) − S2·(k+ν lobe) (the same operations as a − b where both are there)
+    gam: Any = None
+    for phase_sign, wave, S, *_ in terms:
+        term = S * wave
+        if phase_sign < 0:
+            gam = term if gam is None else gam + term
+        else:
+            gam = -term if gam is None else gam - term
     if order == 0:
         return gam, [], []
 
