@@ -64,6 +64,7 @@ export interface Traits {
   trials_full: unknown[]; // Python -> JS: best trials of the full-field fit
   progress: Partial<Progress>; // Python -> JS
   live_regions: boolean; // JS <-> Python
+  object_model: string; // JS <-> Python: how regions are fitted ("per_bin" | "lattice": crystal mode)
   map_overlays: Record<string, unknown>; // Python -> JS: latest map ({} none; overlay.ts parses)
   virtual_images: Record<string, unknown>; // Python -> JS: images from the counts (imagekind.ts parses)
   image: string; // JS <-> Python: what the scan view shows (imagekind.ts ImageKind)

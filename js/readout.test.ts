@@ -32,6 +32,12 @@ describe("readout", () => {
   });
   it("ignores malformed fields", () => {
     const t = parseTrust({ errors: { C10: "x" }, undetermined: [1, "C10"], on_box_edge: "C10", model: 3 });
-    expect(t).toEqual({ errors: {}, undetermined: ["C10"], onBoxEdge: [], model: null });
+    expect(t).toEqual({ errors: {}, undetermined: ["C10"], onBoxEdge: [], model: null, crystal: "" });
+    expect(parseTrust({ crystal: 7 }).crystal).toBe("");
+  });
+  it("carries what crystal mode did", () => {
+    const text = "lattice model, periods 3.9, 3.9 Å, 112 points, contrast 7.1x";
+    expect(parseTrust({ crystal: text }).crystal).toBe(text);
+    expect(parseTrust({}).crystal).toBe("");
   });
 });

@@ -14,6 +14,7 @@ export interface Trust {
   undetermined: string[];
   onBoxEdge: string[];
   model: string | null; // "thin" | "thick" (null: no choice recorded)
+  crystal: string; // what crystal mode did ("" for a per-bin fit): the lattice, or why not
 }
 
 export type ReadoutState = "value" | "undetermined" | "edge" | "missing";
@@ -33,6 +34,7 @@ export function parseTrust(x: unknown): Trust {
     undetermined: names(o.undetermined),
     onBoxEdge: names(o.on_box_edge),
     model: typeof o.model === "string" ? o.model : null,
+    crystal: typeof o.crystal === "string" ? o.crystal : "",
   };
 }
 

@@ -68,13 +68,14 @@ export class StatusBar {
   }
 }
 
-/** Toolbar: delete selected region and live regions (the gallery's header), and the
- * calibration path + save (beside the status). */
+/** Toolbar: delete selected region, live regions and crystal mode (the gallery's
+ * header), and the calibration path + save (beside the status). */
 export class Toolbar {
   readonly regionTools: HTMLElement;
   readonly saveRow: HTMLElement;
   readonly deleteButton: HTMLButtonElement;
   readonly liveRegions: HTMLInputElement;
+  readonly crystalMode: HTMLInputElement;
   readonly pathInput: HTMLInputElement;
   readonly saveButton: HTMLButtonElement;
 
@@ -93,7 +94,16 @@ export class Toolbar {
     const live = element("label", "livessb-lock");
     live.title = this.liveRegions.title;
     live.append(this.liveRegions, "live");
-    this.regionTools.append(this.deleteButton, live);
+    this.crystalMode = element("input", "", "crystal mode");
+    this.crystalMode.type = "checkbox";
+    this.crystalMode.title =
+      "fit regions with the lattice model of a crystal (object_model=\"lattice\"): right on small regions of a crystal, slower";
+    const crystal = element("label", "livessb-lock");
+    crystal.title = this.crystalMode.title;
+    crystal.append(this.crystalMode, "crystal");
+    const boxes = element("div", "livessb-boxes"); // one above the other: the column is narrow
+    boxes.append(live, crystal);
+    this.regionTools.append(this.deleteButton, boxes);
     this.saveRow.append(this.pathInput, this.saveButton);
   }
 }

@@ -211,6 +211,7 @@ const render: Render<Traits> = ({ model, el }) => {
     scan.schedule();
   };
   const onLive = () => (toolbar.liveRegions.checked = !!model.get("live_regions"));
+  const onCrystal = () => (toolbar.crystalMode.checked = model.get("object_model") === "lattice");
   const onMaps = () => maps.setMaps(parseMapOverlays(model.get("map_overlays")));
   const onCancellable = () => maps.setRunning(jobName(model.get("cancellable")) === "map");
   const onProgress = () => progress.setProgress(parseProgress(model.get("progress")));
@@ -230,7 +231,7 @@ const render: Render<Traits> = ({ model, el }) => {
     ["change:region_results", () => select(selected)], ["msg:custom", onMsg],
     ["change:param_table", onTable], ["change:sampling_A", onSampling], ["change:upsample", onSampling],
     ["change:trials_full", () => browse.refreshTrials(selected)], ["change:progress", onProgress],
-    ["change:live_regions", onLive], ["change:map_overlays", onMaps],
+    ["change:live_regions", onLive], ["change:object_model", onCrystal], ["change:map_overlays", onMaps],
     ["change:cancellable", onCancellable],
   ];
   for (const [name, cb] of listeners) model.on(name, cb as () => void);
@@ -269,11 +270,16 @@ const render: Render<Traits> = ({ model, el }) => {
     model.set("live_regions", toolbar.liveRegions.checked);
     model.save_changes();
   });
+  toolbar.crystalMode.addEventListener("change", () => {
+    model.set("object_model", toolbar.crystalMode.checked ? "lattice" : "per_bin");
+    model.save_changes();
+  });
 
   onShape();
   onTable();
   onStatus();
   onLive();
+  onCrystal();
   onProgress();
   onMaps();
   onCancellable();

@@ -66,19 +66,25 @@ def _value(name: str, value: float, error: float | None) -> str:
     return f"{text} {unit}".rstrip()
 
 
-def crystal_mode_lines(record: Mapping[str, Any]) -> list[str]:
+def crystal_mode_text(record: Mapping[str, Any]) -> str:
     """What crystal mode (object_model="lattice") did: the lattice and how far the fit
-    moved from the per-bin one, or why the per-bin fit was kept."""
+    moved from the per-bin one, or why the per-bin fit was kept ("" for a per-bin fit);
+    the CLI's line and the widget's region panel."""
     if not record:
-        return []
+        return ""
     if record.get("model") != "lattice":
-        return [f"  crystal mode: {record.get('reason', 'per-bin fit kept')}"]
+        return str(record.get("reason", "per-bin fit kept"))
     basis = record["basis_inv_A"]
     periods = ", ".join(f"{1 / math.hypot(*v):.4g}" for v in basis)
     c10 = record["per_bin"]["params"].get("C10")
     moved = f"; the per-bin fit's C10 was {c10:.2f} Å" if c10 is not None else ""
-    return [f"  crystal mode: lattice model, periods {periods} Å, {record['points']} points, "
-            f"contrast {record['contrast']:.1f}x{moved}"]
+    return (f"lattice model, periods {periods} Å, {record['points']} points, "
+            f"contrast {record['contrast']:.1f}x{moved}")
+
+
+def crystal_mode_lines(record: Mapping[str, Any]) -> list[str]:
+    text = crystal_mode_text(record)
+    return [f"  crystal mode: {text}"] if text else []
 
 
 def fit_lines(title: str, fit: Any) -> list[str]:

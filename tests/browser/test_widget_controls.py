@@ -33,6 +33,7 @@ from lab import (  # noqa: E402
     label,
     preview_state,
     require_lab_stack,
+    run_code,
     run_json,
     show_canvas,
     wait_preview,
@@ -348,6 +349,37 @@ def test_live_regions_checkbox_syncs(ui: tuple[Page, Lab, Locator]) -> None:
     assert run_json(page, "w.live_regions") == (not start)
     box.click()
     assert run_json(page, "w.live_regions") == start
+
+
+def test_crystal_mode_box_fits_the_regions_with_the_lattice(
+        ui: tuple[Page, Lab, Locator]) -> None:
+    # A 16² region of the demo crystal (2.5 lattice periods), then the "crystal mode" box:
+    # the region is fitted again with the lattice model and its panel says what it found.
+    page, _lab, root = ui
+    shape = tuple(run_json(page, "list(w.scan_shape)"))
+    box = label(root, "crystal mode")
+    assert not box.is_checked() and run_json(page, "w.object_model") == "per_bin"
+    drag_scan(page, root, (40.2, 40.2), (55.8, 55.8), shape)
+    rid = run_json(page, "(w.wait(300), w.regions[-1]['id'])[1]")
+    wait_status(root, "done")
+    per_bin = run_json(page, f"w.region_results[{rid!r}]")
+    assert per_bin["crystal"] == ""
+    box.click()
+    assert run_json(page, "(w.wait(600), w.object_model)[1]") == "lattice"
+    wait_status(root, "done")
+    record = run_json(page, f"w.region_results[{rid!r}]")
+    assert record["crystal"].startswith("lattice model, periods"), record
+    assert record["params"]["C10"] != per_bin["params"]["C10"]
+    row = root.locator(f'[data-region-id="{rid}"] [data-param="crystal"]').first
+    row.wait_for(state="visible", timeout=60_000)
+    assert row.inner_text() == record["crystal"]
+    show_canvas(root)
+    widget_shot(page, root, "19-crystal-mode")
+    box.click()  # back to per bin, the region removed: the widget as the next checks expect
+    assert run_json(page, "(w.wait(600), w.object_model)[1]") == "per_bin"
+    run_code(page, "w.regions = []")
+    page.wait_for_function("(el) => el.querySelectorAll('[data-region-id]').length === 0",
+                           arg=root.element_handle())
 
 
 def test_fft_by_keyboard(ui: tuple[Page, Lab, Locator]) -> None:

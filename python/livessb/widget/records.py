@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
+from ..cli_text import crystal_mode_text
 from ..params import JOINT, OPTIONAL
 from ..regions import check_bounds
 
@@ -49,13 +50,15 @@ def with_search_trials(refined: FitResult, before: FitResult | None) -> FitResul
 
 
 def trust_record(fit: FitResult) -> dict[str, Any]:
-    """``{errors, undetermined, on_box_edge, model}``: 1-σ errors (``{}`` for objectives
-    without them), the names not determined, the names on a box edge and the model kept
-    (``"thin"``/``"thick"``, ``None`` where no choice was made)."""
+    """``{errors, undetermined, on_box_edge, model, crystal}``: 1-σ errors (``{}`` for
+    objectives without them), the names not determined, the names on a box edge, the model
+    kept (``"thin"``/``"thick"``, ``None`` where no choice was made) and what crystal mode
+    did (``""``: a per-bin fit; the CLI's text)."""
     choice = fit.provenance.get("model_choice") or {}
     return {"errors": float_params(fit.errors), "undetermined": [str(n) for n in fit.undetermined],
             "on_box_edge": [str(n) for n in fit.on_box_edge],
-            "model": choice.get("kept") if isinstance(choice, dict) else None}
+            "model": choice.get("kept") if isinstance(choice, dict) else None,
+            "crystal": crystal_mode_text(fit.lattice)}
 
 
 def full_fit_record(fit: FitResult) -> dict[str, Any]:

@@ -107,7 +107,8 @@ class RegionJobs:
         t0 = time.perf_counter()
         try:
             reg = w.session.fit_region(bounds, trials=w.trials, seed=w.seed,
-                                       region_id=rid, progress=False)
+                                       region_id=rid, progress=False,
+                                       object_model=w.object_model)
             png = phase_to_png(reg.phase)
         except Exception as exc:
             traceback.print_exception(exc)

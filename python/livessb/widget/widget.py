@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import anywidget
 import traitlets
 
+from ..fit.lattice import OBJECT_MODELS
 from ..fit.systematic import why_not_determined
 from ..params import table_for_frontend
 from ..preview import Frame, render_preview
@@ -111,6 +112,8 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
     diffraction_info = traitlets.Dict().tag(sync=True)  # the pattern panel's (diffractionview.py)
     # --- JS <-> Python ------------------------------------------------------
     live_regions = traitlets.Bool(False).tag(sync=True)
+    # how regions are fitted (Session.fit_region object_model): "lattice" is crystal mode
+    object_model = traitlets.Enum(OBJECT_MODELS, default_value="per_bin").tag(sync=True)
     # [{id, row_start, row_stop, col_start, col_stop}], scan px, stops exclusive
     regions = traitlets.List(traitlets.Dict()).tag(sync=True)
     # what the scan view shows (root data-image): a virtual image until a fit's phase
@@ -283,6 +286,18 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
             for rid, bounds in new.items():
                 if old.get(rid) != bounds:
                     self._regions.queue(results, rid, bounds)
+            self.region_results = results
+            self._update_status()
+
+    @traitlets.observe("object_model")
+    def _on_object_model(self, change: dict[str, Any]) -> None:
+        """Every region fitted again with the new object model (its crop replaced)."""
+        if self._closed or change["old"] == change["new"]:
+            return
+        with self._lock:
+            results = dict(self.region_results)
+            for r in self.regions:
+                self._regions.queue(results, r["id"], bounds_of(r))
             self.region_results = results
             self._update_status()
 
