@@ -98,6 +98,10 @@ class LatticeProblem:
     rows: Any = None  # (B, 1) BF pixels' weights of a ring's problem (``systematic_parts``)
     varied: Any = None  # (1, 2 n_g) the columns a lobe's problem varies (``lobe_of``)
     held: Any = field(default=None, repr=False)  # the columns at the joint fit (B, 2 n_g)
+    # the latest columns per pixel set, shared by the problems ``replace`` derives from this
+    # one (same lattice): at the joint fit the lobes', rings' and noise errors' columns
+    # are the Newton's last ones (``_raw_columns``)
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def at_basis(self, basis: np.ndarray, indices: np.ndarray | None = None
                  ) -> LatticeProblem:
@@ -105,7 +109,7 @@ class LatticeProblem:
         ``indices`` (n_g, 2), held while a basis is refined (a point crossing 2k_α would
         make the loss jump)."""
         g = lattice_points(basis, self.geo.k_alpha) if indices is None else indices @ basis
-        return replace(self, data=lattice_data(self.counts, g, self.step, self.xp))
+        return replace(self, data=lattice_data(self.counts, g, self.step, self.xp), memo={})
 
     def lobe_of(self, which: int, joint: Mapping[str, float]) -> LatticeProblem:
         """The problem of lobe ``which`` (0: k−g, 1: k+g): its own columns over the half
@@ -114,7 +118,7 @@ class LatticeProblem:
         g = self._data().g
         upper = (g[:, 0] > 0) | ((g[:, 0] == 0) & (g[:, 1] > 0))
         mine = np.concatenate([upper, ~upper] if which == 0 else [~upper, upper])
-        held = lattice_columns(self.geo, g, joint, (), self.xp, pixels=self.pixels)[0]
+        held = self._raw_columns(joint)[0]
         return replace(self, varied=self.xp.asarray(mine[None, :]), held=held)
 
     def _data(self) -> LatticeData:
@@ -122,10 +126,26 @@ class LatticeProblem:
             raise RuntimeError("LatticeProblem.at_basis first")
         return self.data
 
+    def _raw_columns(self, params: Mapping[str, float], names: Sequence[str] = (),
+                     order: int = 0) -> tuple[Any, list[Any], list[Any]]:
+        """The columns of this pixel set at ``params`` and their derivatives (``order``);
+        the latest derivatives kept (the same arrays: every use derives new ones from
+        them), a loss's columns not (a line search's would evict them)."""
+        key = (tuple(sorted(params.items())), tuple(names))
+        kept = self.memo.get(self.pixels)
+        if kept is not None and kept[0][0] == key[0] and (
+                order == 0 or (kept[0][1] == key[1] and kept[1] >= order)):
+            A, dA, d2A = kept[2]
+            return A, dA if order else [], d2A if order > 1 else []
+        out = lattice_column_derivatives(self.geo, self._data().g, params, names, self.xp,
+                                         order, self.pixels)
+        if order:
+            self.memo[self.pixels] = (key, order, out)
+        return out
+
     def _columns(self, params: Mapping[str, float], names: Sequence[str] = (),
                  order: int = 0) -> tuple[Any, list[Any], list[Any]]:
-        A, dA, d2A = lattice_column_derivatives(self.geo, self._data().g, params, names,
-                                                self.xp, order, self.pixels)
+        A, dA, d2A = self._raw_columns(params, names, order)
         if self.rows is not None:
             A, dA, d2A = A * self.rows, [d * self.rows for d in dA], [
                 d * self.rows for d in d2A]
