@@ -42,6 +42,7 @@ from ..physics.geometry import scan_frame_frequencies
 from ..physics.lattice import (
     LatticeData,
     LatticeNotFoundError,
+    free_objects,
     lattice_data,
     lattice_gradient,
     lattice_hessian,
@@ -174,7 +175,7 @@ class LatticeProblem:
 
     def objects(self, params: Mapping[str, float]) -> int:
         """Free objects (columns with BF pixels) at ``params``."""
-        return lattice_solve(self._data(), self._columns(params)[0], self.xp).objects
+        return free_objects(self._data(), self._columns(params)[0], self.xp)
 
 
 def basis_loss_gradient(problem: LatticeProblem, basis: np.ndarray, indices: np.ndarray,
@@ -272,10 +273,16 @@ def lattice_newton(problem: LatticeProblem, params: Mapping[str, float],
     loss, grad, H = problem.derivatives(p, free)
     for it in range(1, iterations + 1):
         step = -_curved_inverse(H, widths) @ grad
-        for _ in range(30):
+        # the whole step is usually taken: its derivatives at once (the next iteration's)
+        at_trial: tuple[float, np.ndarray, np.ndarray] | None = None
+        for attempt in range(30):
             trial = _clipped({**p, **{n: p[n] + s for n, s in zip(free, step, strict=True)}},
                              box)
-            trial_loss = problem.loss(trial)
+            if attempt == 0:
+                at_trial = problem.derivatives(trial, free)
+                trial_loss = at_trial[0]
+            else:
+                at_trial, trial_loss = None, problem.loss(trial)
             if trial_loss <= loss:
                 break
             step = step / 2
@@ -284,7 +291,7 @@ def lattice_newton(problem: LatticeProblem, params: Mapping[str, float],
         moved = max(abs(on_circle(n, trial[n] - p[n])) / w
                     for n, w in zip(free, widths, strict=True))
         p = trial
-        loss, grad, H = problem.derivatives(p, free)
+        loss, grad, H = at_trial if at_trial is not None else problem.derivatives(p, free)
         if moved < STEP_TOLERANCE:
             return NewtonOutcome(p, loss, H, it)
     return NewtonOutcome(p, loss, H, iterations)
