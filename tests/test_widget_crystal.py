@@ -51,6 +51,7 @@ def test_crystal_mode_fits_regions_with_the_lattice_and_is_kept_in_the_calibrati
         try:
             w2.wait(TIMEOUT)
             assert w2.session.evaluations == 0  # nothing refitted
+            assert w2.object_model == "lattice"  # the box as the regions were fitted
             assert w2.region_results["r1"]["crystal"] == crystal["crystal"]
             assert w2.region_results["r1"]["params"] == crystal["params"]
         finally:

@@ -292,7 +292,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
     @traitlets.observe("object_model")
     def _on_object_model(self, change: dict[str, Any]) -> None:
         """Every region fitted again with the new object model (its crop replaced)."""
-        if self._closed or change["old"] == change["new"]:
+        if self._applying or self._closed or change["old"] == change["new"]:
             return
         with self._lock:
             results = dict(self.region_results)
@@ -408,6 +408,12 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
             if self._session.full_fit is not None:
                 self._submit("full", functools.partial(self._show_full, self._session.full_fit))
             self._maps.restore()
+            if any(reg.fit.lattice for reg in self._session.regions.values()):
+                self._applying = True  # the box as the regions were fitted, none refitted
+                try:
+                    self.object_model = "lattice"
+                finally:
+                    self._applying = False
             self._regions.restore()
             self._update_status()
 
