@@ -202,12 +202,11 @@ def lattice_hessian(data: LatticeData, fit: LatticeFit, dA: Sequence[Any],
     Hs, K2 = _stacked(data, fit.A, xp)
     A, x = fit.A, fit.x
     resid = Hs.T - (A * x[None, :]) @ K2.T
-    Ah_A = xp.conj(A).T
     rhs = []
-    for d in dA:  # ∂_k b − ∂_k M x, M = K₂∘(AᴴA)
+    for d in dA:  # ∂_k b − ∂_k M x, M = K₂∘(AᴴA): ∂(AᴴA) = G + Gᴴ, G = ∂Aᴴ A
         db = xp.einsum("bj,jb->j", xp.conj(d), Hs)
-        dM = K2 * (xp.conj(d).T @ A + Ah_A @ d)
-        rhs.append((db - dM @ x)[fit.used])
+        G = xp.conj(d).T @ A
+        rhs.append((db - (K2 * (G + xp.conj(G).T)) @ x)[fit.used])
     dx = xp.zeros((A.shape[1], len(dA)), dtype=x.dtype)
     dx[fit.used] = xp.linalg.solve(fit.Mu, xp.stack(rhs, axis=1))
     n = len(dA)
