@@ -50,8 +50,8 @@ SCATTERING_PLANE_BELOW_ENTRANCE_A = {"srtio3_thin": 0.846}
 
 
 @functools.cache  # a fit is shared by the tests that read it (read only)
-def _fit(name: str, detector: str = "as stored",
-         alias_pixels: str = "kept") -> tuple[FitResult, dict[str, float]]:
+def _fit(name: str, detector: str = "as stored", alias_pixels: str = "kept",
+         object_model: str = "per_bin") -> tuple[FitResult, dict[str, float]]:
     d = np.load(FIXTURES / f"{name}.npz")
     ds = livessb.Dataset4D(
         DETECTORS[detector][0](d["counts"]), voltage_kV=float(d["voltage_kV"]),
@@ -61,7 +61,7 @@ def _fit(name: str, detector: str = "as stored",
     if name in SCATTERING_PLANE_BELOW_ENTRANCE_A:  # not the t/2 the fixture stores
         truth["C10"] = float(d["abtem_C10"]) + SCATTERING_PLANE_BELOW_ENTRANCE_A[name]
     with livessb.Session(ds, device="cpu", alias_pixels=alias_pixels) as s:
-        return s.fit(progress=False), truth
+        return s.fit(progress=False, object_model=object_model), truth
 
 
 def _angle_diff_deg(a: float, b: float) -> float:
@@ -120,6 +120,26 @@ def test_an_undersampled_scan_with_its_alias_pixels_left_out_fits_the_scattering
     for n in ("C10", "C12", "phi12"):
         assert abs(_deviation(n, fit.params[n], t[n])) <= 2 * fit.errors[n], n
         assert abs(_deviation(n, fit.params[n], t[n])) <= 2 * noise[n], n
+
+
+@pytest.mark.parametrize("name", ["srtio3_thin", "sto1_C10m150", "weak1_periodic_C10m80"])
+def test_crystal_mode_fits_independent_multislice_crystals_within_target_and_errors(
+        name: str) -> None:
+    # Crystal mode (object_model="lattice") on abTEM's crystals, the aliases kept: within
+    # issue 20's target (C10 max(1 %, 0.5 Å), C12 0.5 Å, φ12 0.01 rad) and within two of
+    # its errors. Measured ΔC10 / error: −0.10 / 0.76 Å on the aliased 0.6 Å scan of thin
+    # SrTiO3 (where the default per-bin fit is 1.31 Å off at z 3.4: the strict xfail
+    # above), −0.10 / 0.46 (C10 −150), −0.12 / 0.37 (a weak crystal over whole periods).
+    fit, t = _fit(name, object_model="lattice")
+    assert fit.lattice["model"] == "lattice", fit.lattice
+    d = {n: _deviation(n, fit.params[n], t[n]) for n in ("C10", "C12", "phi12")}
+    assert abs(d["C10"]) <= max(0.01 * abs(t["C10"]), 0.5), d
+    assert abs(d["C12"]) <= 0.5 and abs(d["phi12"]) <= 0.01, d
+    for n in ("C10", "C12", "phi12"):
+        assert abs(d[n]) <= 2 * fit.errors[n], (n, d[n], fit.errors[n])
+    per_bin = fit.lattice["per_bin"]["params"]["C10"] - t["C10"]
+    if name == "srtio3_thin":  # the aliases' pull the lattice model removes
+        assert abs(per_bin) > 1.0 > 2 * abs(d["C10"]), (per_bin, d["C10"])
 
 
 def test_weak_object_over_whole_lattice_periods_is_fitted_exactly() -> None:
