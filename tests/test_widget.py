@@ -115,7 +115,7 @@ def test_full_fit_on_creation(ds: Dataset4D) -> None:
         assert w.status == "done", w.message
         assert set(w.full_fit) >= {"params", "loss", "rotation_deg", "transpose", "timings"}
         assert set(w.full_fit) <= {"params", "loss", "errors", "undetermined", "on_box_edge",
-                                   "model", "rotation_deg", "transpose", "timings"}
+                                   "model", "crystal", "rotation_deg", "transpose", "timings"}
         assert set(w.full_fit["params"]) >= set(livessb.params.JOINT)
         assert w.full_fit["timings"]["total_s"] > 0
         f = w.upsample
