@@ -13,7 +13,7 @@ import pytest
 from cuda_helpers import record
 from cuda_skip import cp, pytestmark  # noqa: F401  (skips without a GPU)
 from livessb import Session
-from livessb.fit.lattice import (
+from livessb.fit.lattice_problem import (
     LatticeProblem,
     basis_loss_gradient,
     lattice_newton,

@@ -12,15 +12,13 @@ import pytest
 
 from livessb import Session
 from livessb.cli_text import fit_lines
-from livessb.fit.lattice import (
+from livessb.fit.lattice import check_object_model
+from livessb.fit.lattice_errors import noise_errors, pair_systematic, systematic_parts
+from livessb.fit.lattice_problem import (
     LatticeProblem,
     basis_loss_gradient,
-    check_object_model,
     lattice_newton,
-    noise_errors,
-    pair_systematic,
     refined_basis,
-    systematic_parts,
 )
 from livessb.physics.lattice import (
     LatticeNotFoundError,
