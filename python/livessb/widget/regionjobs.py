@@ -69,18 +69,24 @@ class RegionJobs:
         w._submit(rid, functools.partial(self._remove_from_session, rid))
         self._floor[rid] = self._latest(rid)
 
+    def refit(self, regions: list[dict[str, Any]]) -> None:
+        """Each of ``regions`` fitted again (queued; its record says fitting)."""
+        w = self._w
+        with w._lock:
+            results = dict(w.region_results)
+            for r in regions:
+                self.queue(results, r["id"], bounds_of(r))
+            w.region_results = results
+            w._update_status()
+
     def retry_failed(self) -> None:
         """After a full-field fit: regions that failed (e.g. drawn before it) are fitted again."""
         w = self._w
         with w._lock:
-            results = dict(w.region_results)
-            failed = [r for r in w.regions if results.get(r["id"], {}).get("status") == "error"]
-            if not failed:
-                return
-            for r in failed:
-                self.queue(results, r["id"], bounds_of(r))
-            w.region_results = results
-            w._update_status()
+            failed = [r for r in w.regions
+                      if w.region_results.get(r["id"], {}).get("status") == "error"]
+            if failed:
+                self.refit(failed)
 
     def restore(self) -> None:
         """Every region of a restored session shown from its stored fit, none refitted."""

@@ -294,12 +294,7 @@ class SSBWidget(anywidget.AnyWidget):  # type: ignore[misc]
         """Every region fitted again with the new object model (its crop replaced)."""
         if self._applying or self._closed or change["old"] == change["new"]:
             return
-        with self._lock:
-            results = dict(self.region_results)
-            for r in self.regions:
-                self._regions.queue(results, r["id"], bounds_of(r))
-            self.region_results = results
-            self._update_status()
+        self._regions.refit(self.regions)
 
     # ------------------------------------------------------------- worker jobs
     def _submit(self, key: str, fn: Callable[[int], Any], coalesce: bool = True) -> Future[Any]:
