@@ -151,18 +151,16 @@ def _stacked(data: LatticeData, A: Any, xp: Any) -> tuple[Any, Any]:
     return xp.concatenate([data.H] * blocks), xp.tile(data.K, (blocks, blocks))
 
 
-def _used(diag: Any) -> Any:
-    """The columns that hold BF pixels: the normal matrix's diagonal ``diag`` (real)
+def _used(K2: Any, A: Any, xp: Any) -> Any:
+    """The columns of ``A`` that hold BF pixels: the Gram's diagonal K₂(j, j)·Σ|A_j|²
     above ``EMPTY_COLUMN_REL`` of its largest."""
+    diag = xp.real(xp.diagonal(K2)) * xp.sum(xp.real(A * xp.conj(A)), axis=0)
     return diag > EMPTY_COLUMN_REL * float(diag.max())
 
 
 def free_objects(data: LatticeData, A: Any, xp: Any = np) -> int:
-    """How many objects ``lattice_solve`` frees for columns ``A``: its diagonal
-    K₂(j, j)·Σ_b|A_bj|² without the Gram's product or a solve."""
-    diag = xp.real(xp.diagonal(_stacked(data, A, xp)[1])) * xp.sum(
-        xp.real(A * xp.conj(A)), axis=0)
-    return int(xp.count_nonzero(_used(diag)))
+    """How many objects ``lattice_solve`` frees for columns ``A`` (no solve)."""
+    return int(xp.count_nonzero(_used(_stacked(data, A, xp)[1], A, xp)))
 
 
 def lattice_solve(data: LatticeData, A: Any, xp: Any = np) -> LatticeFit:
@@ -170,7 +168,7 @@ def lattice_solve(data: LatticeData, A: Any, xp: Any = np) -> LatticeFit:
     Hs, K2 = _stacked(data, A, xp)
     b = xp.einsum("bj,jb->j", xp.conj(A), Hs)
     M = K2 * (xp.conj(A).T @ A)
-    idx = xp.nonzero(_used(xp.real(xp.diagonal(M))))[0]  # the product's own diagonal
+    idx = xp.nonzero(_used(K2, A, xp))[0]
     Mu = M[idx][:, idx]
     xu = xp.linalg.solve(Mu, b[idx])
     x = xp.zeros_like(b)
