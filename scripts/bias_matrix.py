@@ -175,6 +175,9 @@ def fit_case(path: Path, loss: str, trials: int, frequencies: str = "grid",
     if fit.lattice:  # crystal mode: its pairs of estimates and their systematic parts
         row["lattice"] = {k: v for k, v in fit.lattice.items()
                           if k not in ("per_bin", "basis_inv_A")}
+        if "per_bin" in fit.lattice:  # its systematic part, one of crystal mode's
+            row["lattice"]["per_bin_errors_systematic"] = fit.lattice["per_bin"][
+                "errors_systematic"]
     check = fit.provenance.get("window_check")
     if check is not None:  # a "hann" fit: the unapodised one refined from it, compared
         row["window_check"] = check

@@ -92,3 +92,29 @@ def test_a_crystal_mode_region_fit_on_the_gpu_lands_where_the_cpus_does() -> Non
     # the per-bin starts differ by the float32 spectra; the lattice fit is float64 on both
     assert abs(gpu.params["C10"] - cpu.params["C10"]) < 0.1 * cpu.errors["C10"]
     assert gpu.errors["C10"] == pytest.approx(cpu.errors["C10"], rel=0.05)
+
+
+def test_the_gpu_computes_the_cpus_thin_object_loss_and_fit() -> None:
+    from livessb.fit.thin_object import fit_thin_object, start_beams
+    from livessb.physics.thin_object import beam_grid, thin_object_loss
+
+    cpu, gpu, basis = _problems()
+    cpu, gpu = cpu.at_basis(basis), gpu.at_basis(basis)
+    names = ["C10", "C12", "phi12"]
+    at = {**TRUTH, "C10": TRUTH["C10"] + 2}
+    box = {"C10": (-200.0, 200.0), "C12": (0.0, 50.0), "phi12": (-np.pi / 2, np.pi / 2)}
+    grid = beam_grid(cpu._data().g, basis)
+    out, fits = [], []
+    for p in (cpu, gpu):
+        T = start_beams(p.counts, p.solve(at).x, len(p._data().g), p.xp)
+        out.append(thin_object_loss(p._data(), p.geo, grid, T, at, p.xp))
+        fits.append(fit_thin_object(p._data(), p.geo, grid, at, names, T, box, p.xp))
+    (c, g), (fc, fg) = out, fits
+    by_T_rel = float(np.abs(c.by_T - g.by_T).max() / np.abs(c.by_T).max())
+    record("thin_object", loss_rel=abs(g.loss / c.loss - 1), by_T_rel=by_T_rel,
+           c10_diff=abs(fg.params["C10"] - fc.params["C10"]),
+           iterations=[fc.iterations, fg.iterations])
+    assert abs(g.loss / c.loss - 1) < 1e-10 and by_T_rel < 1e-8
+    assert np.allclose(g.by_params, c.by_params, rtol=1e-8)
+    for n in names:  # L-BFGS from the same start on losses equal to ~10⁻¹⁰
+        assert fg.params[n] == pytest.approx(fc.params[n], abs=1e-4), n

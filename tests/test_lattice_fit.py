@@ -242,7 +242,7 @@ def test_on_data_it_describes_the_estimates_that_should_agree_do() -> None:
         fit = lattice_newton(problem, dict(TRUTH), list(box), box)
         noise, sigma2, _ = noise_errors(problem, fit, list(box), box)
         for name, (pair, nested) in systematic_parts(problem, fit.params).items():
-            systematic, _ = pair_systematic(pair, nested, fit, noise, list(box), box,
+            systematic, *_ = pair_systematic(pair, nested, fit, noise, list(box), box,
                                             sigma2)
             if shift and name == "pixel_sets":
                 off = abs(fit.params["C10"] - TRUTH["C10"])

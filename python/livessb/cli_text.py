@@ -78,8 +78,13 @@ def crystal_mode_text(record: Mapping[str, Any]) -> str:
     periods = ", ".join(f"{1 / math.hypot(*v):.4g}" for v in basis)
     c10 = record["per_bin"]["params"].get("C10")
     moved = f"; the per-bin fit's C10 was {c10:.2f} Å" if c10 is not None else ""
+    thin = record.get("thin_object") or {}
+    first = (record.get("first_order") or {}).get("C10")
+    terms = (f", thin object's every term (first order: C10 {first:.2f} Å)"
+             if "params" in thin and first is not None
+             else f", first order ({thin['reason']})" if "reason" in thin else "")
     return (f"lattice model, periods {periods} Å, {record['points']} points, "
-            f"contrast {record['contrast']:.1f}x{moved}")
+            f"contrast {record['contrast']:.1f}x{terms}{moved}")
 
 
 def crystal_mode_lines(record: Mapping[str, Any]) -> list[str]:

@@ -12,13 +12,15 @@ Newton, errors) runs as always; then, on the same window of BF counts,
 2. the crystal test (``crystal_contrast``), then the free parameters refined by Newton
    on the lattice loss (its exact gradient and Hessian, ``lattice_hessian``),
    then the basis and the parameters once more (scale and C10 trade along a valley);
-3. errors: the noise part 2σ²κ(∂²L)⁻¹ as for the per-bin fit (fit.errors; σ² from the
-   lattice residual, so model error it leaves raises it), and a systematic part from
-   pairs of estimates that should agree (``systematic_parts``: the two trotter lobes; the
-   single-overlap pixels against every pixel; the inner and the outer BF pixels): their
-   difference beyond its noise, as fit.systematic does for the per-bin model, or the
-   per-bin fit's own systematic part where that is larger. The strong object's
-   second-order terms are not in the model.
+3. the thin object's every term (``fit.thin_object``: the beams T and the aberrations by
+   L-BFGS, the strong object's second-order terms included), where the fit is thin;
+4. errors: the noise part 2σ²κ(∂²L)⁻¹ as for the per-bin fit (fit.errors; σ² from the
+   first-order lattice residual, so model error it leaves raises it), and a systematic
+   part from pairs of estimates that should agree (``systematic_parts``: the two trotter
+   lobes; the single-overlap pixels against every pixel; the inner and the outer BF
+   pixels, in the first-order model and in the thin one): their difference beyond its
+   noise, as fit.systematic does for the per-bin model, or the per-bin fit's own
+   systematic part where that is larger.
 
 Where no lattice is found (fewer than two peaks, or peaks on one line), or the one found
 is no crystal's (its model explains less than ``CRYSTAL_CONTRAST`` times what lattices
@@ -46,6 +48,7 @@ from ..results import Bounds, FitResult
 from .lattice_errors import noise_errors, pair_systematic, systematic_parts
 from .lattice_problem import LatticeProblem, lattice_newton, refined_basis
 from .systematic import combined_errors
+from .thin_object import thin_object_stage
 
 OBJECT_MODELS = ("per_bin", "lattice")
 CRYSTAL_CONTRAST = 3.0  # the lattice's explained energy over its controls' (a crystal)
@@ -148,13 +151,23 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
     noise, sigma2, kappa = noise_errors(problem, fit, free, box)
     parts = {name: pair_systematic(pair, nested, fit, noise, free, box, sigma2)
              for name, (pair, nested) in systematic_parts(problem, fit.params).items()}
+    data = problem._data()
+    thin, thin_record = thin_object_stage(
+        data, problem.geo, basis, problem.counts, problem.solve(fit.params).x, fit.params,
+        free, box, parts["rings"][2], problem.xp,
+        (result.provenance.get("model_choice") or {}).get("kept"))
+    used = [part[0] for part in parts.values()]
+    if thin is not None:  # the rings compared in the thin model too. Every first-order part
+        # stays: the thin rings cannot resolve its ~0.1 Å residual at 2·10⁵ e⁻, which the
+        # first-order parts bound (docs/bias-matrix.md §17)
+        used.append(thin_record["errors_rings"])
     # The per-bin fit's systematic part (its frequency bands' disagreement) is kept where it
     # is larger: it also sees what both models share, beside the window's leakage this
     # model removes.
-    systematic = {n: max([part[0][n] for part in parts.values()]
+    systematic = {n: max([part.get(n, 0.0) for part in used]
                          + [result.errors_systematic.get(n, 0.0)]) for n in free}
+    final = fit.params if thin is None else {**fit.params, **thin.params}
     errors = combined_errors(noise, systematic, box)
-    data = problem._data()
     record = {
         "model": "lattice", "basis_inv_A": basis.tolist(), "points": len(data.g),
         "contrast": contrast,
@@ -162,12 +175,14 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
         "kappa": kappa, "newton_iterations": fit.iterations, "errors_noise": noise,
         **{f"errors_{name}": part[0] for name, part in parts.items()},
         **{name: part[1] for name, part in parts.items()},
+        "first_order": {n: fit.params[n] for n in free},
+        "thin_object": thin_record,
         "per_bin": {"params": dict(result.params), "errors": dict(result.errors),
                     "errors_systematic": dict(result.errors_systematic)},
         "seconds": time.perf_counter() - t0,
     }
     return replace(
-        result, params={**result.params, **fit.params},
+        result, params={**result.params, **final},
         errors={**result.errors, **errors},
         errors_systematic={**{n: 0.0 for n in result.errors}, **systematic},
         lattice=record, timings={**result.timings, "lattice_s": record["seconds"]})

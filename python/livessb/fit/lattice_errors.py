@@ -54,7 +54,7 @@ def _linear_estimate(one: LatticeProblem, fit: NewtonOutcome, free: Sequence[str
 def pair_systematic(parts: tuple[LatticeProblem, LatticeProblem], nested: bool,
                     fit: NewtonOutcome, noise: Mapping[str, float], free: Sequence[str],
                     box: Mapping[str, tuple[float, float]], sigma2: float
-                    ) -> tuple[dict[str, float], list[dict[str, float]]]:
+                    ) -> tuple[dict[str, float], list[dict[str, float]], list[dict[str, float]]]:
     """The systematic part from two estimates that should agree, each linearised at the
     joint fit (``_linear_estimate``): where they differ by more than their noise (d²/v
     above fit.systematic's SIGNIFICANCE), √((d² − v)/2) per parameter, as
@@ -62,7 +62,7 @@ def pair_systematic(parts: tuple[LatticeProblem, LatticeProblem], nested: bool,
     the sum of their variances for independent parts, and for ``nested`` ones (the
     second is the joint fit's own problem, whose data hold the first's: its estimate is
     the fit itself with its ``noise`` errors, the efficient one) their difference
-    (Hausman's test). Returns it and the two estimates."""
+    (Hausman's test). Returns it, the two estimates and their noise errors."""
     p0, e0 = _linear_estimate(parts[0], fit, free, box, sigma2)
     if nested:  # the joint problem: at its own minimum, with its own errors
         p1, e1 = {n: float(fit.params[n]) for n in free}, dict(noise)
@@ -72,7 +72,7 @@ def pair_systematic(parts: tuple[LatticeProblem, LatticeProblem], nested: bool,
     for n in free:
         v = abs(e0[n] ** 2 - e1[n] ** 2) if nested else e0[n] ** 2 + e1[n] ** 2
         out[n] = disagreement(on_circle(n, p0[n] - p1[n]), v, box[n][1] - box[n][0])[1]
-    return out, [p0, p1]
+    return out, [p0, p1], [e0, e1]
 
 
 def systematic_parts(problem: LatticeProblem, joint: Mapping[str, float]

@@ -14,6 +14,7 @@ from scipy.optimize import minimize
 from ..params import PERIODS, on_circle
 from ..physics.lattice import (
     LatticeData,
+    LatticeFit,
     free_objects,
     lattice_data,
     lattice_gradient,
@@ -130,6 +131,10 @@ class LatticeProblem:
         fit = lattice_solve(self._data(), A, self.xp)
         return (fit.loss, lattice_gradient(self._data(), fit, dA, self.xp),
                 lattice_hessian(self._data(), fit, dA, d2A, self.xp))
+
+    def solve(self, params: Mapping[str, float]) -> LatticeFit:
+        """The objects' solve at ``params``."""
+        return lattice_solve(self._data(), self._columns(params)[0], self.xp)
 
     def objects(self, params: Mapping[str, float]) -> int:
         """Free objects (columns with BF pixels) at ``params``."""
