@@ -116,5 +116,7 @@ def test_the_gpu_computes_the_cpus_thin_object_loss_and_fit() -> None:
            iterations=[fc.iterations, fg.iterations])
     assert abs(g.loss / c.loss - 1) < 1e-10 and by_T_rel < 1e-8
     assert np.allclose(g.by_params, c.by_params, rtol=1e-8)
-    for n in names:  # L-BFGS from the same start on losses equal to ~10⁻¹⁰
+    # L-BFGS from the same start on losses equal to ~10⁻¹⁶ reaches the same minimum (on
+    # the CPU the fit stops ~10⁻⁷ Å from it, tests/test_thin_object.py)
+    for n in names:
         assert fg.params[n] == pytest.approx(fc.params[n], abs=1e-4), n

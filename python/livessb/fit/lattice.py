@@ -13,7 +13,8 @@ Newton, errors) runs as always; then, on the same window of BF counts,
    on the lattice loss (its exact gradient and Hessian, ``lattice_hessian``),
    then the basis and the parameters once more (scale and C10 trade along a valley);
 3. the thin object's every term (``fit.thin_object``: the beams T and the aberrations by
-   L-BFGS, the strong object's second-order terms included), where the fit is thin;
+   L-BFGS, the strong object's second-order terms included), where the fit is thin and
+   the data see those terms (a χ²₁ test of the energy they add);
 4. errors: the noise part 2σ²κ(∂²L)⁻¹ as for the per-bin fit (fit.errors; σ² from the
    first-order lattice residual, so model error it leaves raises it), and a systematic
    part from pairs of estimates that should agree (``systematic_parts``: the two trotter
@@ -48,7 +49,7 @@ from ..results import Bounds, FitResult
 from .lattice_errors import noise_errors, pair_systematic, systematic_parts
 from .lattice_problem import LatticeProblem, lattice_newton, refined_basis
 from .systematic import combined_errors
-from .thin_object import thin_object_stage
+from .thin_object import FirstOrder, thin_object_stage
 
 OBJECT_MODELS = ("per_bin", "lattice")
 CRYSTAL_CONTRAST = 3.0  # the lattice's explained energy over its controls' (a crystal)
@@ -152,9 +153,10 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
     parts = {name: pair_systematic(pair, nested, fit, noise, free, box, sigma2)
              for name, (pair, nested) in systematic_parts(problem, fit.params).items()}
     data = problem._data()
+    first = FirstOrder(params=fit.params, objects=problem.solve(fit.params).x, loss=fit.loss,
+                       sigma2=sigma2, kappa=kappa, noise_rings=parts["rings"][2])
     thin, thin_record = thin_object_stage(
-        data, problem.geo, basis, problem.counts, problem.solve(fit.params).x, fit.params,
-        free, box, parts["rings"][2], problem.xp,
+        data, problem.geo, basis, problem.counts, first, free, box, problem.xp,
         (result.provenance.get("model_choice") or {}).get("kept"))
     used = [part[0] for part in parts.values()]
     if thin is not None:  # the rings compared in the thin model too. Every first-order part

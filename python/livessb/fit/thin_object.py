@@ -39,11 +39,17 @@ from ..xp import to_host
 from .systematic import disagreement
 
 THIN_ITERATIONS = 2000
-# L-BFGS stops when an iteration lowers the loss by less than this fraction of it
-THIN_FTOL = 1e-13
+# L-BFGS stops when an iteration lowers the loss by less than this fraction of it: on
+# counts the model makes, from C10 3 Å off, 1.2·10⁻⁷ Å from the truth (10⁻¹³: 1.8·10⁻³ Å)
+THIN_FTOL = 1e-15
 # each parameter's step unit in the optimiser's coordinates (Å, Å, rad)
 THIN_SCALES = {"C10": 1.0, "C12": 1.0, "phi12": 0.01}
 LEVEL_PERCENTILE = 90  # T(0)² from this percentile of the BF pixels' mean counts
+# T(0) over its start from the counts' level, at most and at least: beyond 10 the
+# second-order terms are below 1 % of their start (the first-order model, where L-BFGS
+# would otherwise crawl on where the data do not see them)
+LEVEL_RANGE = (0.1, 10.0)
+SECOND_ORDER_SIGNIFICANCE = 10.83  # χ²₁ at p = 0.001: the one number the thin model adds
 
 
 @dataclass
@@ -90,34 +96,56 @@ def fit_thin_object(data: LatticeData, geo: LatticeGeometry, grid: BeamGrid,
                     params: Mapping[str, float], names: Sequence[str], T: Any,
                     box: Mapping[str, tuple[float, float]], xp: Any) -> ThinObjectFit:
     """L-BFGS over the beams and ``names`` from (``T``, ``params``): the loss and its
-    gradient scaled by the window's energy, T by |T(0)|, the parameters by THIN_SCALES,
-    non-periodic ones held in ``box``."""
-    n_b = int(T.shape[0])
-    t_scale = abs(complex(T[0])) or 1.0
+    gradient scaled by the window's energy, the parameters by THIN_SCALES, non-periodic
+    ones held in ``box``.
+
+    The beams are parametrised as the first-order products O(g) = T(g)T(0) and a real
+    T(0): the lobes' objects then do not move with T(0), which only scales the
+    second-order terms (as O(g)O*(g′)/T(0)²). With T itself the free numbers, scaling T(0)
+    up and every T(g) down leaves the first order unchanged, a valley L-BFGS crawled
+    along for thousands of iterations where the second-order terms are weak."""
+    n_g = int(T.shape[0]) - 1
+    t0_start = abs(complex(T[0])) or 1.0
+    level = t0_start * t0_start
     scales = np.array([THIN_SCALES[n] for n in names])
     origin = np.array([params[n] for n in names], dtype=np.float64)
     energy = max(data.energy, 1e-300)
-    T_host = to_host(T) / t_scale
     terms = beam_terms(geo, grid, xp)
+    # Each object's step unit: 1/√ of its first-order curvature (the lobes' overlap with
+    # the zero beam times the window's K(g, g)), so that L-BFGS sees a Hessian of ones on
+    # its diagonal (beams that barely meet the BF disc have a curvature 10⁴× below the
+    # strong ones'; unscaled, L-BFGS took ~1300 iterations on a weak crystal's region)
+    overlap = to_host(xp.sum((terms.amplitude[1:] * terms.amplitude[0:1]) ** 2, axis=1)
+                      * xp.real(xp.diagonal(data.K)))
+    unit = np.ones(n_g)
+    seen = overlap > 1e-12 * max(float(overlap.max()), 1e-300)
+    unit[seen] = np.sqrt(np.median(overlap[seen]) / overlap[seen])
+    first = to_host(T[1:]) * t0_start / level / unit  # O(g) / T(0)² at the start
 
-    def unpack(v: np.ndarray) -> tuple[Any, dict[str, float]]:
-        beams = xp.asarray((v[:n_b] + 1j * v[n_b:2 * n_b]) * t_scale)
-        moved = origin + v[2 * n_b:] * scales
+    def unpack(v: np.ndarray) -> tuple[np.ndarray, dict[str, float]]:
+        t0 = v[2 * n_g] * t0_start
+        x = (v[:n_g] + 1j * v[n_g:2 * n_g]) * unit
+        beams = np.concatenate([[t0], x * (level / t0)])
+        moved = origin + v[2 * n_g + 1:] * scales
         return beams, {**params, **dict(zip(names, map(float, moved), strict=True))}
 
     def at(v: np.ndarray) -> tuple[float, np.ndarray]:
         beams, p = unpack(v)
-        out = thin_object_loss(data, geo, grid, beams, p, xp, terms)
-        by_T = out.by_T
+        out = thin_object_loss(data, geo, grid, xp.asarray(beams), p, xp, terms)
+        grad_T = out.by_T  # ∂/∂Re T + i ∂/∂Im T
+        y = v[2 * n_g]
+        by_o = grad_T[1:] * (unit * t0_start / y)  # T(g) = x(g)·T(0)_start/y
+        by_y = t0_start * grad_T[0].real - float(np.sum(
+            (np.conj(grad_T[1:]) * beams[1:]).real)) / y
         by_p = np.array([out.by_params[THIN_OBJECT_PARAMS.index(n)] for n in names])
-        grad = np.concatenate([by_T.real * t_scale, by_T.imag * t_scale, by_p * scales])
+        grad = np.concatenate([by_o.real, by_o.imag, [by_y], by_p * scales])
         return out.loss / energy, grad / energy
 
-    bounds = [(None, None)] * (2 * n_b) + [
+    bounds = [(None, None)] * (2 * n_g) + [LEVEL_RANGE] + [
         (None, None) if n in PERIODS else ((box[n][0] - origin[i]) / scales[i],
                                            (box[n][1] - origin[i]) / scales[i])
         for i, n in enumerate(names)]
-    v0 = np.concatenate([T_host.real, T_host.imag, np.zeros(len(names))])
+    v0 = np.concatenate([first.real, first.imag, [1.0], np.zeros(len(names))])
     best = minimize(at, v0, jac=True, method="L-BFGS-B", bounds=bounds,
                     options={"maxiter": THIN_ITERATIONS, "ftol": THIN_FTOL, "gtol": 1e-12,
                              "maxcor": 30})
@@ -126,7 +154,7 @@ def fit_thin_object(data: LatticeData, geo: LatticeGeometry, grid: BeamGrid,
         if n in PERIODS:
             lo = box[n][0]
             p[n] = lo + (p[n] - lo) % PERIODS[n]
-    return ThinObjectFit(params=p, T=beams, loss=float(best.fun) * energy,
+    return ThinObjectFit(params=p, T=xp.asarray(beams), loss=float(best.fun) * energy,
                          iterations=int(best.nit), names=list(names))
 
 
@@ -136,22 +164,59 @@ def on_pixels(data: LatticeData, geo: LatticeGeometry, rows: Any
     return replace(data, H=data.H[:, rows], dH=None), replace(geo, k=geo.k[rows])
 
 
+@dataclass(frozen=True)
+class FirstOrder:
+    """What the thin stage needs of the first-order lattice fit: its parameters, its lobes'
+    objects there, its loss, the residual's σ² and κ (fit.lattice_errors.noise_errors) and
+    each BF ring's noise errors."""
+
+    params: Mapping[str, float]
+    objects: Any
+    loss: float
+    sigma2: float
+    kappa: float
+    noise_rings: Sequence[Mapping[str, float]]
+
+
 def thin_object_stage(data: LatticeData, geo: LatticeGeometry, basis: np.ndarray,
-                      counts: Any, objects: Any, params: Mapping[str, float],
-                      free: Sequence[str], box: Mapping[str, tuple[float, float]],
-                      noise_rings: Sequence[Mapping[str, float]], xp: Any,
+                      counts: Any, first: FirstOrder, free: Sequence[str],
+                      box: Mapping[str, tuple[float, float]], xp: Any,
                       kept: str | None = None
                       ) -> tuple[ThinObjectFit | None, dict[str, Any]]:
-    """The thin object's fit from the first-order one (``objects``: its lobes' objects at
-    ``params``) and its record: the fit's parameters, the inner and the outer BF pixels'
-    fits and the systematic part from their disagreement (``noise_rings``: each ring's
-    noise errors, the first-order model's). (None, {"reason": …}) where it does not apply."""
+    """The thin object's fit from the first-order one and its record: the fit's
+    parameters, the test that the data see its second-order terms, the inner and the
+    outer BF pixels' fits and the systematic part from their disagreement (each ring's
+    noise errors the first-order model's). (None, {"reason": …}) where it does not apply
+    or the data do not see the terms.
+
+    The thin model holds the first-order one (its lobes' objects are the products
+    T(g)T(0)) and one more real number, T(0), which scales the second-order terms; their
+    energy ΔR beyond the first order's must pass ΔR/(κσ²) > χ²₁(p = 0.001), as the thick
+    model's must to be kept (fit.model_choice): on a weak crystal at a low dose the terms
+    would otherwise fit noise."""
     names, why = thin_names(free, kept)
     if why is not None:
         return None, {"reason": why}
     grid = beam_grid(data.g, basis)
-    T = start_beams(counts, objects, len(data.g), xp)
-    joint = fit_thin_object(data, geo, grid, params, names, T, box, xp)
+    T = start_beams(counts, first.objects, len(data.g), xp)
+    joint = fit_thin_object(data, geo, grid, first.params, names, T, box, xp)
+    gain = first.loss - joint.loss
+    scale = first.kappa * first.sigma2
+    statistic = gain / scale if scale > 0 and math.isfinite(scale) else 0.0
+    record: dict[str, Any] = {
+        "params": {n: joint.params[n] for n in names},
+        "iterations": joint.iterations,
+        "explained_fraction": float(-joint.loss / data.energy),
+        "beams": int(T.shape[0]),
+        "statistic": float(statistic),
+        "threshold": SECOND_ORDER_SIGNIFICANCE,
+    }
+    if not statistic > SECOND_ORDER_SIGNIFICANCE:
+        record["reason"] = (
+            f"the second-order terms are not seen: they explain {statistic:.1f}x the "
+            f"noise, below {SECOND_ORDER_SIGNIFICANCE:g} (χ²₁, p = 0.001); the first-order "
+            "fit is kept")
+        return None, record
     radius = np.hypot(*to_host(geo.k).T)
     inner = radius <= np.median(radius)
     rings = []
@@ -161,15 +226,9 @@ def thin_object_stage(data: LatticeData, geo: LatticeGeometry, basis: np.ndarray
                                      joint.T, box, xp))
     systematic = {}
     for n in names:
-        v = noise_rings[0][n] ** 2 + noise_rings[1][n] ** 2
+        v = first.noise_rings[0][n] ** 2 + first.noise_rings[1][n] ** 2
         d = on_circle(n, rings[0].params[n] - rings[1].params[n])
         systematic[n] = disagreement(d, v, box[n][1] - box[n][0])[1]
-    record = {
-        "params": {n: joint.params[n] for n in names},
-        "iterations": joint.iterations,
-        "explained_fraction": float(-joint.loss / data.energy),
-        "beams": int(T.shape[0]),
-        "rings": [{n: r.params[n] for n in names} for r in rings],
-        "errors_rings": systematic,
-    }
+    record["rings"] = [{n: r.params[n] for n in names} for r in rings]
+    record["errors_rings"] = systematic
     return joint, record
