@@ -148,3 +148,20 @@ def test_the_stage_applies_to_thin_fits_only() -> None:
     assert names == [] and why is not None and "thick" in why
     names, why = thin_names(["C10", "C30"])
     assert names == [] and why is not None and "C30" in why
+
+
+def test_the_crystal_line_says_which_model_the_fit_kept() -> None:
+    from livessb.cli_text import crystal_mode_text
+
+    base = {"model": "lattice", "basis_inv_A": [[0.256, 0.0], [0.0, 0.256]], "points": 120,
+            "contrast": 4.4, "per_bin": {"params": {"C10": -47.07}},
+            "first_order": {"C10": -49.46}}
+    seen = crystal_mode_text({**base, "thin_object": {"params": {}, "statistic": 19.0,
+                                                      "threshold": 10.83}})
+    assert "thin object's every term (first order: C10 -49.46 Å)" in seen
+    weak = crystal_mode_text({**base, "thin_object": {"reason": "…", "statistic": 1.7,
+                                                      "threshold": 10.83}})
+    assert "first order (second-order terms not seen: χ²₁ 1.7 < 10.83)" in weak
+    thick = crystal_mode_text({**base, "thin_object": {"reason": "the thick model is kept"}})
+    assert "first order (thick model kept)" in thick
+    assert "thin" not in crystal_mode_text(base) and "first order" not in crystal_mode_text(base)

@@ -80,9 +80,16 @@ def crystal_mode_text(record: Mapping[str, Any]) -> str:
     moved = f"; the per-bin fit's C10 was {c10:.2f} Å" if c10 is not None else ""
     thin = record.get("thin_object") or {}
     first = (record.get("first_order") or {}).get("C10")
-    terms = (f", thin object's every term (first order: C10 {first:.2f} Å)"
-             if "params" in thin and first is not None
-             else f", first order ({thin['reason']})" if "reason" in thin else "")
+    if not thin:  # a record saved before the thin object's stage
+        terms = ""
+    elif "reason" not in thin:  # the thin object's terms seen and fitted
+        terms = (f", thin object's every term (first order: C10 {first:.2f} Å)"
+                 if first is not None else "")
+    elif "statistic" in thin:
+        terms = (f", first order (second-order terms not seen: χ²₁ {thin['statistic']:.1f} "
+                 f"< {thin['threshold']:g})")
+    else:
+        terms = ", first order (thick model kept)"
     return (f"lattice model, periods {periods} Å, {record['points']} points, "
             f"contrast {record['contrast']:.1f}x{terms}{moved}")
 
