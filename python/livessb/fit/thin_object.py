@@ -7,7 +7,9 @@ pixels and high on the outer ones. Here the beams T (one complex number per latt
 and the zero beam) and the aberrations are fitted together on the same window's lattice
 transforms by L-BFGS with the loss's exact gradient, from the first-order fit (T(g) =
 O₋(g)/T(0), T(0) from the counts' level). The thin model holds for a thin crystal: where
-the fit keeps the thick model (depth free) the stage is left out, and says why.
+the fit keeps the thick model (depth free) the stage is left out, and where the energy
+the second-order terms add is within the noise (a χ²₁ test: a weak crystal at a low dose)
+the first-order fit is kept; the record says why.
 
 Its errors (fit.lattice): the noise part is the first-order fit's (the same data and, up to
 the Friedel pairing of its lobes, the same objects: the profile curvature by C12 measured

@@ -11,8 +11,8 @@ zero beam), so the intensity's component at g is
 the terms b = g and b = 0 are the two lobes (their objects T(g)T*(0) and −T(0)T*(−g) times
 ``lattice_columns``' columns), the others the strong object's second-order terms. On the
 lattice's integer grid c is an autocorrelation over the beams, pixel by pixel: two FFTs
-over a grid of (4r+1)² cells whatever the number of terms. The loss is the lattice
-model's, −2 Re Σ c*H + Σ_k c_kᴴ K c_k (``LatticeData``: the window's leakage and the
+over a grid of (3r+1)² cells (r the largest index) whatever the number of terms. The loss
+is the lattice model's, −2 Re Σ c*H + Σ_k c_kᴴ K c_k (``LatticeData``: the window's leakage and the
 aliases included), with the gradient by T and by the aberrations in the same two FFTs.
 Every function is pure and runs on NumPy or CuPy arrays (``xp``).
 """
@@ -20,7 +20,7 @@ Every function is pure and runs on NumPy or CuPy arrays (``xp``).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -179,8 +179,3 @@ def first_order_objects(T: Any, grid: BeamGrid, xp: Any = np) -> Any:
     where = {tuple(i): n + 1 for n, i in enumerate(grid.index)}
     minus_g = xp.asarray([where[(-i[0], -i[1])] for i in grid.index])
     return xp.concatenate([T[1:] * xp.conj(T[0]), -T[0] * xp.conj(T[minus_g])])
-
-
-def names_of(params: Sequence[str]) -> list[str]:
-    """The thin object's fittable parameters among ``params`` (in its order)."""
-    return [n for n in THIN_OBJECT_PARAMS if n in params]
