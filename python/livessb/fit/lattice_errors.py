@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -68,11 +69,26 @@ def pair_systematic(parts: tuple[LatticeProblem, LatticeProblem], nested: bool,
         p1, e1 = {n: float(fit.params[n]) for n in free}, dict(noise)
     else:
         p1, e1 = _linear_estimate(parts[1], fit, free, box, sigma2)
+    return pair_part(p0, p1, e0, e1, nested, free, box), [p0, p1], [e0, e1]
+
+
+def pair_part(p0: Mapping[str, float], p1: Mapping[str, float], e0: Mapping[str, float],
+              e1: Mapping[str, float], nested: bool, names: Sequence[str],
+              box: Mapping[str, tuple[float, float]]) -> dict[str, float]:
+    """Per parameter, the systematic part of two estimates ``p0``, ``p1`` with noise errors
+    ``e0``, ``e1`` (``pair_systematic``'s rule; also the thin object's rings)."""
     out = {}
-    for n in free:
+    for n in names:
         v = abs(e0[n] ** 2 - e1[n] ** 2) if nested else e0[n] ** 2 + e1[n] ** 2
         out[n] = disagreement(on_circle(n, p0[n] - p1[n]), v, box[n][1] - box[n][0])[1]
-    return out, [p0, p1], [e0, e1]
+    return out
+
+
+def inner_pixels(k: Any, xp: Any) -> Any:
+    """(B,) True on the inner half of the BF pixels (|k| up to their median): the rings
+    pair's split, the same for the first-order model and the thin object's."""
+    radius = xp.hypot(k[:, 0], k[:, 1])
+    return radius <= xp.median(radius)
 
 
 def systematic_parts(problem: LatticeProblem, joint: Mapping[str, float]
@@ -86,9 +102,7 @@ def systematic_parts(problem: LatticeProblem, joint: Mapping[str, float]
     of the BF pixels against the outer (a model error that depends on k: the strong
     object's second-order terms, a detector's pixel integration), docs/bias-matrix.md
     §16."""
-    xp = problem.xp
-    radius = xp.hypot(problem.geo.k[:, 0:1], problem.geo.k[:, 1:2])
-    inner = (radius <= xp.median(radius)).astype(np.float64)
+    inner = inner_pixels(problem.geo.k, problem.xp)[:, None].astype(np.float64)
     return {"lobes": ((problem.lobe_of(0, joint), problem.lobe_of(1, joint)), False),
             "pixel_sets": ((replace(problem, pixels="single"), problem), True),
             "rings": ((replace(problem, rows=inner), replace(problem, rows=1 - inner)), False)}

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from scipy.optimize import minimize
 
-from ..params import PERIODS, on_circle
+from ..params import PERIODS
 from ..physics.lattice import LatticeData
 from ..physics.lattice_columns import LatticeGeometry
 from ..physics.thin_object import (
@@ -38,7 +38,7 @@ from ..physics.thin_object import (
     thin_object_loss,
 )
 from ..xp import to_host
-from .systematic import disagreement
+from .lattice_errors import inner_pixels, pair_part
 
 THIN_ITERATIONS = 2000
 # L-BFGS stops when an iteration lowers the loss by less than this fraction of it: on
@@ -219,18 +219,14 @@ def thin_object_stage(data: LatticeData, geo: LatticeGeometry, basis: np.ndarray
             f"noise, below {SECOND_ORDER_SIGNIFICANCE:g} (χ²₁, p = 0.001); the first-order "
             "fit is kept")
         return None, record
-    radius = np.hypot(*to_host(geo.k).T)
-    inner = radius <= np.median(radius)
+    inner = to_host(inner_pixels(geo.k, xp))
     rings = []
     for rows in (np.nonzero(inner)[0], np.nonzero(~inner)[0]):
         part_data, part_geo = on_pixels(data, geo, xp.asarray(rows))
         rings.append(fit_thin_object(part_data, part_geo, grid, joint.params, names,
                                      joint.T, box, xp))
-    systematic = {}
-    for n in names:
-        v = first.noise_rings[0][n] ** 2 + first.noise_rings[1][n] ** 2
-        d = on_circle(n, rings[0].params[n] - rings[1].params[n])
-        systematic[n] = disagreement(d, v, box[n][1] - box[n][0])[1]
     record["rings"] = [{n: r.params[n] for n in names} for r in rings]
-    record["errors_rings"] = systematic
+    inner_fit, outer_fit = record["rings"]
+    record["errors_rings"] = pair_part(inner_fit, outer_fit, first.noise_rings[0],
+                                       first.noise_rings[1], False, names, box)
     return joint, record

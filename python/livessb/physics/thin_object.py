@@ -141,8 +141,14 @@ def thin_object_spectra(geo: LatticeGeometry, grid: BeamGrid, T: Any,
                         params: Mapping[str, float], xp: Any = np) -> Any:
     """c(g, k) (n_g, B) of the thin object with beams ``T`` (n_b,: the zero beam first)."""
     P, _ = probe_at_beams(beam_terms(geo, grid, xp), params, xp)
-    F = _fft2(_on_grid(T[:, None] * P, grid, _beam_rows(grid), xp), xp)
-    return _at_lattice(_fft2(F * xp.conj(F), xp, inverse=True), grid, grid.index)
+    return _autocorrelation(T[:, None] * P, grid, xp)[1]
+
+
+def _autocorrelation(psi: Any, grid: BeamGrid, xp: Any) -> tuple[Any, Any]:
+    """(F, c): ψ's transform over the beam grid and c(g, k) = Σ_b ψ(b)ψ*(b − g) at the
+    lattice frequencies."""
+    F = _fft2(_on_grid(psi, grid, _beam_rows(grid), xp), xp)
+    return F, _at_lattice(_fft2(F * xp.conj(F), xp, inverse=True), grid, grid.index)
 
 
 def thin_object_loss(data: LatticeData, geo: LatticeGeometry, grid: BeamGrid, T: Any,
@@ -155,13 +161,10 @@ def thin_object_loss(data: LatticeData, geo: LatticeGeometry, grid: BeamGrid, T:
     With E = Kc − H (E(−g) = E(g)*), dL = 4 Re Σ_{b,k} G*(b, k) dψ(b, k) where
     G(b) = Σ_g E(g) ψ(b − g): a convolution over the beams, the second FFT product."""
     P, dchi = probe_at_beams(terms or beam_terms(geo, grid, xp), params, xp)
-    psi = T[:, None] * P
-    beams = _beam_rows(grid)
-    F = _fft2(_on_grid(psi, grid, beams, xp), xp)
-    c = _at_lattice(_fft2(F * xp.conj(F), xp, inverse=True), grid, grid.index)
+    F, c = _autocorrelation(T[:, None] * P, grid, xp)
     Kc = data.K @ c
     E = _fft2(_on_grid(Kc - data.H, grid, grid.index, xp), xp)
-    G = _at_lattice(_fft2(E * F, xp, inverse=True), grid, beams)  # (n_b, B)
+    G = _at_lattice(_fft2(E * F, xp, inverse=True), grid, _beam_rows(grid))  # (n_b, B)
     weight = xp.conj(G) * P  # dL = 4 Re Σ G* (dT P + T dP), dP = −i χ′ P
     tw = T[:, None] * weight * (-1j)
     scalars = xp.stack([xp.sum(xp.conj(c) * (Kc - 2 * data.H))]
