@@ -148,11 +148,17 @@ def deviation(name: str, value: float, truth: float) -> float:
 
 def fit_case(path: Path, loss: str, trials: int, frequencies: str = "grid",
              alias_pixels: str = "kept", scan_window: str = "none",
-             object_model: str = "per_bin") -> dict[str, Any]:
+             object_model: str = "per_bin", bin_detector: int = 1,
+             detector_pixels: str = "auto") -> dict[str, Any]:
     import livessb
 
     d = np.load(path)
-    ds = livessb.load(path)  # counts and calibration from the .npz keys
+    if detector_pixels == "auto":  # abTEM reads each pixel at its centre; binned pixels
+        # sum their bins (the case's own binning, or --bin-detector's)
+        binned = int(json.loads(str(d["case_json"])).get("bin", 1)) > 1 or bin_detector > 1
+        detector_pixels = "integrating" if binned else "points"
+    ds = livessb.load(path, bin_detector=bin_detector if bin_detector > 1 else None)
+    ds.detector_pixels = detector_pixels
     truth = {p: float(d[f"truth_{p}"]) for p in PARAMS}
     t0 = time.perf_counter()
     with livessb.Session(ds, device="cpu", scan_frequencies=frequencies,
@@ -163,7 +169,8 @@ def fit_case(path: Path, loss: str, trials: int, frequencies: str = "grid",
                            "loss": fit.loss, "rotation_deg": fit.rotation_deg,
                            "transpose": fit.transpose, "undetermined": fit.undetermined,
                            "kept": fit.provenance.get("model_choice", {}).get("kept"),
-                           "bf_radius_px": float(d["bf_radius_px"]),
+                           "bf_radius_px": float(d["bf_radius_px"]) / bin_detector,
+                           "detector_pixels": detector_pixels,
                            "thickness_A": float(d["thickness_A"]),
                            "phase_peak_rad": float(d["phase_peak_rad"])}
     for p in PARAMS:
@@ -276,6 +283,13 @@ def main() -> None:
     ap.add_argument("--object-model", default="per_bin", choices=("per_bin", "lattice"),
                     help="Session.fit(object_model=): 'lattice' refines each fit on the "
                          "lattice model (crystal mode, fit.lattice)")
+    ap.add_argument("--bin-detector", type=int, default=1, metavar="B",
+                    help="sum B x B detector pixels of every case (an integrating detector "
+                         "of B x B point samples a pixel; the cases' own files)")
+    ap.add_argument("--detector-pixels", default="auto",
+                    choices=("auto", "integrating", "points"),
+                    help="how the fit reads the pixels (Dataset4D.detector_pixels); auto: "
+                         "integrating where binned, points for abTEM's own sampling")
     ap.add_argument("--dose", type=float, default=None,
                     help="electrons per pattern for every case (e.g. 1e10: noise-free)")
     ap.add_argument("--fine-detector", action="store_true",
@@ -307,6 +321,10 @@ def main() -> None:
         tag = f"{args.dose:g}".replace("+", "")  # 1e+10 -> 1e10
         args.cache = args.cache / f"dose{tag}"
         name += f"-dose{tag}"
+    if args.bin_detector > 1:  # the table's name only: the cases' files are binned on load
+        name += f"-bin{args.bin_detector}"
+    if args.detector_pixels != "auto":
+        name += f"-read-as-{args.detector_pixels}"
     if args.alias_pixels != "kept":  # the table's name only: the data are the same
         name += f"-alias-{args.alias_pixels}"
     if args.scan_window != "none":
@@ -326,7 +344,8 @@ def main() -> None:
         rows = []
         for c in chosen:
             rows.append(fit_case(args.cache / f"{c['name']}.npz", args.loss, args.trials, mode,
-                                 args.alias_pixels, args.scan_window, args.object_model))
+                                 args.alias_pixels, args.scan_window, args.object_model,
+                                 args.bin_detector, args.detector_pixels))
             r = rows[-1]
             print(f"{mode:9s} {r['case']:28s} "
                   + "  ".join(f"{p}={_cell(r[p], p)}" for p in PARAMS)

@@ -76,4 +76,5 @@ def abtem_fixture(name: str, scan: int | None = None) -> Dataset4D:
     return Dataset4D(counts, voltage_kV=float(d["voltage_kV"]),
                      semiangle_mrad=float(d["semiangle_mrad"]),
                      scan_step_A=tuple(d["scan_step_A"]),
-                     detector_sampling_mrad=float(d["detector_sampling_mrad"]))
+                     detector_sampling_mrad=float(d["detector_sampling_mrad"]),
+                     detector_pixels="points")

@@ -56,7 +56,8 @@ def _fit(name: str, detector: str = "as stored", alias_pixels: str = "kept",
     ds = livessb.Dataset4D(
         DETECTORS[detector][0](d["counts"]), voltage_kV=float(d["voltage_kV"]),
         semiangle_mrad=float(d["semiangle_mrad"]), scan_step_A=tuple(d["scan_step_A"]),
-        detector_sampling_mrad=float(d["detector_sampling_mrad"]))
+        detector_sampling_mrad=float(d["detector_sampling_mrad"]),
+        detector_pixels="points")
     truth = {k[len("truth_"):]: float(d[k]) for k in d.files if k.startswith("truth_")}
     if name in SCATTERING_PLANE_BELOW_ENTRANCE_A:  # not the t/2 the fixture stores
         truth["C10"] = float(d["abtem_C10"]) + SCATTERING_PLANE_BELOW_ENTRANCE_A[name]
@@ -241,7 +242,8 @@ def test_thick_slab_with_a_rotated_detector_reaches_the_thick_basin_on_most_seed
     ds = livessb.Dataset4D(
         turn(d["counts"]), voltage_kV=float(d["voltage_kV"]),
         semiangle_mrad=float(d["semiangle_mrad"]), scan_step_A=tuple(d["scan_step_A"]),
-        detector_sampling_mrad=float(d["detector_sampling_mrad"]))
+        detector_sampling_mrad=float(d["detector_sampling_mrad"]),
+        detector_pixels="points")
     thick: list[FitResult] = []
     thin: list[FitResult] = []
     with livessb.Session(ds, device="cpu") as s:

@@ -94,8 +94,12 @@ def test_a_crystal_mode_region_fit_on_the_gpu_lands_where_the_cpus_does() -> Non
     assert gpu.errors["C10"] == pytest.approx(cpu.errors["C10"], rel=0.05)
 
 
-def test_the_gpu_computes_the_cpus_thin_object_loss_and_fit() -> None:
+@pytest.mark.parametrize("samples", [1, 3])  # pixels read at their centres; integrating
+def test_the_gpu_computes_the_cpus_thin_object_loss_and_fit(samples: int) -> None:
+    from dataclasses import replace
+
     from livessb.fit.thin_object import fit_thin_object, start_beams
+    from livessb.physics.geometry import subpixel_offsets
     from livessb.physics.thin_object import beam_grid, thin_object_loss
 
     cpu, gpu, basis = _problems()
@@ -105,13 +109,15 @@ def test_the_gpu_computes_the_cpus_thin_object_loss_and_fit() -> None:
     box = {"C10": (-200.0, 200.0), "C12": (0.0, 50.0), "phi12": (-np.pi / 2, np.pi / 2)}
     grid = beam_grid(cpu._data().g, basis)
     out, fits = [], []
+    offsets = subpixel_offsets(cpu.geo.edge_width, samples, 0.3, False)
     for p in (cpu, gpu):
+        geo = p.geo if samples == 1 else replace(p.geo, pixel_offsets=p.xp.asarray(offsets))
         T = start_beams(p.counts, p.solve(at).x, len(p._data().g), p.xp)
-        out.append(thin_object_loss(p._data(), p.geo, grid, T, at, p.xp))
-        fits.append(fit_thin_object(p._data(), p.geo, grid, at, names, T, box, p.xp))
+        out.append(thin_object_loss(p._data(), geo, grid, T, at, p.xp))
+        fits.append(fit_thin_object(p._data(), geo, grid, at, names, T, box, p.xp))
     (c, g), (fc, fg) = out, fits
     by_T_rel = float(np.abs(c.by_T - g.by_T).max() / np.abs(c.by_T).max())
-    record("thin_object", loss_rel=abs(g.loss / c.loss - 1), by_T_rel=by_T_rel,
+    record(f"thin_object samples {samples}", loss_rel=abs(g.loss / c.loss - 1), by_T_rel=by_T_rel,
            c10_diff=abs(fg.params["C10"] - fc.params["C10"]),
            iterations=[fc.iterations, fg.iterations])
     assert abs(g.loss / c.loss - 1) < 1e-10 and by_T_rel < 1e-8

@@ -67,3 +67,23 @@ def test_signature_changes_with_content() -> None:
     a = Dataset4D(disk_counts(seed=0), **CAL).signature()
     b = Dataset4D(disk_counts(seed=1), **CAL).signature()
     assert a["shape"] == b["shape"] and a["content_sha256"] != b["content_sha256"]
+
+
+def test_detector_pixels_say_how_the_detector_samples(tmp_path: Any) -> None:
+    from livessb import load
+    from livessb.simulate import simulate_4dstem
+
+    assert Dataset4D(disk_counts(), **CAL).detector_pixels == "integrating"  # a camera
+    with pytest.raises(DatasetError, match=r"integrating.*points"):
+        Dataset4D(disk_counts(), detector_pixels="point", **CAL)
+    path = tmp_path / "sim.npy"
+    np.save(path, disk_counts())
+    assert load(path, progress=False, detector_pixels="points", **CAL).detector_pixels \
+        == "points"
+    # binned pixels sum their bin's area, whatever the file's were
+    assert load(path, progress=False, detector_pixels="points", bin_detector=2,
+                **CAL).detector_pixels == "integrating"
+    with pytest.raises(DatasetError, match="detector_pixels='pixel'"):
+        load(path, progress=False, detector_pixels="pixel", **CAL)
+    ds, _ = simulate_4dstem(scan_shape=(4, 4), detector_shape=(24, 24), seed=0)
+    assert ds.detector_pixels == "points"  # the simulator reads each pixel's centre

@@ -5,11 +5,14 @@ columns, its gradient against differences, and its fit against a known truth."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
+from livessb.fit.lattice import pixel_samples
 from livessb.fit.thin_object import fit_thin_object, start_beams, thin_names
+from livessb.physics.geometry import subpixel_offsets
 from livessb.physics.lattice import lattice_data, lattice_points
 from livessb.physics.lattice_columns import LatticeGeometry, lattice_columns
 from livessb.physics.thin_object import (
@@ -165,3 +168,68 @@ def test_the_crystal_line_says_which_model_the_fit_kept() -> None:
     thick = crystal_mode_text({**base, "thin_object": {"reason": "the thick model is kept"}})
     assert "first order (thick model kept)" in thick
     assert "thin" not in crystal_mode_text(base) and "first order" not in crystal_mode_text(base)
+
+
+def _integrating(geo: LatticeGeometry, samples: int, theta: float = 0.3
+                 ) -> tuple[LatticeGeometry, list[LatticeGeometry]]:
+    """``geo`` whose pixels (one pitch = its edge width) integrate over samples² parts, and
+    each part's point geometry (the part's centre, its edge as soft as the part)."""
+    offsets = subpixel_offsets(geo.edge_width, samples, theta, False)
+    parts = [replace(geo, k=geo.k + o, edge_width=geo.edge_width / samples) for o in offsets]
+    return replace(geo, pixel_offsets=offsets), parts
+
+
+def test_integrating_pixels_read_the_mean_of_their_parts_spectra() -> None:
+    geo, _, _, grid, T = _case()
+    wide = replace(geo, edge_width=1 / 7)  # a coarse detector: 3.5 px across the radius
+    integrating, parts = _integrating(wide, 3)
+    mean = sum(thin_object_spectra(p, grid, T, PARAMS) for p in parts) / len(parts)
+    c = thin_object_spectra(integrating, grid, T, PARAMS)
+    assert np.abs(c - mean).max() < 1e-12 * np.abs(mean).max()
+    # and it is not the centre's reading
+    centre = thin_object_spectra(wide, grid, T, PARAMS)
+    assert np.abs(c - centre).max() > 0.05 * np.abs(mean).max()
+
+
+def test_integrating_gradient_matches_central_differences() -> None:
+    geo, _, g, grid, T = _case(seed=3)
+    integrating, parts = _integrating(replace(geo, edge_width=1 / 7), 2)
+    I = sum(_intensity(p, grid, T * 1.03, {**PARAMS, "C10": -37.0}, (24, 24))
+            for p in parts) / len(parts)
+    data = lattice_data(I, g, (STEP, STEP))
+    out = thin_object_loss(data, integrating, grid, T, PARAMS)
+    h = 1e-6
+    for b in (0, 4):
+        dT = np.zeros_like(T)
+        dT[b] = h
+        fd = (thin_object_loss(data, integrating, grid, T + dT, PARAMS).loss
+              - thin_object_loss(data, integrating, grid, T - dT, PARAMS).loss) / (2 * h)
+        assert out.by_T[b].real == pytest.approx(fd, rel=1e-5, abs=1e-9 * abs(out.loss))
+    step = 1e-5
+    up = thin_object_loss(data, integrating, grid, T, {**PARAMS, "C10": -39.99999}).loss
+    down = thin_object_loss(data, integrating, grid, T, {**PARAMS, "C10": -40.00001}).loss
+    assert out.by_params[0] == pytest.approx((up - down) / (2 * step), rel=1e-5)
+
+
+def test_an_integrating_detector_read_as_points_biases_c10_and_the_samples_remove_it() -> None:
+    # Counts integrated over 8 × 8 parts of each pixel of a 7 px-radius detector; the thin
+    # fit with the pixels' centres against the fit with lattice.pixel_samples' 4 × 4.
+    geo, basis, g, grid, T = _case(seed=2)
+    coarse = replace(geo, edge_width=K_ALPHA / 7)
+    _, truth_parts = _integrating(coarse, 8, 0.0)
+    I = sum(_intensity(p, grid, T, PARAMS, _whole_periods(basis))
+            for p in truth_parts) / len(truth_parts)
+    data = lattice_data(I, g, (STEP, STEP))
+    box = {"C10": (-80.0, 0.0), "C12": (0.0, 20.0), "phi12": (-math.pi / 2, math.pi / 2)}
+    beams = start_beams(I, first_order_objects(T, grid), len(g), np)
+    names = ["C10", "C12", "phi12"]
+    samples = pixel_samples("integrating", 7.0)
+    assert samples == 4 and pixel_samples("points", 7.0) == 1
+    model, _ = _integrating(coarse, samples, 0.0)
+    off = {n: fit_thin_object(data, coarse, grid, PARAMS, names, beams, box, np).params[n]
+           - PARAMS[n] for n in names}
+    on = {n: fit_thin_object(data, model, grid, PARAMS, names, beams, box, np).params[n]
+          - PARAMS[n] for n in names}
+    # measured +0.70 Å read as points, +0.025 Å with the samples
+    assert abs(off["C10"]) > 0.5
+    assert abs(on["C10"]) < 0.05 and abs(on["C12"]) < 0.01

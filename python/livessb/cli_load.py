@@ -64,6 +64,11 @@ def add_data_arguments(f: argparse.ArgumentParser) -> None:
                    help="sum N×N detector pixels (less memory; sampling becomes N×)")
     f.add_argument("--crop-to-bf", action="store_true",
                    help="keep only the BF disk and a margin of the detector")
+    f.add_argument("--detector-pixels", default="integrating",
+                   choices=["integrating", "points"],
+                   help="integrating (a camera: each pixel sums its area; the default) or "
+                        "points (a simulator's output, read at each pixel's centre): "
+                        "crystal mode's thin-object stage models it")
     f.add_argument("--dataset-path", metavar="PATH",
                    help="HDF5 path (or NPZ member) of the counts")
     f.add_argument("--calibration", metavar="FILE",
@@ -203,7 +208,8 @@ def load_dataset(args: argparse.Namespace, outputs: Mapping[str, str | None],
         ds = load(args.path, scan_shape=tuple(args.scan_shape) if args.scan_shape else None,
                   scan_region=tuple(args.scan_region) if args.scan_region else None,
                   dataset_path=args.dataset_path, bin_detector=args.bin_detector,
-                  crop_to_bf=args.crop_to_bf, progress=not args.quiet, **cal)
+                  crop_to_bf=args.crop_to_bf, progress=not args.quiet,
+                  detector_pixels=args.detector_pixels, **cal)
     return ds, preprocessing_from_args(args, mask_flags, ds.detector_shape)
 
 

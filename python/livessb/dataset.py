@@ -60,6 +60,20 @@ def measure_bright_field(mean_pattern: np.ndarray) -> BrightField:
                        radius_px=disk.radius_px)
 
 
+# How a detector samples the pattern: a camera's pixels integrate over their area, a
+# simulator's output is the intensity at each pixel's centre.
+DETECTOR_PIXELS = ("integrating", "points")
+
+
+def check_detector_pixels(value: object) -> str:
+    if value not in DETECTOR_PIXELS:
+        raise DatasetError(
+            f"detector_pixels={value!r}: use \"integrating\" for a camera's counts (each "
+            f"pixel sums its area) or \"points\" for a simulator's output (the intensity "
+            f"at each pixel's centre)")
+    return str(value)
+
+
 class Dataset4D:
     """4D-STEM counts ``I[Rr, Rc, kr, kc]`` with voltage, semiangle, scan step and sampling.
 
@@ -67,8 +81,13 @@ class Dataset4D:
     (mrad per detector pixel) is derived from the BF disk radius when omitted.
     Three-dimensional counts ``(positions, kr, kc)`` need ``scan_shape``.
     Values outside plausible ranges (``livessb.plausible.RANGES``: probably a unit
-    mistake) are refused unless ``allow_unusual=True``.
+    mistake) are refused unless ``allow_unusual=True``. ``detector_pixels``: "integrating"
+    (a camera's pixels sum the intensity over their area) or "points" (a simulator's
+    output, the intensity at each pixel's centre); crystal mode's thin-object stage models
+    what it is told (``DETECTOR_PIXELS``).
     """
+
+    _detector_pixels = "integrating"
 
     def __init__(
         self,
@@ -79,7 +98,9 @@ class Dataset4D:
         detector_sampling_mrad: float | None = None,
         scan_shape: tuple[int, int] | None = None,
         allow_unusual: bool | None = None,
+        detector_pixels: str = "integrating",
     ) -> None:
+        self.detector_pixels = detector_pixels
         self.counts = _validated_counts(counts, scan_shape)
         self._calibrate(voltage_kV, semiangle_mrad, scan_step_A, detector_sampling_mrad,
                         lambda: _mean_pattern(self.counts), allow_unusual)
@@ -143,6 +164,15 @@ class Dataset4D:
     def k_alpha(self) -> float:
         """Aperture radius in 1/Å."""
         return self.semiangle_mrad * 1e-3 / self.wavelength_A
+
+    @property
+    def detector_pixels(self) -> str:
+        """"integrating" or "points": how the detector samples the pattern."""
+        return self._detector_pixels
+
+    @detector_pixels.setter
+    def detector_pixels(self, value: str) -> None:
+        self._detector_pixels = check_detector_pixels(value)
 
     @property
     def detector_pixel_inv_A(self) -> float:

@@ -14,7 +14,8 @@ Newton, errors) runs as always; then, on the same window of BF counts,
    then the basis and the parameters once more (scale and C10 trade along a valley);
 3. the thin object's every term (``fit.thin_object``: the beams T and the aberrations by
    L-BFGS, the strong object's second-order terms included), where the fit is thin and
-   the data see those terms (a χ²₁ test of the energy they add);
+   the data see those terms (a χ²₁ test of the energy they add), each pixel integrated
+   over its area where the detector integrates (``pixel_samples``);
 4. errors: the noise part 2σ²κ(∂²L)⁻¹ as for the per-bin fit (fit.errors; σ² from the
    first-order lattice residual, so model error it leaves raises it), and a systematic
    part from pairs of estimates that should agree (``systematic_parts``: the two trotter
@@ -42,7 +43,7 @@ from typing import Any
 
 import numpy as np
 
-from ..physics.geometry import scan_frame_frequencies
+from ..physics.geometry import scan_frame_frequencies, subpixel_offsets
 from ..physics.lattice import LatticeNotFoundError, peak_basis
 from ..physics.lattice_columns import LatticeGeometry
 from ..results import Bounds, FitResult
@@ -55,6 +56,10 @@ OBJECT_MODELS = ("per_bin", "lattice")
 CRYSTAL_CONTRAST = 3.0  # the lattice's explained energy over its controls' (a crystal)
 CONTROL_LATTICES = ((0.21, 1.0), (0.37, 1.0), (0.0, 1.13), (0.53, 0.91))
 PEAK_WINDOW = 128  # positions per side the first lattice is read from
+# An integrating pixel's samples in the thin object's terms: at least this many across the
+# BF radius (the midpoint rule's error falls as the samples' area; a 6 px detector takes
+# 4 × 4 per pixel, 24 px and finer their centres)
+SAMPLES_PER_RADIUS = 24
 
 
 def check_object_model(value: str) -> str:
@@ -108,26 +113,45 @@ def central_window(scan_shape: Sequence[int], size: int = PEAK_WINDOW) -> Bounds
     return (r, min(r + size, scan_shape[0]), c, min(c + size, scan_shape[1]))
 
 
-def lattice_problem(engine: Any, bounds: Bounds | None, theta: float, transpose: bool
-                    ) -> LatticeProblem:
+def pixel_samples(detector_pixels: str, radius_px: float) -> int:
+    """Samples per axis over each pixel's area for the thin object's terms: 1 where the
+    detector reads points, else enough for SAMPLES_PER_RADIUS across the BF radius."""
+    if detector_pixels == "points":
+        return 1
+    return max(1, math.ceil(SAMPLES_PER_RADIUS / radius_px - 1e-9))
+
+
+def geo_radius_px(geo: Any) -> float:
+    """The BF radius in detector pixels (the aperture edge's width is one pixel's:
+    engine.records.DatasetGeometry)."""
+    return float(geo.k_alpha / geo.edge_width)
+
+
+def lattice_problem(engine: Any, bounds: Bounds | None, theta: float, transpose: bool,
+                    detector_pixels: str = "integrating") -> LatticeProblem:
     geo = engine.reference.geo
     xp = engine.reference.xp
     k = scan_frame_frequencies(geo.bf.k_det, theta, transpose)
+    samples = pixel_samples(detector_pixels, geo_radius_px(geo))
+    offsets = None if samples == 1 else xp.asarray(
+        subpixel_offsets(geo.edge_width, samples, theta, transpose))
     return LatticeProblem(
         counts=window_counts(engine, bounds), step=tuple(geo.step), xp=xp,
         geo=LatticeGeometry(k=xp.asarray(k), wavelength=geo.wavelength,
-                            k_alpha=geo.k_alpha, edge_width=geo.edge_width))
+                            k_alpha=geo.k_alpha, edge_width=geo.edge_width,
+                            pixel_offsets=offsets))
 
 
 def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: float,
                  transpose: bool, box: Mapping[str, tuple[float, float]],
-                 rounds: int = 2) -> FitResult:
+                 rounds: int = 2, detector_pixels: str = "integrating") -> FitResult:
     """``result`` (a per-bin VP fit with its errors) refined on the lattice model: the
     lattice found, the free parameters refined, their errors (module docstring). Where
     no lattice is found, or the one found is no crystal's, the per-bin fit is returned
-    with the reason in ``lattice``."""
+    with the reason in ``lattice``. ``detector_pixels`` (``Dataset4D.detector_pixels``):
+    "integrating" pixels are sampled over their area in the thin object's terms."""
     t0 = time.perf_counter()
-    problem = lattice_problem(engine, bounds, theta, transpose)
+    problem = lattice_problem(engine, bounds, theta, transpose, detector_pixels)
     free = [n for n in box if result.errors.get(n, 1.0) > 0 and n not in result.undetermined]
     try:  # the scan's peaks are sharper than a region's: the first guess from there
         basis = peak_basis(window_counts(engine, central_window(engine.reference.geo.shape)),
@@ -179,6 +203,8 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
         **{name: part[1] for name, part in parts.items()},
         "first_order": {n: fit.params[n] for n in free},
         "thin_object": thin_record,
+        "detector_pixels": detector_pixels,
+        "pixel_samples": pixel_samples(detector_pixels, geo_radius_px(problem.geo)),
         "per_bin": {"params": dict(result.params), "errors": dict(result.errors),
                     "errors_systematic": dict(result.errors_systematic)},
         "seconds": time.perf_counter() - t0,

@@ -80,5 +80,8 @@ def fit_window(
         finally:
             unapodised.release()
     if spec.object_model == "lattice":
-        result = with_lattice(result, engine, bounds, theta, transpose, box_mapping(spec.box))
+        result = with_lattice(result, engine, bounds, theta, transpose, box_mapping(spec.box),
+                              # a spec without its dataset: a camera's (the default)
+                              detector_pixels=getattr(spec.dataset, "detector_pixels",
+                                                      "integrating"))
     return result

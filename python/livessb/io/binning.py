@@ -109,7 +109,8 @@ def _at_least(a: int, b: int, n: int, size: int) -> tuple[int, int]:
 
 
 def bin_dataset(ds: Dataset4D, factor: int) -> Dataset4D:
-    """A new ``Dataset4D`` with ``factor x factor`` detector binning (in memory)."""
+    """A new ``Dataset4D`` with ``factor x factor`` detector binning (in memory): its
+    pixels integrate (a sum over each bin's area), whatever the source's were."""
     factor = check_factor(factor)
     warn_trim(ds.detector_shape, factor)
     counts = bin_frames(np.asarray(ds.counts), factor)
@@ -125,4 +126,5 @@ def crop_dataset(ds: Dataset4D, margin: int | None = -1) -> Dataset4D:
     counts = np.ascontiguousarray(ds.counts[:, :, r0:r1, c0:c1])
     return Dataset4D(counts, voltage_kV=ds.voltage_kV, semiangle_mrad=ds.semiangle_mrad,
                      scan_step_A=ds.scan_step_A,
-                     detector_sampling_mrad=ds.detector_sampling_mrad)
+                     detector_sampling_mrad=ds.detector_sampling_mrad,
+                     detector_pixels=ds.detector_pixels)

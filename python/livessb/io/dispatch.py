@@ -6,7 +6,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from ..dataset import Dataset4D, DatasetError
+from ..dataset import Dataset4D, DatasetError, check_detector_pixels
 from .errors import UnsupportedFormatError
 from .hdf5 import load_hdf5, read_hdf5_metadata
 from .metadata import CALIBRATION_KEYS, FileCalibration
@@ -40,6 +40,7 @@ def load(
     progress: bool = True,
     flip: str | None = None,
     sidecar: str | Path | None = None,
+    detector_pixels: str = "integrating",
     **calibration: Any,
 ) -> Dataset4D:
     """Load a 4D-STEM file as a :class:`~livessb.Dataset4D`.
@@ -72,6 +73,10 @@ def load(
         A JSON/TOML (or Arina metadata ``.h5``) file with the scan shape and
         calibration (``livessb.io.sidecar``); found automatically next to the file
         when named ``<name>.json``/``<name>.toml`` (``<base>.h5`` for Arina).
+    detector_pixels
+        ``"integrating"`` (a camera: each pixel sums its area) or ``"points"`` (a
+        simulator's output read at each pixel's centre; binned pixels integrate);
+        crystal mode's thin-object stage models it.
     **calibration
         ``voltage_kV``, ``semiangle_mrad``, ``scan_step_A``,
         ``detector_sampling_mrad``: these win over the file's metadata.
@@ -97,8 +102,17 @@ def load(
         raise DatasetError(
             f"unknown keyword(s) {unknown}: calibration keywords are "
             f"{', '.join(CALIBRATION_KEYS)}")
-    resolve_flip(flip, "any")  # a bad flip fails before anything is read
+    resolve_flip(flip, "any")  # a bad flip (or detector kind) fails before anything is read
     opts.flip = flip
+    check_detector_pixels(detector_pixels)
+    ds = _read(path, opts, dataset_path, sidecar)
+    # binned pixels sum their bin's area whatever the source's pixels were
+    ds.detector_pixels = "integrating" if (bin_detector or 1) > 1 else detector_pixels
+    return ds
+
+
+def _read(path: str | Path | io.IOBase, opts: LoadOptions, dataset_path: str | None,
+          sidecar: str | Path | None) -> Dataset4D:
     if not isinstance(path, str | Path):
         if hasattr(path, "read") and hasattr(path, "seek"):
             name = str(getattr(path, "name", "<file object>"))

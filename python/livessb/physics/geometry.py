@@ -77,6 +77,17 @@ def scan_frame_frequencies(k_det: np.ndarray, theta: float, transpose: bool) -> 
     return np.ascontiguousarray(k @ rotation_matrix(theta).T)
 
 
+def subpixel_offsets(pixel_inv_A: float, samples: int, theta: float, transpose: bool
+                     ) -> np.ndarray:
+    """The scan-frame offsets (samples², 2) 1/Å from a detector pixel's centre of the
+    centres of its samples × samples equal parts: where the intensity a pixel integrates
+    over its area is sampled (the midpoint rule)."""
+    u = ((np.arange(samples) + 0.5) / samples - 0.5) * pixel_inv_A
+    rows, cols = np.meshgrid(u, u, indexing="ij")
+    return scan_frame_frequencies(np.stack([rows.ravel(), cols.ravel()], axis=1), theta,
+                                  transpose)
+
+
 def to_detector_frame(theta: float, transpose: bool) -> np.ndarray:
     """The (2, 2) matrix that takes a scan-frame vector to the detector frame at θ (the
     inverse of ``scan_frame_frequencies``' map)."""

@@ -27,12 +27,16 @@ from .overlap import (
 
 @dataclass
 class LatticeGeometry:
-    """The BF pixels' scan-frame frequencies ``k`` (B, 2) and the optics constants."""
+    """The BF pixels' scan-frame frequencies ``k`` (B, 2) and the optics constants;
+    ``pixel_offsets`` (s², 2) the scan-frame offsets of s × s samples over each pixel's
+    area where the detector integrates (physics.thin_object models it; the first-order
+    columns read each pixel at its centre, with the aperture's edge one pixel soft)."""
 
     k: Any
     wavelength: float
     k_alpha: float
     edge_width: float
+    pixel_offsets: Any = None
 
 
 PIXEL_SETS = ("discs", "single", "trotter")

@@ -65,22 +65,36 @@ def beam_grid(g: np.ndarray, basis: np.ndarray) -> BeamGrid:
 @dataclass(frozen=True)
 class BeamTerms:
     """What P(k − b) needs that the parameters do not change, per beam and BF pixel
-    (n_b, B): |q|², q_r² − q_c², 2 q_r q_c (q = k − b) and the aperture a(q)."""
+    sample (n_b, B·samples): |q|², q_r² − q_c², 2 q_r q_c (q = k − b) and the aperture
+    a(q); ``samples`` per pixel (``LatticeGeometry.pixel_offsets``: 1 at each centre)."""
 
     q2: Any
     astig_c: Any
     astig_s: Any
     amplitude: Any
     wavelength: float
+    samples: int = 1
 
 
 def beam_terms(geo: LatticeGeometry, grid: BeamGrid, xp: Any = np) -> BeamTerms:
+    """``BeamTerms`` at each pixel's centre, or at its samples where the detector integrates
+    (each sample's aperture edge as soft as its part of the pixel: the lit fraction)."""
+    k, edge, samples = geo.k, geo.edge_width, 1
+    if geo.pixel_offsets is not None:
+        samples = int(geo.pixel_offsets.shape[0])
+        k = (geo.k[:, None, :] + xp.asarray(geo.pixel_offsets)[None]).reshape(-1, 2)
+        edge = geo.edge_width / math.isqrt(samples)
     b = xp.asarray(grid.beams)
-    qr = geo.k[None, :, 0] - b[:, 0:1]
-    qc = geo.k[None, :, 1] - b[:, 1:2]
+    qr = k[None, :, 0] - b[:, 0:1]
+    qc = k[None, :, 1] - b[:, 1:2]
     return BeamTerms(q2=qr * qr + qc * qc, astig_c=qr * qr - qc * qc, astig_s=2 * qr * qc,
-                     amplitude=aperture(qr, qc, geo.k_alpha, geo.edge_width, xp),
-                     wavelength=geo.wavelength)
+                     amplitude=aperture(qr, qc, geo.k_alpha, edge, xp),
+                     wavelength=geo.wavelength, samples=samples)
+
+
+def _pixel_mean(c: Any, samples: int) -> Any:
+    """(n, B·samples) → (n, B): each pixel's samples averaged (its integral over its area)."""
+    return c if samples == 1 else c.reshape(c.shape[0], -1, samples).mean(axis=2)
 
 
 def probe_at_beams(terms: BeamTerms, params: Mapping[str, float], xp: Any = np
@@ -139,9 +153,11 @@ class ThinObjectLoss:
 
 def thin_object_spectra(geo: LatticeGeometry, grid: BeamGrid, T: Any,
                         params: Mapping[str, float], xp: Any = np) -> Any:
-    """c(g, k) (n_g, B) of the thin object with beams ``T`` (n_b,: the zero beam first)."""
-    P, _ = probe_at_beams(beam_terms(geo, grid, xp), params, xp)
-    return _autocorrelation(T[:, None] * P, grid, xp)[1]
+    """c(g, k) (n_g, B) of the thin object with beams ``T`` (n_b,: the zero beam first),
+    each pixel's integral where ``geo`` says the detector integrates."""
+    terms = beam_terms(geo, grid, xp)
+    P, _ = probe_at_beams(terms, params, xp)
+    return _pixel_mean(_autocorrelation(T[:, None] * P, grid, xp)[1], terms.samples)
 
 
 def _autocorrelation(psi: Any, grid: BeamGrid, xp: Any) -> tuple[Any, Any]:
@@ -159,11 +175,18 @@ def thin_object_loss(data: LatticeData, geo: LatticeGeometry, grid: BeamGrid, T:
     transfer.
 
     With E = Kc − H (E(−g) = E(g)*), dL = 4 Re Σ_{b,k} G*(b, k) dψ(b, k) where
-    G(b) = Σ_g E(g) ψ(b − g): a convolution over the beams, the second FFT product."""
-    P, dchi = probe_at_beams(terms or beam_terms(geo, grid, xp), params, xp)
-    F, c = _autocorrelation(T[:, None] * P, grid, xp)
+    G(b) = Σ_g E(g) ψ(b − g): a convolution over the beams, the second FFT product. Where
+    the pixels integrate, c is each pixel's mean over its samples and each sample takes
+    its pixel's E over the number of samples."""
+    terms = terms or beam_terms(geo, grid, xp)
+    P, dchi = probe_at_beams(terms, params, xp)
+    F, c_samples = _autocorrelation(T[:, None] * P, grid, xp)
+    c = _pixel_mean(c_samples, terms.samples)
     Kc = data.K @ c
-    E = _fft2(_on_grid(Kc - data.H, grid, grid.index, xp), xp)
+    residual = Kc - data.H
+    if terms.samples > 1:
+        residual = xp.repeat(residual / terms.samples, terms.samples, axis=1)
+    E = _fft2(_on_grid(residual, grid, grid.index, xp), xp)
     G = _at_lattice(_fft2(E * F, xp, inverse=True), grid, _beam_rows(grid))  # (n_b, B)
     weight = xp.conj(G) * P  # dL = 4 Re Σ G* (dT P + T dP), dP = −i χ′ P
     tw = T[:, None] * weight * (-1j)

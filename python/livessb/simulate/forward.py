@@ -230,7 +230,8 @@ def simulate_4dstem(
     counts4d = out.reshape(nr, nc, nkr, nkc)
     sampling_mrad = dk * lam * 1e3
     ds = Dataset4D(counts4d, voltage_kV=voltage_kV, semiangle_mrad=semiangle_mrad,
-                   scan_step_A=(dr, dc), detector_sampling_mrad=sampling_mrad)
+                   scan_step_A=(dr, dc), detector_sampling_mrad=sampling_mrad,
+                   detector_pixels="points")  # each pixel read at its centre
     params = {
         "C10": C10,
         "C12": float(coeffs.get("C12", 0.0)),
