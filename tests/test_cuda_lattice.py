@@ -19,26 +19,31 @@ from livessb.fit.lattice_problem import (
     lattice_newton,
     refined_basis,
 )
+from livessb.physics.geometry import subpixel_offsets
 from livessb.physics.lattice import lattice_points, peak_basis
 from livessb.physics.lattice_columns import LatticeGeometry, lattice_columns_by_g
 from livessb.simulate.demo import demo_dataset
 from test_lattice_profiles import TRUTH, _model_counts, _rotated
 
 
-def _problems() -> tuple[LatticeProblem, LatticeProblem, np.ndarray]:
+def _problems(samples: int = 1) -> tuple[LatticeProblem, LatticeProblem, np.ndarray]:
+    """The same window on both engines; ``samples`` per axis of each pixel (1: its centre)."""
     basis = _rotated(3.905, 0.3)
     case = _model_counts(basis, 20, 0.5, seed=4)
     counts = np.random.default_rng(4).poisson(case["I"]).astype(np.uint16)
+    offsets = None if samples == 1 else subpixel_offsets(case["px"], samples, 0.3, False)
     out = []
     for xp in (np, cp):
         geo = LatticeGeometry(k=xp.asarray(case["k"]), wavelength=case["lam"],
-                              k_alpha=case["k_alpha"], edge_width=case["px"])
+                              k_alpha=case["k_alpha"], edge_width=case["px"],
+                              pixel_offsets=None if offsets is None else xp.asarray(offsets))
         out.append(LatticeProblem(counts=xp.asarray(counts), geo=geo, step=(0.5, 0.5), xp=xp))
     return out[0], out[1], basis
 
 
-def test_the_gpu_computes_the_cpus_lattice_loss_gradient_and_fit() -> None:
-    cpu, gpu, basis = _problems()
+@pytest.mark.parametrize("samples", [1, 2])  # pixels read at their centres; integrating
+def test_the_gpu_computes_the_cpus_lattice_loss_gradient_and_fit(samples: int) -> None:
+    cpu, gpu, basis = _problems(samples)
     first = [peak_basis(p.counts, p.step, p.xp) for p in (cpu, gpu)]
     assert np.abs(first[0] - first[1]).max() < 1e-9
     cpu, gpu = cpu.at_basis(basis), gpu.at_basis(basis)
@@ -55,7 +60,7 @@ def test_the_gpu_computes_the_cpus_lattice_loss_gradient_and_fit() -> None:
     bc, bg = (refined_basis(p, first[0], TRUTH) for p in (cpu, gpu))
     indices = np.round(lattice_points(basis, cpu.geo.k_alpha) @ np.linalg.inv(basis))
     (_, dbc), (_, dbg) = (basis_loss_gradient(p, basis * 1.001, indices, at) for p in (cpu, gpu))
-    record("lattice_functions", loss_rel=abs(lg / lc - 1),
+    record(f"lattice_functions samples {samples}", loss_rel=abs(lg / lc - 1),
            gradient_rel=float(np.abs(gg - gc).max() / np.abs(gc).max()),
            basis_gradient_rel=float(np.abs(dbg - dbc).max() / np.abs(dbc).max()),
            newton_c10_diff=abs(fg.params["C10"] - fc.params["C10"]),
@@ -96,25 +101,20 @@ def test_a_crystal_mode_region_fit_on_the_gpu_lands_where_the_cpus_does() -> Non
 
 @pytest.mark.parametrize("samples", [1, 3])  # pixels read at their centres; integrating
 def test_the_gpu_computes_the_cpus_thin_object_loss_and_fit(samples: int) -> None:
-    from dataclasses import replace
-
     from livessb.fit.thin_object import fit_thin_object, start_beams
-    from livessb.physics.geometry import subpixel_offsets
     from livessb.physics.thin_object import beam_grid, thin_object_loss
 
-    cpu, gpu, basis = _problems()
+    cpu, gpu, basis = _problems(samples)
     cpu, gpu = cpu.at_basis(basis), gpu.at_basis(basis)
     names = ["C10", "C12", "phi12"]
     at = {**TRUTH, "C10": TRUTH["C10"] + 2}
     box = {"C10": (-200.0, 200.0), "C12": (0.0, 50.0), "phi12": (-np.pi / 2, np.pi / 2)}
     grid = beam_grid(cpu._data().g, basis)
     out, fits = [], []
-    offsets = subpixel_offsets(cpu.geo.edge_width, samples, 0.3, False)
     for p in (cpu, gpu):
-        geo = p.geo if samples == 1 else replace(p.geo, pixel_offsets=p.xp.asarray(offsets))
         T = start_beams(p.counts, p.solve(at).x, len(p._data().g), p.xp)
-        out.append(thin_object_loss(p._data(), geo, grid, T, at, p.xp))
-        fits.append(fit_thin_object(p._data(), geo, grid, at, names, T, box, p.xp))
+        out.append(thin_object_loss(p._data(), p.geo, grid, T, at, p.xp))
+        fits.append(fit_thin_object(p._data(), p.geo, grid, at, names, T, box, p.xp))
     (c, g), (fc, fg) = out, fits
     by_T_rel = float(np.abs(c.by_T - g.by_T).max() / np.abs(c.by_T).max())
     record(f"thin_object samples {samples}", loss_rel=abs(g.loss / c.loss - 1), by_T_rel=by_T_rel,

@@ -14,7 +14,12 @@ from livessb.fit.lattice import pixel_samples
 from livessb.fit.thin_object import fit_thin_object, start_beams, thin_names
 from livessb.physics.geometry import subpixel_offsets
 from livessb.physics.lattice import lattice_data, lattice_points
-from livessb.physics.lattice_columns import LatticeGeometry, lattice_columns
+from livessb.physics.lattice_columns import (
+    LatticeGeometry,
+    lattice_column_derivatives,
+    lattice_columns,
+    lattice_columns_by_g,
+)
 from livessb.physics.thin_object import (
     BeamGrid,
     beam_grid,
@@ -233,3 +238,36 @@ def test_an_integrating_detector_read_as_points_biases_c10_and_the_samples_remov
     # measured +0.70 Å read as points, +0.025 Å with the samples
     assert abs(off["C10"]) > 0.5
     assert abs(on["C10"]) < 0.05 and abs(on["C12"]) < 0.01
+
+
+@pytest.mark.parametrize("pixels", ["discs", "single", "trotter"])
+def test_integrating_pixels_lattice_columns_are_the_mean_of_their_parts(pixels: str) -> None:
+    geo, _, g, _, _ = _case()
+    integrating, parts = _integrating(replace(geo, edge_width=1 / 7), 3)
+    names = ("C10", "C12")
+    gam, grads, hess = lattice_column_derivatives(integrating, g, PARAMS, names, np, 2, pixels)
+    each = [lattice_column_derivatives(p, g, PARAMS, names, np, 2, pixels) for p in parts]
+    scale = np.abs(gam).max()
+    assert np.abs(gam - sum(e[0] for e in each) / len(each)).max() < 1e-12 * scale
+    for i, d in enumerate(grads):
+        mean = sum(e[1][i] for e in each) / len(each)
+        assert np.abs(d - mean).max() < 1e-12 * np.abs(mean).max()
+    assert np.abs(hess[0] - sum(e[2][0] for e in each) / len(each)).max() \
+        < 1e-12 * np.abs(hess[0]).max()
+    if pixels == "discs":
+        by_g = lattice_columns_by_g(integrating, g, PARAMS)
+        each_g = [lattice_columns_by_g(p, g, PARAMS) for p in parts]
+        assert by_g is not None and all(e is not None for e in each_g)
+        mean = sum(e[1][0] for e in each_g if e is not None) / len(parts)
+        assert np.abs(by_g[1][0] - mean).max() < 1e-12 * np.abs(mean).max()
+
+
+def test_integrating_thin_objects_first_order_is_the_integrating_columns() -> None:
+    geo, _, g, grid, T = _case()
+    integrating, _ = _integrating(replace(geo, edge_width=1 / 7), 3)
+    one = np.zeros_like(T)
+    one[0], one[3] = T[0], T[3]
+    A = lattice_columns(integrating, g, PARAMS, ())[0]
+    c = thin_object_spectra(integrating, grid, one, PARAMS)
+    model = (A * first_order_objects(one, grid)[None, :]).reshape(len(geo.k), 2, len(g))
+    assert np.abs(c - model.sum(axis=1).T).max() < 1e-12 * np.abs(model).max()

@@ -68,7 +68,7 @@ def add_data_arguments(f: argparse.ArgumentParser) -> None:
                    choices=["integrating", "points"],
                    help="integrating (a camera: each pixel sums its area; the default) or "
                         "points (a simulator's output, read at each pixel's centre): "
-                        "crystal mode's thin-object stage models it")
+                        "crystal mode models it")
     f.add_argument("--dataset-path", metavar="PATH",
                    help="HDF5 path (or NPZ member) of the counts")
     f.add_argument("--calibration", metavar="FILE",

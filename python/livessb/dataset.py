@@ -83,8 +83,8 @@ class Dataset4D:
     Values outside plausible ranges (``livessb.plausible.RANGES``: probably a unit
     mistake) are refused unless ``allow_unusual=True``. ``detector_pixels``: "integrating"
     (a camera's pixels sum the intensity over their area) or "points" (a simulator's
-    output, the intensity at each pixel's centre); crystal mode's thin-object stage models
-    what it is told (``DETECTOR_PIXELS``).
+    output, the intensity at each pixel's centre); crystal mode models what it is told
+    (``DETECTOR_PIXELS``).
     """
 
     _detector_pixels = "integrating"

@@ -14,8 +14,7 @@ Newton, errors) runs as always; then, on the same window of BF counts,
    then the basis and the parameters once more (scale and C10 trade along a valley);
 3. the thin object's every term (``fit.thin_object``: the beams T and the aberrations by
    L-BFGS, the strong object's second-order terms included), where the fit is thin and
-   the data see those terms (a χ²₁ test of the energy they add), each pixel integrated
-   over its area where the detector integrates (``pixel_samples``);
+   the data see those terms (a χ²₁ test of the energy they add);
 4. errors: the noise part 2σ²κ(∂²L)⁻¹ as for the per-bin fit (fit.errors; σ² from the
    first-order lattice residual, so model error it leaves raises it), and a systematic
    part from pairs of estimates that should agree (``systematic_parts``: the two trotter
@@ -23,6 +22,10 @@ Newton, errors) runs as always; then, on the same window of BF counts,
    pixels, in the first-order model and in the thin one): their difference beyond its
    noise, as fit.systematic does for the per-bin model, or the per-bin fit's own
    systematic part where that is larger.
+
+Where the detector integrates (``Dataset4D.detector_pixels``), every stage's model is each
+pixel's mean over s × s samples of its area (``pixel_samples``; physics.lattice_columns.
+sampled_geometry): the columns, their derivatives and the thin object's terms alike.
 
 Where no lattice is found (fewer than two peaks, or peaks on one line), or the one found
 is no crystal's (its model explains less than ``CRYSTAL_CONTRAST`` times what lattices
@@ -56,9 +59,9 @@ OBJECT_MODELS = ("per_bin", "lattice")
 CRYSTAL_CONTRAST = 3.0  # the lattice's explained energy over its controls' (a crystal)
 CONTROL_LATTICES = ((0.21, 1.0), (0.37, 1.0), (0.0, 1.13), (0.53, 0.91))
 PEAK_WINDOW = 128  # positions per side the first lattice is read from
-# An integrating pixel's samples in the thin object's terms: at least this many across the
-# BF radius (the midpoint rule's error falls as the samples' area; a 6 px detector takes
-# 4 × 4 per pixel, 24 px and finer their centres)
+# An integrating pixel's samples: at least this many across the BF radius (the midpoint
+# rule's error falls as the samples' area; a 6 px detector takes 4 × 4 per pixel, 24 px and
+# finer their centres), so the model's cost is that of ~1800 samples over the BF disc
 SAMPLES_PER_RADIUS = 24
 
 
@@ -114,8 +117,8 @@ def central_window(scan_shape: Sequence[int], size: int = PEAK_WINDOW) -> Bounds
 
 
 def pixel_samples(detector_pixels: str, radius_px: float) -> int:
-    """Samples per axis over each pixel's area for the thin object's terms: 1 where the
-    detector reads points, else enough for SAMPLES_PER_RADIUS across the BF radius."""
+    """Samples per axis over each pixel's area: 1 where the detector reads points, else
+    enough for SAMPLES_PER_RADIUS across the BF radius."""
     if detector_pixels == "points":
         return 1
     return max(1, math.ceil(SAMPLES_PER_RADIUS / radius_px - 1e-9))
@@ -149,7 +152,7 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
     lattice found, the free parameters refined, their errors (module docstring). Where
     no lattice is found, or the one found is no crystal's, the per-bin fit is returned
     with the reason in ``lattice``. ``detector_pixels`` (``Dataset4D.detector_pixels``):
-    "integrating" pixels are sampled over their area in the thin object's terms."""
+    "integrating" pixels are sampled over their area (``pixel_samples``)."""
     t0 = time.perf_counter()
     problem = lattice_problem(engine, bounds, theta, transpose, detector_pixels)
     free = [n for n in box if result.errors.get(n, 1.0) > 0 and n not in result.undetermined]

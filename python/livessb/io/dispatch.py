@@ -76,7 +76,7 @@ def load(
     detector_pixels
         ``"integrating"`` (a camera: each pixel sums its area) or ``"points"`` (a
         simulator's output read at each pixel's centre; binned pixels integrate);
-        crystal mode's thin-object stage models it.
+        crystal mode models it.
     **calibration
         ``voltage_kV``, ``semiangle_mrad``, ``scan_step_A``,
         ``detector_sampling_mrad``: these win over the file's metadata.

@@ -29,8 +29,9 @@ from .overlap import (
 class LatticeGeometry:
     """The BF pixels' scan-frame frequencies ``k`` (B, 2) and the optics constants;
     ``pixel_offsets`` (s², 2) the scan-frame offsets of s × s samples over each pixel's
-    area where the detector integrates (physics.thin_object models it; the first-order
-    columns read each pixel at its centre, with the aperture's edge one pixel soft)."""
+    area where the detector integrates (None: each pixel read at its centre, the
+    aperture's edge one pixel soft). The columns and the thin object's terms are each
+    pixel's mean over its samples (``sampled_geometry``)."""
 
     k: Any
     wavelength: float
@@ -40,6 +41,24 @@ class LatticeGeometry:
 
 
 PIXEL_SETS = ("discs", "single", "trotter")
+
+
+def sampled_geometry(geo: LatticeGeometry, xp: Any = np) -> tuple[LatticeGeometry, int]:
+    """``geo`` at its pixels' samples (B·n rows, pixel after pixel; each sample's aperture
+    edge as soft as its part of the pixel: the lit fraction) and n, the samples a pixel
+    (``geo`` itself and 1 where the pixels are read at their centres)."""
+    if geo.pixel_offsets is None:
+        return geo, 1
+    n = int(geo.pixel_offsets.shape[0])
+    k = (geo.k[:, None, :] + xp.asarray(geo.pixel_offsets)[None]).reshape(-1, 2)
+    return replace(geo, k=k, edge_width=geo.edge_width / math.isqrt(n),
+                   pixel_offsets=None), n
+
+
+def pixel_mean(rows: Any, n: int) -> Any:
+    """(B·n, m) rows of samples → (B, m): each pixel's mean over its n samples (the
+    midpoint rule of its integral)."""
+    return rows if n == 1 else rows.reshape(-1, n, rows.shape[-1]).mean(axis=1)
 
 
 def lattice_columns(geo: LatticeGeometry, g: np.ndarray, params: Mapping[str, float],
@@ -71,6 +90,10 @@ def lattice_column_derivatives(geo: LatticeGeometry, g: np.ndarray,
     """``lattice_columns`` with (``order`` 2) the second derivatives by each pair of
     ``names`` too (``overlap.pairs_of`` order): the exact Hessian's columns
     (``lattice_hessian``)."""
+    sampled, n = sampled_geometry(geo, xp)
+    if n > 1:  # each integrating pixel's mean over its samples: the terms are linear in it
+        out = lattice_column_derivatives(sampled, g, params, names, xp, order, pixels)
+        return pixel_mean(out[0], n), *([pixel_mean(d, n) for d in part] for part in out[1:])
     k = geo.k
     kr, kc = k[:, 0:1], k[:, 1:2]
     gd = xp.asarray(g)
@@ -132,6 +155,11 @@ def lattice_columns_by_g(geo: LatticeGeometry, g: np.ndarray, params: Mapping[st
     columns instead)."""
     if not set(params) <= set(JOINT):
         return None
+    sampled, n = sampled_geometry(geo, xp)
+    if n > 1:  # each integrating pixel's mean over its samples
+        at_samples = lattice_columns_by_g(sampled, g, params, xp)
+        assert at_samples is not None
+        return pixel_mean(at_samples[0], n), [pixel_mean(d, n) for d in at_samples[1]]
     A = lattice_columns(geo, g, params, (), xp)[0]
     C10, C12, phi12 = (float(params.get(n, 0.0)) for n in JOINT[:3])
     tilt = [float(params.get(n, 0.0)) * MRAD for n in ("tilt_row_mrad", "tilt_col_mrad")]

@@ -30,7 +30,7 @@ import scipy.fft
 from ..xp import to_host
 from .geometry import fft_friendly_size
 from .lattice import LatticeData
-from .lattice_columns import LatticeGeometry
+from .lattice_columns import LatticeGeometry, pixel_mean, sampled_geometry
 from .optics import aperture
 
 # The aberrations whose derivative χ′ the thin object's gradient holds (the phase of P).
@@ -78,23 +78,19 @@ class BeamTerms:
 
 def beam_terms(geo: LatticeGeometry, grid: BeamGrid, xp: Any = np) -> BeamTerms:
     """``BeamTerms`` at each pixel's centre, or at its samples where the detector integrates
-    (each sample's aperture edge as soft as its part of the pixel: the lit fraction)."""
-    k, edge, samples = geo.k, geo.edge_width, 1
-    if geo.pixel_offsets is not None:
-        samples = int(geo.pixel_offsets.shape[0])
-        k = (geo.k[:, None, :] + xp.asarray(geo.pixel_offsets)[None]).reshape(-1, 2)
-        edge = geo.edge_width / math.isqrt(samples)
+    (``lattice_columns.sampled_geometry``)."""
+    at, samples = sampled_geometry(geo, xp)
     b = xp.asarray(grid.beams)
-    qr = k[None, :, 0] - b[:, 0:1]
-    qc = k[None, :, 1] - b[:, 1:2]
+    qr = at.k[None, :, 0] - b[:, 0:1]
+    qc = at.k[None, :, 1] - b[:, 1:2]
     return BeamTerms(q2=qr * qr + qc * qc, astig_c=qr * qr - qc * qc, astig_s=2 * qr * qc,
-                     amplitude=aperture(qr, qc, geo.k_alpha, edge, xp),
-                     wavelength=geo.wavelength, samples=samples)
+                     amplitude=aperture(qr, qc, at.k_alpha, at.edge_width, xp),
+                     wavelength=at.wavelength, samples=samples)
 
 
 def _pixel_mean(c: Any, samples: int) -> Any:
     """(n, B·samples) → (n, B): each pixel's samples averaged (its integral over its area)."""
-    return c if samples == 1 else c.reshape(c.shape[0], -1, samples).mean(axis=2)
+    return c if samples == 1 else pixel_mean(c.T, samples).T
 
 
 def probe_at_beams(terms: BeamTerms, params: Mapping[str, float], xp: Any = np
