@@ -173,6 +173,9 @@ def test_the_crystal_line_says_which_model_the_fit_kept() -> None:
     thick = crystal_mode_text({**base, "thin_object": {"reason": "the thick model is kept"}})
     assert "first order (thick model kept)" in thick
     assert "thin" not in crystal_mode_text(base) and "first order" not in crystal_mode_text(base)
+    assert "integrated" not in seen  # a record without pixel_samples: read at the centres
+    integrating = crystal_mode_text({**base, "pixel_samples": 3, "thin_object": {}})
+    assert "pixels integrated over 3x3 samples" in integrating and "points" in integrating
 
 
 def _integrating(geo: LatticeGeometry, samples: int, theta: float = 0.3

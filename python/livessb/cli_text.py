@@ -90,8 +90,11 @@ def crystal_mode_text(record: Mapping[str, Any]) -> str:
                  f"< {thin['threshold']:g})")
     else:
         terms = ", first order (thick model kept)"
+    samples = int(record.get("pixel_samples", 1))
+    pixels = (f", pixels integrated over {samples}x{samples} samples (simulated counts: "
+              "detector_pixels=\"points\")" if samples > 1 else "")
     return (f"lattice model, periods {periods} Å, {record['points']} points, "
-            f"contrast {record['contrast']:.1f}x{terms}{moved}")
+            f"contrast {record['contrast']:.1f}x{terms}{pixels}{moved}")
 
 
 def crystal_mode_lines(record: Mapping[str, Any]) -> list[str]:
