@@ -235,8 +235,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
             if object_model == "lattice":
                 result = with_lattice(result, self._check_open(), None,
                                       math.radians(result.rotation_deg), result.transpose,
-                                      box_mapping(fit_box),
-                                      detector_pixels=self.dataset.detector_pixels)
+                                      box_mapping(fit_box), self.dataset.detector_pixels)
         self.rotation_deg = result.rotation_deg
         self.transpose = result.transpose
         self.full_fit = result

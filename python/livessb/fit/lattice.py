@@ -147,7 +147,7 @@ def lattice_problem(engine: Any, bounds: Bounds | None, theta: float, transpose:
 
 def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: float,
                  transpose: bool, box: Mapping[str, tuple[float, float]],
-                 rounds: int = 2, detector_pixels: str = "integrating") -> FitResult:
+                 detector_pixels: str = "integrating", rounds: int = 2) -> FitResult:
     """``result`` (a per-bin VP fit with its errors) refined on the lattice model: the
     lattice found, the free parameters refined, their errors (module docstring). Where
     no lattice is found, or the one found is no crystal's, the per-bin fit is returned
