@@ -124,18 +124,13 @@ def pixel_samples(detector_pixels: str, radius_px: float) -> int:
     return max(1, math.ceil(SAMPLES_PER_RADIUS / radius_px - 1e-9))
 
 
-def geo_radius_px(geo: Any) -> float:
-    """The BF radius in detector pixels (the aperture edge's width is one pixel's:
-    engine.records.DatasetGeometry)."""
-    return float(geo.k_alpha / geo.edge_width)
-
-
 def lattice_problem(engine: Any, bounds: Bounds | None, theta: float, transpose: bool,
                     detector_pixels: str = "integrating") -> LatticeProblem:
     geo = engine.reference.geo
     xp = engine.reference.xp
     k = scan_frame_frequencies(geo.bf.k_det, theta, transpose)
-    samples = pixel_samples(detector_pixels, geo_radius_px(geo))
+    # the BF radius in pixels: the aperture edge's width is one pixel's (DatasetGeometry)
+    samples = pixel_samples(detector_pixels, geo.k_alpha / geo.edge_width)
     offsets = None if samples == 1 else xp.asarray(
         subpixel_offsets(geo.edge_width, samples, theta, transpose))
     return LatticeProblem(
@@ -207,7 +202,7 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
         "first_order": {n: fit.params[n] for n in free},
         "thin_object": thin_record,
         "detector_pixels": detector_pixels,
-        "pixel_samples": pixel_samples(detector_pixels, geo_radius_px(problem.geo)),
+        "pixel_samples": problem.geo.samples_per_axis,  # what the model read
         "per_bin": {"params": dict(result.params), "errors": dict(result.errors),
                     "errors_systematic": dict(result.errors_systematic)},
         "seconds": time.perf_counter() - t0,

@@ -39,6 +39,11 @@ class LatticeGeometry:
     edge_width: float
     pixel_offsets: Any = None
 
+    @property
+    def samples_per_axis(self) -> int:
+        """s: each pixel read as the mean of s × s samples (1: at its centre)."""
+        return 1 if self.pixel_offsets is None else math.isqrt(int(self.pixel_offsets.shape[0]))
+
 
 PIXEL_SETS = ("discs", "single", "trotter")
 
@@ -51,7 +56,7 @@ def sampled_geometry(geo: LatticeGeometry, xp: Any = np) -> tuple[LatticeGeometr
         return geo, 1
     n = int(geo.pixel_offsets.shape[0])
     k = (geo.k[:, None, :] + xp.asarray(geo.pixel_offsets)[None]).reshape(-1, 2)
-    return replace(geo, k=k, edge_width=geo.edge_width / math.isqrt(n),
+    return replace(geo, k=k, edge_width=geo.edge_width / geo.samples_per_axis,
                    pixel_offsets=None), n
 
 
