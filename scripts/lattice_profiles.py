@@ -48,6 +48,7 @@ from scipy.optimize import minimize, minimize_scalar
 
 from livessb.physics import lattice as package
 from livessb.physics import lattice_columns as columns
+from livessb.physics import lattice_peaks
 
 A_STO = 3.905  # the matrix's SrTiO3 [001] lattice constant, Å
 
@@ -69,8 +70,8 @@ def square_basis(a_A: float) -> np.ndarray:
 
 
 def peak_basis(case: Case) -> np.ndarray:
-    """A first basis from the data's peaks (the package's ``physics.lattice.peak_basis``)."""
-    return package.peak_basis(case["I"], tuple(case["step"]))
+    """A first basis from the data's peaks (the package's ``physics.lattice_peaks.peak_basis``)."""
+    return lattice_peaks.peak_basis(case["I"], tuple(case["step"]), band_inv_A=2 * case["k_alpha"])
 
 
 def fitted_basis(case: Case, basis: np.ndarray, p: dict[str, float]) -> np.ndarray:

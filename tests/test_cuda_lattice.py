@@ -20,8 +20,9 @@ from livessb.fit.lattice_problem import (
     refined_basis,
 )
 from livessb.physics.geometry import subpixel_offsets
-from livessb.physics.lattice import lattice_points, peak_basis
+from livessb.physics.lattice import lattice_points
 from livessb.physics.lattice_columns import LatticeGeometry, lattice_columns_by_g
+from livessb.physics.lattice_peaks import peak_basis
 from livessb.simulate.demo import demo_dataset
 from test_lattice_profiles import TRUTH, _model_counts, _rotated
 

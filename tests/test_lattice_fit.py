@@ -21,10 +21,8 @@ from livessb.fit.lattice_problem import (
     refined_basis,
 )
 from livessb.physics.lattice import (
-    LatticeNotFoundError,
     lattice_points,
     lattice_solve,
-    peak_basis,
     window_kernel,
     window_kernel_gradient,
 )
@@ -33,6 +31,7 @@ from livessb.physics.lattice_columns import (
     lattice_columns,
     lattice_columns_by_g,
 )
+from livessb.physics.lattice_peaks import LatticeNotFoundError, peak_basis
 from livessb.simulate.demo import demo_dataset
 from test_lattice_profiles import TRUTH, _case, _rotated
 

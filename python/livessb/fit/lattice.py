@@ -47,8 +47,8 @@ from typing import Any
 import numpy as np
 
 from ..physics.geometry import scan_frame_frequencies, subpixel_offsets
-from ..physics.lattice import LatticeNotFoundError, peak_basis
 from ..physics.lattice_columns import LatticeGeometry
+from ..physics.lattice_peaks import LatticeNotFoundError, peak_basis
 from ..results import Bounds, FitResult
 from .lattice_errors import noise_errors, pair_systematic, systematic_parts
 from .lattice_problem import LatticeProblem, lattice_newton, refined_basis
@@ -153,7 +153,7 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
     free = [n for n in box if result.errors.get(n, 1.0) > 0 and n not in result.undetermined]
     try:  # the scan's peaks are sharper than a region's: the first guess from there
         basis = peak_basis(window_counts(engine, central_window(engine.reference.geo.shape)),
-                           problem.step, problem.xp)
+                           problem.step, problem.xp, band_inv_A=2 * problem.geo.k_alpha)
     except LatticeNotFoundError as e:
         return replace(result, lattice={"model": "per_bin", "reason": f"no lattice: {e}"})
     params = dict(result.params)

@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 
 from ..xp import to_host
-from .apodisation import hann
 from .overlap import pairs_of
 
 # Columns (g, lobe) whose Gram diagonal is below this fraction of the largest hold no
@@ -253,79 +252,3 @@ def lattice_point_gradient(data: LatticeData, fit: LatticeFit, dA: Sequence[Any]
         per_column = (through_columns + through_h).reshape(blocks, n_g).sum(axis=0)
         out.append(per_column + xp.real(as_q + as_p))
     return np.asarray(to_host(xp.stack(out, axis=1), "lattice.point_gradient"))
-
-
-def peak_basis(counts: Any, step: tuple[float, float], xp: Any = np, peaks: int = 24,
-               chunk_pixels: int = 64) -> np.ndarray:
-    """A first lattice basis (2, 2) from a (h, w, B) window of counts: the ``peaks``
-    strongest local maxima of the BF-summed power spectrum of the Hann-apodised counts
-    (zero-padded 4× on windows up to 64 positions, 2× above) are lattice points, and so
-    are their differences; the shortest two non-collinear of those span the lattice (a
-    crystal's weak reflections still enter through the differences of strong ones)."""
-    h, w, n_bf = counts.shape
-    oversample = 4 if max(h, w) <= 64 else 2
-    shape = (oversample * h, oversample * w)
-    window = xp.asarray(np.outer(hann(h), hann(w)))[:, :, None]
-    power = xp.zeros(shape)
-    for s in range(0, n_bf, chunk_pixels):  # a chunk of BF pixels at a time: bounded memory
-        block = counts[:, :, s:s + chunk_pixels].astype(np.float64)
-        block = (block - block.mean(axis=(0, 1), keepdims=True)) * window
-        power += xp.sum(xp.abs(xp.fft.fft2(block, s=shape, axes=(0, 1))) ** 2, axis=2)
-    E = to_host(power, "lattice.peak_basis")
-    around = [np.roll(E, (dr, dc), (0, 1)) for dr in (-1, 0, 1) for dc in (-1, 0, 1)]
-    peak = (E >= np.max(around, axis=0)) & (E > np.min(around, axis=0))  # not a plateau
-    for dr in range(-oversample, oversample + 1):  # the DC's own lobe
-        peak[dr, list(range(-oversample, oversample + 1))] = False
-    rows, cols = np.nonzero(peak)
-    if rows.size < 2:
-        raise LatticeNotFoundError("the power spectrum has fewer than two peaks")
-    order = np.argsort(-E[rows, cols])[:peaks]
-    P = _peak_positions(E, rows[order], cols[order], step)
-    D = np.concatenate([P, (P[:, None, :] - P[None, :, :]).reshape(-1, 2)])
-    length = np.hypot(D[:, 0], D[:, 1])
-    resolution = 1.0 / (oversample * min(h * step[0], w * step[1]))
-    D = D[length > 2 * resolution]
-    D = D[np.argsort(np.hypot(D[:, 0], D[:, 1]), kind="stable")]
-    b1 = D[0]
-    for v in D[1:]:
-        if abs(b1[0] * v[1] - b1[1] * v[0]) > 0.3 * np.hypot(*b1) * np.hypot(*v):
-            return _fitted_to_peaks(np.array([b1, v]), P)
-    raise LatticeNotFoundError("the power spectrum's peaks lie on one line")
-
-
-def _peak_positions(E: np.ndarray, rows: np.ndarray, cols: np.ndarray,
-                    step: tuple[float, float]) -> np.ndarray:
-    """(n, 2) frequencies (1/Å) of the peaks at grid ``rows``/``cols`` of the periodic
-    power spectrum ``E``, each refined by a parabola through log E and its two neighbours
-    per axis (the grid quantises a peak to a quarter bin or worse)."""
-    n_r, n_c = E.shape
-    log_e = np.log(np.maximum(E, 1e-300))
-    out = np.zeros((rows.size, 2))
-    for axis, (n, idx) in enumerate(((n_r, rows), (n_c, cols))):
-        ahead = (rows + (axis == 0)) % n_r, (cols + (axis == 1)) % n_c
-        behind = (rows - (axis == 0)) % n_r, (cols - (axis == 1)) % n_c
-        up, mid, down = log_e[ahead], log_e[rows, cols], log_e[behind]
-        curve = up - 2 * mid + down
-        shift = np.where(curve < 0, 0.5 * (down - up) / np.where(curve < 0, curve, -1), 0.0)
-        index = idx + np.clip(shift, -0.5, 0.5)
-        index = (index + n / 2) % n - n / 2  # fftfreq's order: the upper half negative
-        out[:, axis] = index / (n * step[axis])
-    return out
-
-
-def _fitted_to_peaks(basis: np.ndarray, P: np.ndarray) -> np.ndarray:
-    """``basis`` refitted by least squares to every peak that sits on its lattice (its
-    nearest lattice point within a quarter of the shorter vector: aliases of higher
-    orders and spurious maxima fall out), twice."""
-    for _ in range(2):
-        hk = np.round(P @ np.linalg.inv(basis))
-        miss = np.hypot(*(P - hk @ basis).T)
-        on = (miss < 0.25 * min(np.hypot(*basis[0]), np.hypot(*basis[1]))) & np.any(hk, 1)
-        if np.linalg.matrix_rank(hk[on]) < 2:
-            return basis
-        basis = np.linalg.lstsq(hk[on], P[on], rcond=None)[0]
-    return basis
-
-
-class LatticeNotFoundError(ValueError):
-    """No two-dimensional lattice in the window's power spectrum."""
