@@ -10,7 +10,9 @@ import math
 import numpy as np
 import pytest
 
+from helpers import with_counts
 from livessb.physics.lattice_peaks import (
+    LatticeNotFoundError,
     _Folding,
     _integer_span,
     _refinement,
@@ -109,3 +111,34 @@ def test_a_centred_lattice_is_refined_by_a_peak_on_its_half_points() -> None:
     assert abs(np.linalg.det(_integer_span(np.array([[2, 0], [0, 2], [1, 1]])))) == pytest.approx(2)
     assert abs(np.linalg.det(_integer_span(np.array([[3, 0], [0, 3], [1, 2]])))) == pytest.approx(3)
 
+
+
+def test_speckle_gives_no_lattice_finer_than_two_periods_across_the_window() -> None:
+    # An amorphous slab's speckle refined to periods of 30 and 230 Å on a 12 Å window
+    # (55 806 lattice points: crystal mode asked for 46 GiB) before the floor.
+    rng = np.random.default_rng(3)
+    for seed in range(6):
+        counts = rng.poisson(50.0, size=(24, 24, 60)).astype(np.float64)
+        smooth = np.fft.ifft2(np.fft.fft2(counts, axes=(0, 1))
+                              * np.exp(-seed * 0.05 * np.arange(24)[:, None, None]),
+                              axes=(0, 1)).real  # speckle of several grain sizes
+        try:
+            found = peak_basis(smooth, (0.5, 0.5), band_inv_A=1.6)
+        except LatticeNotFoundError:
+            continue
+        assert min(np.hypot(found[:, 0], found[:, 1])) >= 2 / (24 * 0.5) - 1e-12, found
+
+
+def test_crystal_mode_keeps_the_per_bin_fit_and_says_why_beyond_its_lattice_points(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import livessb
+    from livessb.fit import lattice
+
+    monkeypatch.setattr(lattice, "MAX_LATTICE_POINTS", 50)  # the demo's lattice has 120
+    ds = demo_dataset()
+    small = with_counts(ds, np.ascontiguousarray(ds.counts[36:60, 36:60]))
+    with livessb.Session(small, device="cpu") as s:
+        fit = s.fit(trials=40, seed=1, progress=False, object_model="lattice")
+    assert fit.lattice is not None and fit.lattice["model"] == "per_bin"
+    assert "more than crystal mode models (50)" in fit.lattice["reason"], fit.lattice
+    assert np.isfinite(fit.params["C10"]) and fit.errors["C10"] > 0

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from ..physics.geometry import scan_frame_frequencies, subpixel_offsets
+from ..physics.lattice import lattice_points
 from ..physics.lattice_columns import LatticeGeometry
 from ..physics.lattice_peaks import LatticeNotFoundError, peak_basis
 from ..results import Bounds, FitResult
@@ -59,6 +60,10 @@ OBJECT_MODELS = ("per_bin", "lattice")
 CRYSTAL_CONTRAST = 3.0  # the lattice's explained energy over its controls' (a crystal)
 CONTROL_LATTICES = ((0.21, 1.0), (0.37, 1.0), (0.0, 1.13), (0.53, 0.91))
 PEAK_WINDOW = 128  # positions per side the first lattice is read from
+# The most lattice points (within 2k_α) crystal mode models: its Gram and columns grow as
+# their square and as their number × BF pixels (SrTiO3 at 20 mrad: 120; 2000 is a 10 Å
+# cell at 30 mrad, 300 kV, ~1 GB of columns on a 9000-pixel disc)
+MAX_LATTICE_POINTS = 2000
 # An integrating pixel's samples: at least this many across the BF radius (the midpoint
 # rule's error falls as the samples' area; a 6 px detector takes 4 × 4 per pixel, 24 px and
 # finer their centres), so the model's cost is that of ~1800 samples over the BF disc
@@ -156,6 +161,13 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
                            problem.step, problem.xp, band_inv_A=2 * problem.geo.k_alpha)
     except LatticeNotFoundError as e:
         return replace(result, lattice={"model": "per_bin", "reason": f"no lattice: {e}"})
+    points = len(lattice_points(basis, problem.geo.k_alpha))
+    if points > MAX_LATTICE_POINTS:
+        periods = ", ".join(f"{1 / math.hypot(*b):.3g}" for b in basis)
+        return replace(result, lattice={"model": "per_bin", "reason": (
+            f"the lattice found (periods {periods} Å) has {points} points within the BF "
+            f"disc's band, more than crystal mode models ({MAX_LATTICE_POINTS}); the "
+            "per-bin fit is kept")})
     params = dict(result.params)
     for round_ in range(rounds):  # scale and C10 trade along a valley
         basis = refined_basis(problem, basis, params)

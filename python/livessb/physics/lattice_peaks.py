@@ -15,6 +15,10 @@ of the peaks are made and the coarsest that explains them is kept:
   B/n refines it (a merged maximum does not sit there), and n ≥ 3 needs a second peak
   the refined lattice explains.
 
+Both keep to vectors of two periods or more across the window (|g| ≥ 2/extent): a
+finer lattice is not one the window resolves (an amorphous slab's speckle refined to
+periods of 30 and 230 Å on a 12 Å window, 55 806 points).
+
 Pure NumPy after one power spectrum, computed where the counts live (``xp``).
 """
 
@@ -65,9 +69,10 @@ def peak_basis(counts: Any, step: tuple[float, float], xp: Any = np, peaks: int 
     power = E[rows[order], cols[order]]
     folding = _Folding(np.array([1 / step[0], 1 / step[1]]), band_inv_A)
     lobe = 2 / np.array([h * step[0], w * step[1]])
-    resolution = 1.0 / (oversample * min(h * step[0], w * step[1]))
-    readings = [b for b in (_difference_basis(P, resolution),
-                            _strongest_first_basis(P, folding, lobe)) if b is not None]
+    shortest = float(lobe.max())  # two periods across the window: what it resolves
+    readings = [b for b in (_difference_basis(P, shortest),
+                            _strongest_first_basis(P, folding, lobe, shortest))
+                if b is not None]
     if not readings:
         raise LatticeNotFoundError("the power spectrum's peaks lie on one line")
     return _coarsest_explaining([_fitted_to_peaks(b, P) for b in readings], P, power,
@@ -147,11 +152,11 @@ class _Folding:
         return bool(np.any(np.abs(p) > self.period / 2 - lobe))
 
 
-def _difference_basis(P: np.ndarray, resolution: float) -> np.ndarray | None:
-    """The shortest two non-collinear of the peaks and their differences (longer than
-    two bins), or None where all lie on one line."""
+def _difference_basis(P: np.ndarray, shortest: float) -> np.ndarray | None:
+    """The shortest two non-collinear of the peaks and their differences no shorter than
+    ``shortest`` (1/Å), or None where all lie on one line."""
     D = np.concatenate([P, (P[:, None, :] - P[None, :, :]).reshape(-1, 2)])
-    D = D[np.hypot(D[:, 0], D[:, 1]) > 2 * resolution]
+    D = D[np.hypot(D[:, 0], D[:, 1]) >= shortest]
     D = D[np.argsort(np.hypot(D[:, 0], D[:, 1]), kind="stable")]
     if not len(D):
         return None
@@ -162,25 +167,30 @@ def _difference_basis(P: np.ndarray, resolution: float) -> np.ndarray | None:
     return None
 
 
-def _strongest_first_basis(P: np.ndarray, folding: _Folding,
-                           lobe: np.ndarray) -> np.ndarray | None:
-    """The lattice of the two strongest non-collinear peaks (``P`` in power order),
-    refined by each further peak it does not explain (module docstring)."""
+def _strongest_first_basis(P: np.ndarray, folding: _Folding, lobe: np.ndarray,
+                           shortest: float) -> np.ndarray | None:
+    """The lattice of the two strongest non-collinear peaks (``P`` in power order) no
+    shorter than ``shortest`` (1/Å), refined by each further peak it does not explain
+    while its vectors stay that long (module docstring)."""
+    P = P[np.hypot(P[:, 0], P[:, 1]) >= shortest]
+    if not len(P):
+        return None
     second = next((p for p in P[1:] if _non_collinear(P[0], p)), None)
     if second is None:
         return None
     basis = _reduced(np.array([P[0], second]))
     within = REFINE_WITHIN_LOBE * float(np.min(lobe))
-    for _ in range(MAX_REFINEMENT):  # passes until none refines: a later peak's
-        refined = _refined_by_peaks(basis, P, folding, lobe, within)  # refinement can
-        if refined is basis:  # bring an earlier peak within MAX_REFINEMENT
+    for _ in range(MAX_REFINEMENT):  # passes until none refines: a later peak's refinement
+        # can bring an earlier peak within MAX_REFINEMENT
+        refined = _refined_by_peaks(basis, P, folding, lobe, within, shortest)
+        if refined is basis:
             return basis
         basis = refined
     return basis
 
 
 def _refined_by_peaks(basis: np.ndarray, P: np.ndarray, folding: _Folding,
-                      lobe: np.ndarray, within: float) -> np.ndarray:
+                      lobe: np.ndarray, within: float, shortest: float) -> np.ndarray:
     """One pass of the peaks in power order, each refining ``basis`` where it can."""
     for p in P:
         tol = EXPLAINED_WITHIN * math.hypot(*basis[0])
@@ -190,6 +200,8 @@ def _refined_by_peaks(basis: np.ndarray, P: np.ndarray, folding: _Folding,
         if refined is None:
             continue
         finer, n = refined
+        if math.hypot(*finer[0]) < shortest:
+            continue  # finer than the window resolves
         finer_tol = min(within, EXPLAINED_WITHIN * math.hypot(*finer[0]))
         if n >= 3 and not any(
                 folding.miss(basis, q) >= tol and folding.miss(finer, q) < finer_tol
