@@ -74,7 +74,9 @@ def peak_basis(counts: Any, step: tuple[float, float], xp: Any = np, peaks: int 
                             _strongest_first_basis(P, folding, lobe, shortest))
                 if b is not None]
     if not readings:
-        raise LatticeNotFoundError("the power spectrum's peaks lie on one line")
+        raise LatticeNotFoundError(
+            "the power spectrum's peaks lie on one line or are finer than two periods "
+            f"across the {h}×{w}-position window")
     return _coarsest_explaining([_fitted_to_peaks(b, P) for b in readings], P, power,
                                 folding)
 
