@@ -2,7 +2,9 @@
 the truth's points: windows of the demo's crystal (16²-96² at 0.6 Å steps), the bias
 matrix's abTEM crystals (cached by ``scripts/bias_matrix.py``) and model crystals of random
 reflection strengths (``tests/test_lattice_fit._model_counts``, 4 angles × 4 sizes × 4
-steps × 3 seeds). Writes docs/bias-matrix.md §19's table.
+steps × 3 seeds; hexagonal ones of 2.46-4 Å, 3 angles × 4 scans × 2 seeds). Writes
+docs/bias-matrix.md §19's table: the SrTiO3 crystals count their lattice or its centred
+sublattice (h + k even, their strong reflections), the model crystals their lattice.
 
     PYTHONPATH=python:tests python scripts/lattice_peaks_survey.py [--compare-with DIR]
 
@@ -39,14 +41,14 @@ def _readers(compare_with: str | None) -> dict[str, Reader]:
 
 
 def _is_lattice(read: Reader, counts: np.ndarray, step: tuple[float, float], band: float,
-                truth: np.ndarray) -> bool:
-    """The basis read spans the truth's lattice or its centred sublattice (index 2)."""
+                truth: np.ndarray, indices: tuple[int, ...]) -> bool:
+    """The basis read spans a sublattice of the truth's of one of these ``indices``."""
     try:
         hk = read(counts, step, band) @ np.linalg.inv(truth)
     except ValueError:
         return False
     return bool(np.abs(hk - np.round(hk)).max() < 0.1
-                and round(abs(np.linalg.det(np.round(hk)))) in (1, 2))
+                and round(abs(np.linalg.det(np.round(hk)))) in indices)
 
 
 def _band(voltage_kV: float, semiangle_mrad: float) -> float:
@@ -93,6 +95,16 @@ def cases() -> list[tuple[str, np.ndarray, tuple[float, float], float, np.ndarra
                     wide = n * step / 3.905 >= 2.4
                     out.append((f"model crystals, {'≥' if wide else '<'} 2.4 periods",
                                 case["I"], (step, step), 2 * case["k_alpha"], basis))
+    for a_A in (2.46, 3.2, 4.0):  # hexagonal
+        for angle in (0.0, 0.4, 1.0):
+            turn = np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
+            basis = np.array([[1, 0], [0.5, np.sqrt(3) / 2]]) / a_A @ turn.T
+            for n, step in ((24, 0.5), (32, 0.4), (20, 0.6), (32, 0.3)):
+                if n * step / a_A >= 2.4:
+                    for seed in (5, 6):
+                        case = _model_counts(basis, n, step, seed=seed)
+                        out.append(("hexagonal model crystals, 2.46-4 Å", case["I"],
+                                    (step, step), 2 * case["k_alpha"], basis))
     return out
 
 
@@ -105,7 +117,8 @@ def main() -> None:
         t = tally.setdefault(group, [0] * (len(readers) + 1))
         t[0] += 1
         for i, read in enumerate(readers.values()):
-            t[i + 1] += _is_lattice(read, counts, step, band, truth)
+            indices = (1,) if group.startswith(("model", "hexagonal")) else (1, 2)
+            t[i + 1] += _is_lattice(read, counts, step, band, truth, indices)
     print("| windows | cases | " + " | ".join(readers) + " |")
     print("|---|---|" + "---|" * len(readers))
     for group, t in tally.items():
