@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import math
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -51,19 +50,10 @@ def _is_lattice(read: Reader, counts: np.ndarray, step: tuple[float, float], ban
                 and round(abs(np.linalg.det(np.round(hk)))) in indices)
 
 
-def _band(voltage_kV: float, semiangle_mrad: float) -> float:
-    volts = voltage_kV * 1e3
-    return 2 * semiangle_mrad * 1e-3 / (12.2643 / math.sqrt(volts * (1 + 0.97845e-6 * volts)))
-
-
-def _bf(counts: np.ndarray) -> np.ndarray:
-    mean = counts.mean(axis=(0, 1))
-    return counts[:, :, mean > 0.5 * mean.max()].astype(np.float64)
-
-
 def cases() -> list[tuple[str, np.ndarray, tuple[float, float], float, np.ndarray]]:
     from livessb.simulate.demo import DEMO_SETTINGS, demo_dataset
     from test_lattice_fit import _model_counts
+    from test_lattice_peaks import _band, _bf_counts
     from test_lattice_profiles import _rotated
     out = []
     ds, truth = demo_dataset(with_truth=True)
@@ -72,7 +62,7 @@ def cases() -> list[tuple[str, np.ndarray, tuple[float, float], float, np.ndarra
         corners = {(0, 0), (96 - n, 96 - n), ((96 - n) // 2, (96 - n) // 2), (0, 96 - n),
                    (13, 29)}
         for r0, c0 in sorted(corners):
-            out.append((f"demo {n}²", _bf(np.asarray(ds.counts[r0:r0 + n, c0:c0 + n])),
+            out.append((f"demo {n}²", _bf_counts(np.asarray(ds.counts[r0:r0 + n, c0:c0 + n])),
                         (0.6, 0.6), band, np.eye(2) / truth.lattice_A))
     for path in sorted((Path.home() / ".cache/livessb/bias-matrix").glob("*.npz")):
         if "amorphous" in path.name:

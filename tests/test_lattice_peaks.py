@@ -13,11 +13,12 @@ import pytest
 from helpers import with_counts
 from livessb.physics.lattice_peaks import (
     LatticeNotFoundError,
-    _Folding,
     _integer_span,
     _refinement,
+    _Window,
     peak_basis,
 )
+from livessb.physics.optics import wavelength_A
 from livessb.simulate import simulate_4dstem
 from livessb.simulate.demo import DEMO_SETTINGS, demo_dataset
 from test_lattice_fit import _model_counts
@@ -39,9 +40,7 @@ def _bf_counts(counts: np.ndarray) -> np.ndarray:
 
 def _band(voltage_kV: float, semiangle_mrad: float) -> float:
     """2k_α (1/Å): the largest frequency the BF disc transfers."""
-    volts = voltage_kV * 1e3
-    wavelength_A = 12.2643 / math.sqrt(volts * (1 + 0.97845e-6 * volts))
-    return 2 * semiangle_mrad * 1e-3 / wavelength_A
+    return 2 * semiangle_mrad * 1e-3 / wavelength_A(voltage_kV)
 
 
 @pytest.mark.parametrize("n", [16, 24, 32, 48, 64])
@@ -111,9 +110,10 @@ def test_an_alias_is_read_as_the_reflection_it_folds_from_only_within_the_band()
     square = np.eye(2) * g
     step = 0.6
     alias = np.array([6 * g - 1 / step, 0.0])  # (6, 0) folded: half a period off (−1, 0)
-    within = _Folding(np.array([1 / step] * 2), band=7 * g)
+    lobe = np.array([2 / (24 * step)] * 2)  # a 24² window's
+    within = _Window(np.array([1 / step] * 2), band=7 * g, lobe=lobe)
     assert within.miss(square, alias) < 0.01 * g
-    beyond = _Folding(np.array([1 / step] * 2), band=5 * g)  # (6, 0) carries no signal
+    beyond = _Window(np.array([1 / step] * 2), band=5 * g, lobe=lobe)  # (6, 0): no signal
     assert beyond.miss(square, alias) == pytest.approx(abs(alias[0] + g), rel=1e-9)
 
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .params import BY_NAME
+from .physics.lattice import lattice_periods_A
 
 
 class UsageError(ValueError):
@@ -75,7 +76,7 @@ def crystal_mode_text(record: Mapping[str, Any]) -> str:
     if record.get("model") != "lattice":
         return str(record.get("reason", "per-bin fit kept"))
     basis = record["basis_inv_A"]
-    periods = ", ".join(f"{1 / math.hypot(*v):.4g}" for v in basis)
+    periods = ", ".join(f"{a:.4g}" for a in lattice_periods_A(basis))
     c10 = record["per_bin"]["params"].get("C10")
     moved = f"; the per-bin fit's C10 was {c10:.2f} Å" if c10 is not None else ""
     thin = record.get("thin_object") or {}

@@ -47,7 +47,7 @@ from typing import Any
 import numpy as np
 
 from ..physics.geometry import scan_frame_frequencies, subpixel_offsets
-from ..physics.lattice import lattice_points
+from ..physics.lattice import lattice_periods_A, lattice_points
 from ..physics.lattice_columns import LatticeGeometry
 from ..physics.lattice_peaks import LatticeNotFoundError, peak_basis
 from ..results import Bounds, FitResult
@@ -163,7 +163,7 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
         return replace(result, lattice={"model": "per_bin", "reason": f"no lattice: {e}"})
     points = len(lattice_points(basis, problem.geo.k_alpha))
     if points > MAX_LATTICE_POINTS:
-        periods = ", ".join(f"{1 / math.hypot(*b):.3g}" for b in basis)
+        periods = ", ".join(f"{a:.3g}" for a in lattice_periods_A(basis))
         return replace(result, lattice={"model": "per_bin", "reason": (
             f"the lattice found (periods {periods} Å) has {points} points within the BF "
             f"disc's band, more than crystal mode models ({MAX_LATTICE_POINTS}); the "

@@ -53,6 +53,12 @@ def lattice_points(basis: np.ndarray, k_alpha: float) -> np.ndarray:
     return np.ascontiguousarray(g[(norm > 1e-12) & (norm < 2 * k_alpha)])
 
 
+def lattice_periods_A(basis: Any) -> list[float]:
+    """The periods (Å) a reciprocal basis's vectors describe: 1/|b| each (the spacing of
+    the lattice planes b is normal to)."""
+    return [1 / math.hypot(float(b[0]), float(b[1])) for b in basis]
+
+
 def window_kernel(x: Any, shape: tuple[int, int], step: tuple[float, float],
                   xp: Any = np) -> Any:
     """W(x) for (..., 2) frequencies ``x`` (1/Å): the window's positions summed per axis,

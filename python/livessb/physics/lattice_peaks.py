@@ -67,18 +67,16 @@ def peak_basis(counts: Any, step: tuple[float, float], xp: Any = np, peaks: int 
     order = np.argsort(-E[rows, cols])[:peaks]
     P = _peak_positions(E, rows[order], cols[order], step)
     power = E[rows[order], cols[order]]
-    folding = _Folding(np.array([1 / step[0], 1 / step[1]]), band_inv_A)
-    lobe = 2 / np.array([h * step[0], w * step[1]])
-    shortest = float(lobe.max())  # two periods across the window: what it resolves
-    readings = [b for b in (_difference_basis(P, shortest),
-                            _strongest_first_basis(P, folding, lobe, shortest))
-                if b is not None]
+    window = _Window(np.array([1 / step[0], 1 / step[1]]), band_inv_A,
+                     2 / np.array([h * step[0], w * step[1]]))
+    readings = [b for b in (_difference_basis(P, window.shortest),
+                            _strongest_first_basis(P, window)) if b is not None]
     if not readings:
         raise LatticeNotFoundError(
             "the power spectrum's peaks lie on one line or are finer than two periods "
             f"across the {h}×{w}-position window")
     return _coarsest_explaining([_fitted_to_peaks(b, P) for b in readings], P, power,
-                                folding)
+                                window)
 
 
 def _power_spectrum(counts: Any, shape: tuple[int, int], xp: Any,
@@ -127,13 +125,16 @@ def _peak_positions(E: np.ndarray, rows: np.ndarray, cols: np.ndarray,
     return out
 
 
-class _Folding:
-    """The scan's sampling: frequencies repeat with period ``period`` (1/step per axis);
-    only those within ``band`` carry signal."""
+class _Window:
+    """The scan window's sampling: frequencies repeat with period ``period`` (1/step per
+    axis), only those within ``band`` carry signal, and the Hann window spreads each peak
+    over a main lobe of half width ``lobe`` (2/extent per axis)."""
 
-    def __init__(self, period: np.ndarray, band: float) -> None:
-        self.period, self.band = period, band
+    def __init__(self, period: np.ndarray, band: float, lobe: np.ndarray) -> None:
+        self.period, self.band, self.lobe = period, band, lobe
         self.shifts = [np.array([a, b]) for a in (-1, 0, 1) for b in (-1, 0, 1)]
+        self.shortest = float(lobe.max())  # two periods across the window: what it resolves
+        self.refine_within = REFINE_WITHIN_LOBE * float(lobe.min())
 
     def miss(self, basis: np.ndarray, p: np.ndarray) -> float:
         """Distance (1/Å) of peak ``p`` from the lattice's nearest nonzero point, over
@@ -149,9 +150,9 @@ class _Folding:
                 best = min(best, math.hypot(*(q - hk @ basis)))
         return best
 
-    def near_edge(self, p: np.ndarray, lobe: np.ndarray) -> bool:
+    def near_edge(self, p: np.ndarray) -> bool:
         """Within a lobe of the Nyquist frequency: folded images merge there."""
-        return bool(np.any(np.abs(p) > self.period / 2 - lobe))
+        return bool(np.any(np.abs(p) > self.period / 2 - self.lobe))
 
 
 def _difference_basis(P: np.ndarray, shortest: float) -> np.ndarray | None:
@@ -169,46 +170,44 @@ def _difference_basis(P: np.ndarray, shortest: float) -> np.ndarray | None:
     return None
 
 
-def _strongest_first_basis(P: np.ndarray, folding: _Folding, lobe: np.ndarray,
-                           shortest: float) -> np.ndarray | None:
+def _strongest_first_basis(P: np.ndarray, window: _Window) -> np.ndarray | None:
     """The lattice of the two strongest non-collinear peaks (``P`` in power order) no
-    shorter than ``shortest`` (1/Å), refined by each further peak it does not explain
+    shorter than the window resolves, refined by each further peak it does not explain
     while its vectors stay that long (module docstring)."""
-    P = P[np.hypot(P[:, 0], P[:, 1]) >= shortest]
+    P = P[np.hypot(P[:, 0], P[:, 1]) >= window.shortest]
     if not len(P):
         return None
     second = next((p for p in P[1:] if _non_collinear(P[0], p)), None)
     if second is None:
         return None
     basis = _reduced(np.array([P[0], second]))
-    within = REFINE_WITHIN_LOBE * float(np.min(lobe))
     for _ in range(MAX_REFINEMENT):  # passes until none refines: a later peak's refinement
         # can bring an earlier peak within MAX_REFINEMENT
-        refined = _refined_by_peaks(basis, P, folding, lobe, within, shortest)
+        refined = _refined_by_peaks(basis, P, window)
         if refined is basis:
             return basis
         basis = refined
     return basis
 
 
-def _refined_by_peaks(basis: np.ndarray, P: np.ndarray, folding: _Folding,
-                      lobe: np.ndarray, within: float, shortest: float) -> np.ndarray:
-    """One pass of the peaks in power order, each refining ``basis`` where it can."""
+def _refined_by_peaks(basis: np.ndarray, P: np.ndarray, window: _Window) -> np.ndarray:
+    """One pass of the peaks in power order, each refining ``basis`` (reduced) where it
+    can."""
     for p in P:
-        tol = EXPLAINED_WITHIN * math.hypot(*basis[0])
-        if folding.miss(basis, p) < tol or folding.near_edge(p, lobe):
+        tol = _explained_within(basis)
+        if window.miss(basis, p) < tol or window.near_edge(p):
             continue
-        refined = _refinement(basis, p, min(within, tol))
+        refined = _refinement(basis, p, min(window.refine_within, tol))
         if refined is None:
             continue
         finer, n = refined
-        if math.hypot(*finer[0]) < shortest:
+        if math.hypot(*finer[0]) < window.shortest:
             continue  # finer than the window resolves
-        finer_tol = min(within, EXPLAINED_WITHIN * math.hypot(*finer[0]))
+        finer_tol = min(window.refine_within, _explained_within(finer))
         if n >= 3 and not any(
-                folding.miss(basis, q) >= tol and folding.miss(finer, q) < finer_tol
+                window.miss(basis, q) >= tol and window.miss(finer, q) < finer_tol
                 for q in P if min(math.hypot(*(q - p)), math.hypot(*(q + p))) > 1e-12
-                and not folding.near_edge(q, lobe)):
+                and not window.near_edge(q)):
             continue  # no second peak on the refined lattice
         basis = finer
     return basis
@@ -252,6 +251,12 @@ def _reduced(basis: np.ndarray) -> np.ndarray:
         u, v = v, u
 
 
+def _explained_within(basis: np.ndarray) -> float:
+    """How near (1/Å) a peak sits to a point of ``basis``'s lattice to be explained by it:
+    EXPLAINED_WITHIN of its shorter vector."""
+    return EXPLAINED_WITHIN * min(math.hypot(*basis[0]), math.hypot(*basis[1]))
+
+
 def _non_collinear(u: np.ndarray, v: np.ndarray) -> bool:
     return abs(u[0] * v[1] - u[1] * v[0]) > 0.3 * math.hypot(*u) * math.hypot(*v)
 
@@ -263,8 +268,7 @@ def _fitted_to_peaks(basis: np.ndarray, P: np.ndarray) -> np.ndarray:
     for _ in range(2):
         hk = np.round(P @ np.linalg.inv(basis))
         miss = np.hypot(*(P - hk @ basis).T)
-        on = (miss < EXPLAINED_WITHIN * min(np.hypot(*basis[0]), np.hypot(*basis[1]))
-              ) & np.any(hk, 1)
+        on = (miss < _explained_within(basis)) & np.any(hk, 1)
         if np.linalg.matrix_rank(hk[on]) < 2:
             return basis
         basis = np.linalg.lstsq(hk[on], P[on], rcond=None)[0]
@@ -272,13 +276,13 @@ def _fitted_to_peaks(basis: np.ndarray, P: np.ndarray) -> np.ndarray:
 
 
 def _coarsest_explaining(readings: list[np.ndarray], P: np.ndarray, power: np.ndarray,
-                         folding: _Folding) -> np.ndarray:
+                         window: _Window) -> np.ndarray:
     """Of the readings that explain (as themselves or aliases) within EXPLAINED_SLACK
     of the best fraction of the peaks' power, the coarsest (largest reciprocal cell): a
     spurious short vector makes a finer lattice that explains no more."""
     def explained(basis: np.ndarray) -> float:
-        tol = EXPLAINED_WITHIN * min(math.hypot(*basis[0]), math.hypot(*basis[1]))
-        on = np.array([folding.miss(basis, p) < tol for p in P])
+        tol = _explained_within(basis)
+        on = np.array([window.miss(basis, p) < tol for p in P])
         return float(power[on].sum() / power.sum())
     scores = [explained(b) for b in readings]
     best = max(scores)
