@@ -12,7 +12,8 @@ import pytest
 
 from livessb import Session
 from livessb.cli_text import fit_lines
-from livessb.fit.lattice import check_object_model
+from livessb.fit import lattice as fit_lattice
+from livessb.fit.lattice import check_object_model, first_lattice, lattice_problem
 from livessb.fit.lattice_errors import noise_errors, pair_systematic, systematic_parts
 from livessb.fit.lattice_problem import (
     LatticeProblem,
@@ -274,6 +275,42 @@ def test_no_lattice_in_flat_counts_is_said() -> None:
         peak_basis(np.ones((8, 8, 5)), (0.5, 0.5))
     with pytest.raises(ValueError, match=r"object_model='crystal'.*lattice"):
         check_object_model("crystal")
+
+
+def test_the_scans_first_lattice_is_read_once_per_scan(monkeypatch: pytest.MonkeyPatch
+                                                       ) -> None:
+    # Every crystal-mode fit starts from the scan's peaks (its central window): read once
+    # per scan, kept in the engine's scan_memo with the reason where none is found, and
+    # dropped with the counts.
+    calls: list[int] = []
+    real = fit_lattice.peak_basis
+
+    def counted(*args: Any, **kwargs: Any) -> np.ndarray:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fit_lattice, "peak_basis", counted)
+    ds, truth = demo_dataset(with_truth=True)
+    with Session(ds, device="cpu") as s:
+        problem = lattice_problem(s._engine, (40, 56, 40, 56), 0.0, False, "points")
+        first = first_lattice(s._engine, problem)
+        again = first_lattice(s._engine, problem)
+        assert len(calls) == 1 and np.array_equal(first, again) and again is not first
+        periods = sorted(1 / np.hypot(*b) for b in first)
+        assert periods == pytest.approx([truth.lattice_A] * 2, rel=0.01), periods
+        s.load_scan(ds)  # the next scan (the same counts here): read afresh
+        assert np.array_equal(first_lattice(s._engine, problem), first) and len(calls) == 2
+
+        def flat(*args: Any, **kwargs: Any) -> np.ndarray:
+            calls.append(1)
+            raise LatticeNotFoundError("the power spectrum has fewer than two peaks")
+
+        monkeypatch.setattr(fit_lattice, "peak_basis", flat)
+        s.load_scan(ds)
+        for _ in range(2):
+            with pytest.raises(LatticeNotFoundError, match="fewer than two peaks"):
+                first_lattice(s._engine, problem)
+        assert len(calls) == 3
 
 
 def test_crystal_mode_on_small_regions_of_the_simulators_crystal() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -15,6 +16,7 @@ from .calibration import calibration_document, save_calibration
 from .dataset import Dataset4D
 from .diagnostics import SessionDiagnostics
 from .engine import make_engine
+from .engine.blas_threads import on_one_blas_thread
 from .engine.protocol import Engine
 from .fit.fixed import FreeView, check_fixed, free_names, refine_start
 from .fit.full_field import FullFieldSearch, fit_full_field
@@ -140,8 +142,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         t0 = time.perf_counter()
         self._evaluations_at_close = self._engine.evaluations
         self._engine.close()
-        self._engine = None
-        self._full = self._unapodised = None
+        self._engine = self._full = self._unapodised = None
         self.last_close_s = time.perf_counter() - t0
 
     def __enter__(self) -> Session:
@@ -186,6 +187,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
 
     # -- fits -----------------------------------------------------------------------------
     @keeps_fitted_geometry  # cancelled or failed: the session as before the call
+    @on_one_blas_thread  # the host's small linear algebra (engine.blas_threads)
     @with_progress
     def fit(
         self, trials: int = 200, seed: int = 42,
@@ -261,6 +263,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         held = check_fixed(fixed, names, box)
         return Box.from_mapping(box, free_names(names, held)), held
 
+    @on_one_blas_thread
     @with_progress
     def fit_region(
         self, bounds: Bounds, trials: int = 200, seed: int = 42, region_id: str | None = None,
@@ -296,17 +299,16 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         self.regions[rid] = region
         return region
 
+    @on_one_blas_thread
     def refine(
         self, params: Mapping[str, float], fixed: Mapping[str, float] | None = None,
         bounds: Bounds | None = None, progress: Progress = False,
     ) -> FitResult:
         """Bounded trust-region Newton from ``params`` (no search): on the full field
         (``bounds=None``) or a region, at the full-field rotation, with ``fixed`` held.
-
         ``params`` names every fit parameter (C21/phi21, C23/phi23, C30 opt in by being
         present) except those in ``fixed``; the start must lie in the default box. The
-        result is returned, not stored (``full_fit`` and ``regions`` keep the fits).
-        """
+        result is returned, not stored (``full_fit`` and ``regions`` keep the fits)."""
         engine = self._check_open()
         theta, transpose = self._theta, bool(self.transpose)
         fit_box, held, start = refine_start(params, fixed)
@@ -334,6 +336,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
                                         start=dict(start)),
             on_box_edge=fit.on_box_edge, bounds=b), checked)
 
+    @on_one_blas_thread
     def fit_map(
         self, tile: Any = (64, 64), step: Any = None, trials: int = 200, seed: int = 42,
         fixed: Mapping[str, float] | None = None,
@@ -397,10 +400,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         self.regions.pop(region_id, None)
 
     def _next_region_id(self) -> str:
-        n = 1
-        while f"r{n}" in self.regions:
-            n += 1
-        return f"r{n}"
+        return next(f"r{n}" for n in itertools.count(1) if f"r{n}" not in self.regions)
 
     def check_bounds(self, bounds: Any) -> Bounds:
         """Validated (row_start, row_stop, col_start, col_stop), stops exclusive."""

@@ -98,6 +98,7 @@ class CPUEngine:
         self.evaluations = 0
         self._life = Lifetime(HostPart)
         self.models: list[Detachable] = self._life.models
+        self.scan_memo = self._life.memo
         self._chunk_elements = chunk_elements
         self._bf_counts: np.ndarray | None = None
         self._bind(dataset)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic
+from typing import TYPE_CHECKING, Any, Generic
 
 from .protocol import Detachable, EngineClosedError, Spectra
 from .records import PartT, PreparedSpectra, own
@@ -13,14 +13,16 @@ if TYPE_CHECKING:
 
 
 class Lifetime(Generic[PartT]):
-    """The models bound to one engine and its live spectra (records whose part is a
-    ``part_type``); ``close`` detaches the models (breaking the engine↔model cycle
-    explicitly) and releases every handle."""
+    """The models bound to one engine, its live spectra (records whose part is a
+    ``part_type``) and ``memo``, what was derived from the counts it holds (``Engine.scan_memo``);
+    ``close`` detaches the models (breaking the engine↔model cycle explicitly) and
+    releases every handle."""
 
     def __init__(self, part_type: type[PartT]) -> None:
         self.part_type = part_type
         self.models: list[Detachable] = []
         self.spectra: list[PreparedSpectra[PartT]] = []
+        self.memo: dict[Any, Any] = {}
         self.closed = False
 
     def check_open(self) -> None:
@@ -50,6 +52,7 @@ class Lifetime(Generic[PartT]):
         self.models.clear()
         for s in list(self.spectra):
             release(s)
+        self.memo.clear()
 
     def load(self, dataset: Dataset4D, shape: tuple[int, ...],
              release: Callable[[PreparedSpectra[PartT]], None],

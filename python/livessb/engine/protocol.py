@@ -54,6 +54,9 @@ class Engine(Protocol):
     evaluations: int  # candidate evaluations so far (loss or derivatives)
     spikes_repaired: int  # one-frame spikes replaced in the BF counts (engine.spikes)
     models: list[Detachable]  # models bound to this engine (the engine↔model cycle)
+    # values derived from the resident counts alone (crystal mode's first lattice), kept
+    # by callers across fits; emptied when the counts go (load_counts, close)
+    scan_memo: dict[Any, Any]
     # The NumPy/CuPy reference operations over this engine's geometry and array module
     # (engine.reference.Reference); fit.robust reads the spectra ``G`` through it.
     reference: Any

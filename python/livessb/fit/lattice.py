@@ -121,6 +121,26 @@ def central_window(scan_shape: Sequence[int], size: int = PEAK_WINDOW) -> Bounds
     return (r, min(r + size, scan_shape[0]), c, min(c + size, scan_shape[1]))
 
 
+def first_lattice(engine: Any, problem: LatticeProblem) -> np.ndarray:
+    """The scan's first lattice guess: ``peak_basis`` of its central window (a scan's peaks
+    are sharper than a region's), read once per scan and kept in the engine's
+    ``scan_memo`` (with the reason where none is found) for the scan's next fits."""
+    window = central_window(engine.reference.geo.shape)
+    band = 2 * problem.geo.k_alpha
+    key = ("first_lattice", window, problem.step, band)
+    memo = engine.scan_memo
+    if key not in memo:
+        try:
+            memo[key] = peak_basis(window_counts(engine, window), problem.step, problem.xp,
+                                   band_inv_A=band)
+        except LatticeNotFoundError as e:
+            memo[key] = str(e)
+    found = memo[key]
+    if isinstance(found, str):
+        raise LatticeNotFoundError(found)
+    return np.array(found)
+
+
 def pixel_samples(detector_pixels: str, radius_px: float) -> int:
     """Samples per axis over each pixel's area: 1 where the detector reads points, else
     enough for SAMPLES_PER_RADIUS across the BF radius."""
@@ -156,9 +176,8 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
     t0 = time.perf_counter()
     problem = lattice_problem(engine, bounds, theta, transpose, detector_pixels)
     free = [n for n in box if result.errors.get(n, 1.0) > 0 and n not in result.undetermined]
-    try:  # the scan's peaks are sharper than a region's: the first guess from there
-        basis = peak_basis(window_counts(engine, central_window(engine.reference.geo.shape)),
-                           problem.step, problem.xp, band_inv_A=2 * problem.geo.k_alpha)
+    try:
+        basis = first_lattice(engine, problem)
     except LatticeNotFoundError as e:
         return replace(result, lattice={"model": "per_bin", "reason": f"no lattice: {e}"})
     points = len(lattice_points(basis, problem.geo.k_alpha))

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..xp import to_host
 from .apodisation import hann
+from .transforms import fft2
 
 # A refining peak sits within this fraction of the Hann window's main-lobe half width
 # (2/extent per axis) of a point of B/n: a maximum merged of neighbouring reflections
@@ -89,7 +90,7 @@ def _power_spectrum(counts: Any, shape: tuple[int, int], xp: Any,
     for s in range(0, n_bf, chunk_pixels):
         block = counts[:, :, s:s + chunk_pixels].astype(np.float64)
         block = (block - block.mean(axis=(0, 1), keepdims=True)) * window
-        power += xp.sum(xp.abs(xp.fft.fft2(block, s=shape, axes=(0, 1))) ** 2, axis=2)
+        power += xp.sum(xp.abs(fft2(block, xp, axes=(0, 1), shape=shape)) ** 2, axis=2)
     return np.asarray(to_host(power, "lattice.peak_basis"))
 
 

@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.fft
 
 from ..xp import to_host
 from .geometry import fft_friendly_size
 from .lattice import LatticeData
 from .lattice_columns import LatticeGeometry, pixel_mean, sampled_geometry
 from .optics import aperture
+from .transforms import fft2, rfft2
 
 # The aberrations whose derivative χ′ the thin object's gradient holds (the phase of P).
 THIN_OBJECT_PARAMS = ("C10", "C12", "phi12")
@@ -42,13 +42,17 @@ class BeamGrid:
     """The beams of one lattice on its integer grid: ``index`` (n_g, 2) of each lattice
     frequency g (h, k: g = h·b₁ + k·b₂), ``reach`` r (the grid runs −r…r per axis), ``size``
     the FFT's side (> 3r: the lags −r…r read, of a correlation spanning −2r…2r, take no
-    wrapped-around term) and ``beams`` (n_b, 2) 1/Å, the zero beam first, then the
-    lattice frequencies."""
+    wrapped-around term), ``beams`` (n_b, 2) 1/Å, the zero beam first, then the lattice
+    frequencies, and ``lattice_at`` (n_g, 2), ``lattice_conj`` (n_g,): where each g's
+    autocorrelation lies in the half spectrum ``rfft2`` gives of a real power (the bin of
+    g, read conjugated, where g's column is in the half; else the bin of −g as it is)."""
 
     index: np.ndarray
     reach: int
     size: int
     beams: np.ndarray
+    lattice_at: np.ndarray
+    lattice_conj: np.ndarray
 
 
 def beam_grid(g: np.ndarray, basis: np.ndarray) -> BeamGrid:
@@ -59,7 +63,10 @@ def beam_grid(g: np.ndarray, basis: np.ndarray) -> BeamGrid:
     reach = int(np.abs(index).max())
     size = fft_friendly_size(3 * reach + 1)
     beams = np.concatenate([np.zeros((1, 2)), np.asarray(g, dtype=float)])
-    return BeamGrid(index=index, reach=reach, size=size, beams=beams)
+    in_half = index[:, 1] % size <= size // 2
+    lattice_at = np.where(in_half[:, None], index, -index) % size
+    return BeamGrid(index=index, reach=reach, size=size, beams=beams,
+                    lattice_at=lattice_at, lattice_conj=in_half)
 
 
 @dataclass(frozen=True)
@@ -108,14 +115,6 @@ def probe_at_beams(terms: BeamTerms, params: Mapping[str, float], xp: Any = np
     return P, dchi
 
 
-def _fft2(x: Any, xp: Any, inverse: bool = False) -> Any:
-    """The 2-D FFT over the last two axes (SciPy's on the host: NumPy's is ~10× slower on
-    these small transforms, and one thread)."""
-    if xp is np:
-        return (scipy.fft.ifft2 if inverse else scipy.fft.fft2)(x, axes=(-2, -1), workers=-1)
-    return (xp.fft.ifft2 if inverse else xp.fft.fft2)(x, axes=(-2, -1))
-
-
 def _on_grid(values: Any, grid: BeamGrid, rows: np.ndarray, xp: Any) -> Any:
     """(n, B) values at the integer ``rows`` (n, 2) → (B, size, size) on the FFT grid
     (each at its index mod size)."""
@@ -158,9 +157,14 @@ def thin_object_spectra(geo: LatticeGeometry, grid: BeamGrid, T: Any,
 
 def _autocorrelation(psi: Any, grid: BeamGrid, xp: Any) -> tuple[Any, Any]:
     """(F, c): ψ's transform over the beam grid and c(g, k) = Σ_b ψ(b)ψ*(b − g) at the
-    lattice frequencies."""
-    F = _fft2(_on_grid(psi, grid, _beam_rows(grid), xp), xp)
-    return F, _at_lattice(_fft2(F * xp.conj(F), xp, inverse=True), grid, grid.index)
+    lattice frequencies: the inverse transform of the real power |F|², taken as the
+    conjugate of its half-spectrum forward transform (c(−g) = c(g)*)."""
+    F = fft2(_on_grid(psi, grid, _beam_rows(grid), xp), xp)
+    power = F.real * F.real + F.imag * F.imag
+    half = rfft2(power, xp)
+    at = grid.lattice_at
+    c = half[:, at[:, 0], at[:, 1]].T / (grid.size * grid.size)
+    return F, xp.where(xp.asarray(grid.lattice_conj)[:, None], xp.conj(c), c)
 
 
 def thin_object_loss(data: LatticeData, geo: LatticeGeometry, grid: BeamGrid, T: Any,
@@ -182,13 +186,15 @@ def thin_object_loss(data: LatticeData, geo: LatticeGeometry, grid: BeamGrid, T:
     residual = Kc - data.H
     if terms.samples > 1:
         residual = xp.repeat(residual / terms.samples, terms.samples, axis=1)
-    E = _fft2(_on_grid(residual, grid, grid.index, xp), xp)
-    G = _at_lattice(_fft2(E * F, xp, inverse=True), grid, _beam_rows(grid))  # (n_b, B)
+    E = fft2(_on_grid(residual, grid, grid.index, xp), xp)
+    G = _at_lattice(fft2(E * F, xp, inverse=True), grid, _beam_rows(grid))  # (n_b, B)
     weight = xp.conj(G) * P  # dL = 4 Re Σ G* (dT P + T dP), dP = −i χ′ P
-    tw = T[:, None] * weight * (-1j)
-    scalars = xp.stack([xp.sum(xp.conj(c) * (Kc - 2 * data.H))]
-                       + [4 * xp.sum(tw * d) for d in dchi])
-    host = to_host(xp.concatenate([scalars, 4 * xp.conj(xp.sum(weight, axis=1))]),
+    # Re(−i T w) = Im(T w): each parameter's term is a real dot product with χ′
+    tw = (T[:, None] * weight).imag.ravel()
+    scalars = xp.stack([xp.vdot(c, Kc - 2 * data.H).real]
+                       + [4 * xp.dot(d.ravel(), tw) for d in dchi])
+    host = to_host(xp.concatenate([scalars.astype(complex),
+                                   4 * xp.conj(xp.sum(weight, axis=1))]),
                    "thin_object.loss")
     return ThinObjectLoss(loss=float(host[0].real), by_T=host[4:],
                           by_params=[float(v.real) for v in host[1:4]], c=c)

@@ -109,6 +109,7 @@ class CUDAEngine:
         self.evaluations = 0
         self._life = Lifetime(CUDAPart)
         self.models: list[Detachable] = self._life.models
+        self.scan_memo = self._life.memo
         self._bf_counts: Any = None
         self._bind(dataset)
 

@@ -1,0 +1,93 @@
+"""Host BLAS on one thread while livessb computes.
+
+A fit's host linear algebra is small (L-BFGS-B's two-loop products, Newton's systems of a
+few parameters, crystal mode's solves over ~100 lattice points): OpenBLAS wakes its
+threads for each call and lets them spin after it, which costs more than the call and,
+on the CPU engine, takes cores from the Numba kernels. Measured on 2 cores
+(benchmarks/README.md, twentieth session): crystal mode's thin-object L-BFGS 5.1 → 2.6 s,
+L-BFGS-B's own step 2.0 → 0.09 ms; the golden record is bit for bit the same.
+
+``one_blas_thread`` sets OpenBLAS (NumPy's and SciPy's libraries) to one thread while any
+thread is inside it, and gives back the count found when the first entered once the last
+has left (nested extents, and a widget's worker thread beside the notebook's, overlap).
+It sets through ``openblas_set_num_threads_local``: the process-wide setter is ignored
+from other threads once the main thread has called it. A BLAS without that call (MKL,
+Accelerate, OpenBLAS before 0.3.27) is left as it is.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar, cast
+
+# SciPy's own BLAS (L-BFGS-B's) loaded before the libraries are listed
+import scipy.linalg
+import scipy.optimize  # noqa: F401
+from threadpoolctl import ThreadpoolController
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+class _OneThread:
+    """The count of extents inside, the setters and the counts to give back."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.inside = 0
+        self.setters: list[Any] | None = None
+        self.before: list[int] = []
+
+    def enter(self) -> None:
+        with self.lock:
+            if self.setters is None:
+                self.setters = _per_thread_setters()
+            if self.inside == 0:
+                self.before = [setter(1) for setter in self.setters]
+            self.inside += 1
+
+    def leave(self) -> None:
+        with self.lock:
+            self.inside -= 1
+            if self.inside == 0 and self.setters is not None:
+                for setter, count in zip(self.setters, self.before, strict=True):
+                    setter(count)
+
+
+def _per_thread_setters() -> list[Any]:
+    """``openblas_set_num_threads_local`` of every loaded OpenBLAS that has it (listing
+    the libraries costs ~1 ms: once)."""
+    found = []
+    for lib in ThreadpoolController().lib_controllers:
+        if lib.internal_api != "openblas":
+            continue
+        setter = getattr(ctypes.CDLL(lib.filepath), "openblas_set_num_threads_local", None)
+        if setter is not None:
+            setter.argtypes, setter.restype = [ctypes.c_int], ctypes.c_int
+            found.append(setter)
+    return found
+
+
+_ONE_THREAD = _OneThread()
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """OpenBLAS on one thread inside (module docstring)."""
+    _ONE_THREAD.enter()
+    try:
+        yield
+    finally:
+        _ONE_THREAD.leave()
+
+
+def on_one_blas_thread(fn: F) -> F:
+    """Decorator form of :func:`one_blas_thread`."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        with one_blas_thread():
+            return fn(*args, **kwargs)
+    return cast(F, wrapper)
