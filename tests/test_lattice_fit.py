@@ -21,6 +21,7 @@ from livessb.fit.lattice_problem import (
     lattice_newton,
     refined_basis,
 )
+from livessb.fit.progress import Cancelled
 from livessb.physics.lattice import (
     lattice_points,
     lattice_solve,
@@ -320,8 +321,16 @@ def test_crystal_mode_on_small_regions_of_the_simulators_crystal() -> None:
     ds, truth = demo_dataset(with_truth=True)
     with Session(ds, device="cpu") as s:
         s.fit(trials=200, seed=1, progress=False)
+        events: list[tuple[str, int, int]] = []
         for bounds in [(0, 16, 0, 16), (40, 56, 40, 56), (80, 96, 80, 96)]:
-            fit = s.fit_region(bounds, trials=200, seed=1, object_model="lattice").fit
+            fit = s.fit_region(bounds, trials=200, seed=1, object_model="lattice",
+                               progress=lambda *e: events.append(e)).fit
+            # its steps reported after the per-bin fit's (the terminal's bar, a callback)
+            steps = [e for e in events if e[0] == "lattice"]
+            assert steps == [("lattice", k, 5) for k in range(6)], events
+            assert events.index(steps[0]) > max(i for i, e in enumerate(events)
+                                                if e[0] in ("search", "newton"))
+            events.clear()
             true = truth.local_params(bounds)
             assert fit.lattice["model"] == "lattice"
             assert fit.lattice["per_bin"]["params"]["C10"] != fit.params["C10"]
@@ -337,3 +346,12 @@ def test_crystal_mode_on_small_regions_of_the_simulators_crystal() -> None:
             assert abs(dc10) < 1.0, (bounds, dc10)
             summary = "\n".join(fit_lines("region", fit))  # what the CLI prints
             assert "crystal mode: lattice model, periods" in summary, summary
+
+        def cancel(stage: str, done: int, total: int) -> None:
+            if stage == "lattice" and done == 1:
+                raise Cancelled
+
+        kept = dict(s.regions)
+        with pytest.raises(Cancelled):  # stopped within crystal mode's steps
+            s.fit_region((20, 36, 20, 36), object_model="lattice", progress=cancel)
+        assert s.regions == kept

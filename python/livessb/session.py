@@ -235,9 +235,9 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
                 result = refit_detector_sampling(result, fit_box, held, self.dataset,
                                                  self._engine_for, self._rebind)
             if object_model == "lattice":
-                result = with_lattice(result, self._check_open(), None,
-                                      math.radians(result.rotation_deg), result.transpose,
-                                      box_mapping(fit_box), self.dataset.detector_pixels)
+                result = with_lattice(
+                    result, self._check_open(), None, math.radians(result.rotation_deg),
+                    result.transpose, box_mapping(fit_box), self.dataset.detector_pixels, progress)
         self.rotation_deg = result.rotation_deg
         self.transpose = result.transpose
         self.full_fit = result

@@ -53,6 +53,7 @@ from ..physics.lattice_peaks import LatticeNotFoundError, peak_basis
 from ..results import Bounds, FitResult
 from .lattice_errors import noise_errors, pair_systematic, systematic_parts
 from .lattice_problem import LatticeProblem, lattice_newton, refined_basis
+from .progress import Progress, StepProgress
 from .systematic import combined_errors
 from .thin_object import FirstOrder, thin_object_stage
 
@@ -68,6 +69,9 @@ MAX_LATTICE_POINTS = 2000
 # rule's error falls as the samples' area; a 6 px detector takes 4 × 4 per pixel, 24 px and
 # finer their centres), so the model's cost is that of ~1800 samples over the BF disc
 SAMPLES_PER_RADIUS = 24
+LATTICE_ROUNDS = 2  # the lattice refined, then Newton, twice: scale and C10 trade along a valley
+# the "lattice" progress stage: the first lattice, each round, the errors, the thin stage
+LATTICE_STEPS = 3 + LATTICE_ROUNDS
 
 
 def check_object_model(value: str) -> str:
@@ -167,12 +171,22 @@ def lattice_problem(engine: Any, bounds: Bounds | None, theta: float, transpose:
 
 def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: float,
                  transpose: bool, box: Mapping[str, tuple[float, float]],
-                 detector_pixels: str = "integrating", rounds: int = 2) -> FitResult:
+                 detector_pixels: str = "integrating", progress: Progress = False
+                 ) -> FitResult:
     """``result`` (a per-bin VP fit with its errors) refined on the lattice model: the
     lattice found, the free parameters refined, their errors (module docstring). Where
     no lattice is found, or the one found is no crystal's, the per-bin fit is returned
     with the reason in ``lattice``. ``detector_pixels`` (``Dataset4D.detector_pixels``):
-    "integrating" pixels are sampled over their area (``pixel_samples``)."""
+    "integrating" pixels are sampled over their area (``pixel_samples``); ``progress``:
+    the "lattice" stage's steps (``fit.progress``)."""
+    with StepProgress(progress, "lattice", LATTICE_STEPS, "crystal mode") as steps:
+        return _with_lattice(result, engine, bounds, theta, transpose, box, detector_pixels,
+                             steps)
+
+
+def _with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: float,
+                  transpose: bool, box: Mapping[str, tuple[float, float]],
+                  detector_pixels: str, steps: StepProgress) -> FitResult:
     t0 = time.perf_counter()
     problem = lattice_problem(engine, bounds, theta, transpose, detector_pixels)
     free = [n for n in box if result.errors.get(n, 1.0) > 0 and n not in result.undetermined]
@@ -180,6 +194,7 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
         basis = first_lattice(engine, problem)
     except LatticeNotFoundError as e:
         return replace(result, lattice={"model": "per_bin", "reason": f"no lattice: {e}"})
+    steps.step()
     points = len(lattice_points(basis, problem.geo.k_alpha))
     if points > MAX_LATTICE_POINTS:
         periods = ", ".join(f"{a:.3g}" for a in lattice_periods_A(basis))
@@ -188,7 +203,7 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
             f"disc's band, more than crystal mode models ({MAX_LATTICE_POINTS}); the "
             "per-bin fit is kept")})
     params = dict(result.params)
-    for round_ in range(rounds):  # scale and C10 trade along a valley
+    for round_ in range(LATTICE_ROUNDS):
         basis = refined_basis(problem, basis, params)
         problem = problem.at_basis(basis)
         if round_ == 0:
@@ -202,15 +217,18 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
                                f"{CRYSTAL_CONTRAST:g}x or more); the per-bin fit is kept")})
         fit = lattice_newton(problem, params, free, box)
         params = fit.params
+        steps.step()
     noise, sigma2, kappa = noise_errors(problem, fit, free, box)
     parts = {name: pair_systematic(pair, nested, fit, noise, free, box, sigma2)
              for name, (pair, nested) in systematic_parts(problem, fit.params).items()}
+    steps.step()
     data = problem._data()
     first = FirstOrder(params=fit.params, objects=problem.solve(fit.params).x, loss=fit.loss,
                        sigma2=sigma2, kappa=kappa, noise_rings=parts["rings"][2])
     thin, thin_record = thin_object_stage(
         data, problem.geo, basis, problem.counts, first, free, box, problem.xp,
         (result.provenance.get("model_choice") or {}).get("kept"))
+    steps.step()
     used = [part[0] for part in parts.values()]
     if thin is not None:  # the rings compared in the thin model too. Every first-order part
         # stays: the thin rings cannot resolve its ~0.1 Å residual at 2·10⁵ e⁻, which the

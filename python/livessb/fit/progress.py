@@ -1,8 +1,10 @@
 """Fit progress: tqdm bars (``progress=True``) or a callback ``(stage, done, total)``.
 
 Stages are "search" (trials scored of this search's total), "newton" (iterations of
-the maximum; reported as done when Newton stops) and "reconstruct" (reported by
-callers that reconstruct after a fit, e.g. the widget).
+the maximum; reported as done when Newton stops), "lattice" (crystal mode's steps after
+the per-bin fit: the first lattice, two rounds of the lattice refined and Newton, the
+errors, the thin object's fit) and "reconstruct" (reported by callers that reconstruct
+after a fit, e.g. the widget).
 
 A callback stops a fit by raising :class:`Cancelled` (any exception does; this one
 says it was asked for): it propagates out of ``Session.fit``/``refine``/``fit_map`` at
@@ -13,6 +15,10 @@ what it held before the call.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import TracebackType
+from typing import Any
+
+from ..progress import bar
 
 ProgressCallback = Callable[[str, int, int], None]
 Progress = bool | ProgressCallback
@@ -52,3 +58,34 @@ class NewtonProgress:
 
     def finish(self) -> None:
         self.report("newton", self.total, self.total)
+
+
+class StepProgress:
+    """The steps of one stage: ``(stage, done, total)`` to a callback, 0 on entering,
+    and a tqdm bar where ``progress`` is True (drawn once it lasts, ``livessb.progress``).
+    A context manager: the bar closes however the stage ends."""
+
+    def __init__(self, progress: Progress, stage: str, total: int, label: str) -> None:
+        self.report = callback_of(progress)
+        self.stage, self.total, self.done, self.label = stage, total, 0, label
+        self.bar: Any = None
+        self.progress = progress
+
+    def __enter__(self) -> StepProgress:
+        if self.progress is True:
+            self.bar = bar(self.label, total=self.total, unit="step")
+        if self.report is not None:
+            self.report(self.stage, 0, self.total)
+        return self
+
+    def step(self) -> None:
+        self.done = min(self.done + 1, self.total)
+        if self.bar is not None:
+            self.bar.update(1)
+        if self.report is not None:
+            self.report(self.stage, self.done, self.total)
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 trace: TracebackType | None) -> None:
+        if self.bar is not None:
+            self.bar.close()

@@ -83,5 +83,5 @@ def fit_window(
         result = with_lattice(result, engine, bounds, theta, transpose, box_mapping(spec.box),
                               # a spec without its dataset: a camera's (the default)
                               detector_pixels=getattr(spec.dataset, "detector_pixels",
-                                                      "integrating"))
+                                                      "integrating"), progress=progress)
     return result
