@@ -203,6 +203,6 @@ export class CropPanels {
     row("loss", "loss", result?.loss, fmt(result?.loss, 4));
     if (trust.model) row("model", "model", undefined, modelText(trust));
     if (trust.crystal) row("crystal", "crystal", undefined, trust.crystal);
-    panel.statusEl.textContent = cropStatusText(status, result?.error ?? "", result?.behind ?? 0);
+    panel.statusEl.textContent = cropStatusText(status, result?.error ?? "", result?.behind ?? 0, result?.step ?? "");
   }
 }

@@ -14,5 +14,9 @@ describe("crop ordering", () => {
     expect(cropStatusText("fitting", "", 4)).toBe("fitting (crop 4 edits behind)");
     expect(cropStatusText("done", "", 0)).toBe("done");
     expect(cropStatusText("error", "boom", 2)).toBe("error: boom");
+    // crystal mode's step while it fits; gone once done
+    expect(cropStatusText("fitting", "", 0, "crystal mode 2/5")).toBe("fitting (crystal mode 2/5)");
+    expect(cropStatusText("fitting", "", 1, "crystal mode 4/5")).toBe("fitting (crystal mode 4/5, crop 1 edit behind)");
+    expect(cropStatusText("done", "", 0, "crystal mode 5/5")).toBe("done");
   });
 });

@@ -17,10 +17,12 @@ export function acceptCrop(shown: number, incoming: number): boolean {
   return incoming > shown;
 }
 
-/** The panel's status line: the status, an error's text, or how far the crop on
- * screen trails the region's latest edit while its newer fit runs. */
-export function cropStatusText(status: string, error: string, behind: number): string {
+/** The panel's status line: the status, an error's text, or while a fit runs the
+ * step it is at (crystal mode's, seconds each on a CPU) and how far the crop on screen
+ * trails the region's latest edit. */
+export function cropStatusText(status: string, error: string, behind: number, step = ""): string {
   if (status === "error") return `error: ${error}`;
-  if (status === "fitting" && behind > 0) return `fitting (crop ${behind} edit${behind === 1 ? "" : "s"} behind)`;
-  return status;
+  if (status !== "fitting") return status;
+  const notes = [step, behind > 0 ? `crop ${behind} edit${behind === 1 ? "" : "s"} behind` : ""].filter((n) => n !== "");
+  return notes.length > 0 ? `fitting (${notes.join(", ")})` : "fitting";
 }

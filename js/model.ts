@@ -26,6 +26,7 @@ export interface RegionResult {
   undetermined?: string[];
   on_box_edge?: string[];
   model?: string | null;
+  step?: string; // while fitting: the step it is at ("crystal mode 2/5"), else ""
 }
 
 export interface FullFit {

@@ -33,10 +33,17 @@ def test_crystal_mode_fits_regions_with_the_lattice_and_is_kept_in_the_calibrati
         per_bin = dict(w.region_results["r1"])
         assert per_bin["status"] == "done" and per_bin["crystal"] == ""
         sent = Sent(w)
+        steps: list[str] = []
+        w.observe(lambda change: steps.append(change["new"].get("r1", {}).get("step", "")),
+                  names="region_results")
         w.object_model = "lattice"  # the box ticked: every region fitted again
         w.wait(TIMEOUT)
         crystal = w.region_results["r1"]
         assert crystal["status"] == "done", crystal
+        # the panel said which of crystal mode's steps ran (seconds each on a CPU)
+        said = [t for i, t in enumerate(steps) if t and (i == 0 or steps[i - 1] != t)]
+        assert said == [f"crystal mode {k}/5" for k in range(6)], steps
+        assert crystal["step"] == ""
         assert crystal["crystal"].startswith("lattice model, periods"), crystal["crystal"]
         assert w.session.regions["r1"].fit.lattice["model"] == "lattice"
         assert len(sent.crops("r1")) == 1  # its crop painted again

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -365,8 +366,16 @@ def test_crystal_mode_box_fits_the_regions_with_the_lattice(
     per_bin = run_json(page, f"w.region_results[{rid!r}]")
     assert per_bin["crystal"] == ""
     box.click()
+    # while it fits, the panel's status line says which of crystal mode's steps runs
+    status = root.locator(f'[data-region-id="{rid}"] [role="status"]').first
+    status.filter(has_text="crystal mode").wait_for(timeout=300_000)
+    # (the per-bin crop stays on screen, one edit behind, until the new one comes)
+    assert re.fullmatch(r"fitting \(crystal mode [0-5]/5(, crop 1 edit behind)?\)",
+                        status.inner_text()), status.inner_text()
+    widget_shot(page, root, "19-crystal-mode-fitting")
     assert run_json(page, "(w.wait(600), w.object_model)[1]") == "lattice"
     wait_status(root, "done")
+    assert "crystal mode" not in status.inner_text()
     record = run_json(page, f"w.region_results[{rid!r}]")
     assert record["crystal"].startswith("lattice model, periods"), record
     assert record["params"]["C10"] != per_bin["params"]["C10"]

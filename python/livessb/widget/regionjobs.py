@@ -21,6 +21,7 @@ import time
 import traceback
 from typing import TYPE_CHECKING, Any
 
+from ..fit.progress import ProgressCallback
 from ..render import phase_to_png
 from .records import bounds_of, region_dict, region_record
 
@@ -57,7 +58,8 @@ class RegionJobs:
         prev = results.get(rid, {})
         results[rid] = {**prev, "status": "fitting", "generation": self._latest(rid),
                         "behind": self._behind(rid), "error": "", "bounds": list(bounds),
-                        "params": prev.get("params", {}), "loss": prev.get("loss")}
+                        "params": prev.get("params", {}), "loss": prev.get("loss"),
+                        "step": ""}
 
     def remove(self, results: dict[str, Any], rid: str) -> None:
         """The region is gone: its record and crop dropped, its fits never published."""
@@ -102,7 +104,7 @@ class RegionJobs:
             rid = r["id"]
             w._busy.add(rid)
             w._submit(rid, functools.partial(self._show_restored, rid))
-            results[rid] = {"status": "fitting", "params": {}, "loss": None,
+            results[rid] = {"status": "fitting", "params": {}, "loss": None, "step": "",
                             "generation": self._latest(rid), "behind": self._behind(rid),
                             "error": "", "bounds": list(bounds_of(r))}
         w.region_results = results
@@ -113,7 +115,7 @@ class RegionJobs:
         t0 = time.perf_counter()
         try:
             reg = w.session.fit_region(bounds, trials=w.trials, seed=w.seed,
-                                       region_id=rid, progress=False,
+                                       region_id=rid, progress=self._steps(rid, gen),
                                        object_model=w.object_model)
             png = phase_to_png(reg.phase)
         except Exception as exc:
@@ -121,6 +123,22 @@ class RegionJobs:
             self._failed(rid, gen, f"{type(exc).__name__}: {exc}")
             return
         self.publish(rid, gen, reg, png, time.perf_counter() - t0)
+
+    def _steps(self, rid: str, gen: int) -> ProgressCallback:
+        """The fit's crystal-mode steps (seconds each on a CPU) into the region's record as
+        ``step`` ("crystal mode 2/5") while edit ``gen`` is the region's latest."""
+        def report(stage: str, done: int, total: int) -> None:
+            if stage != "lattice":
+                return
+            w = self._w
+            with w._lock:
+                if (w._closed or not w._scheduler.is_current(rid, gen)
+                        or rid not in w.region_results):
+                    return
+                res = dict(w.region_results)
+                res[rid] = {**res[rid], "step": f"crystal mode {done}/{total}"}
+                w.region_results = res
+        return report
 
     def _failed(self, rid: str, gen: int, text: str) -> None:
         w = self._w
@@ -130,7 +148,7 @@ class RegionJobs:
             w._busy.discard(rid)
             res = dict(w.region_results)
             if rid in res:
-                res[rid] = {**res[rid], "status": "error", "error": text}
+                res[rid] = {**res[rid], "status": "error", "error": text, "step": ""}
             with w.hold_sync():
                 w.region_results = res
                 w._set_error(f"region {rid}: {text}")
@@ -155,7 +173,7 @@ class RegionJobs:
             else:  # the newer edit's fit is queued: the region is still fitting
                 record.update(status="fitting", generation=latest,
                               bounds=res.get(rid, record)["bounds"])
-            res[rid] = {**record, "behind": latest - gen}
+            res[rid] = {**record, "behind": latest - gen, "step": ""}
             with w.hold_sync():
                 if w._error.startswith(f"region {rid}:"):  # this region's error is resolved
                     if w.message == w._error:
