@@ -31,6 +31,7 @@ from threadpoolctl import ThreadpoolController
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
 class _OneThread:
     """The count of extents inside, the setters and the counts to give back."""
 
