@@ -314,6 +314,22 @@ def test_the_scans_first_lattice_is_read_once_per_scan(monkeypatch: pytest.Monke
         assert len(calls) == 3
 
 
+def test_a_region_of_too_few_periods_keeps_the_per_bin_fit_and_says_to_draw_a_larger_one(
+        ) -> None:
+    # 8² positions of 0.6 Å: 1.2 periods of the demo's 3.905 Å lattice, where turned and
+    # scaled lattices explain the spectra about as well (measured 1.7x); 16² (2.5 periods)
+    # is fitted with the lattice (the test below).
+    with Session(demo_dataset(), device="cpu") as s:
+        s.fit(trials=50, seed=1, progress=False)
+        fit = s.fit_region((0, 8, 0, 8), trials=50, seed=1, object_model="lattice").fit
+        per_bin = s.fit_region((0, 8, 0, 8), trials=50, seed=1).fit
+    assert fit.params == per_bin.params and fit.errors == per_bin.errors
+    reason = fit.lattice["reason"]
+    assert fit.lattice["model"] == "per_bin" and reason.startswith("no crystal lattice"), reason
+    assert "the 8×8-position window spans 1.2 periods of the 3.9 Å lattice" in reason, reason
+    assert "draw a larger region" in reason and reason.endswith("the per-bin fit is kept")
+
+
 def test_crystal_mode_on_small_regions_of_the_simulators_crystal() -> None:
     # The demo (our simulator: 0.6 Å steps, aliased; detector turned 12°; C10 −82 … −18 Å
     # across the scan) at 5·10⁴ e⁻: three 16² regions (2.5 lattice periods) where the

@@ -69,6 +69,9 @@ MAX_LATTICE_POINTS = 2000
 # rule's error falls as the samples' area; a 6 px detector takes 4 × 4 per pixel, 24 px and
 # finer their centres), so the model's cost is that of ~1800 samples over the BF disc
 SAMPLES_PER_RADIUS = 24
+# the fewest lattice periods across a window on which the first lattice was found in every
+# case tried (docs/bias-matrix.md §19: 120 of 120 at 2.4 or more, 41 of 72 below)
+MIN_PERIODS = 2.4
 LATTICE_ROUNDS = 2  # the lattice refined, then Newton, twice: scale and C10 trade along a valley
 # the "lattice" progress stage: the first lattice, each round, the errors, the thin stage
 LATTICE_STEPS = 3 + LATTICE_ROUNDS
@@ -145,6 +148,19 @@ def first_lattice(engine: Any, problem: LatticeProblem) -> np.ndarray:
     return np.array(found)
 
 
+def _too_few_periods(problem: LatticeProblem, basis: np.ndarray) -> str:
+    """Where the window spans fewer lattice periods than crystal mode tells a lattice from
+    its turned and scaled neighbours by, what to do about it ("" otherwise)."""
+    h, w = problem.counts.shape[:2]
+    period = max(lattice_periods_A(basis))
+    periods = min(h * problem.step[0], w * problem.step[1]) / period
+    if periods >= MIN_PERIODS:
+        return ""
+    return (f"; the {h}×{w}-position window spans {periods:.1f} periods of the "
+            f"{period:.3g} Å lattice, fewer than the {MIN_PERIODS:g} crystal mode needs: "
+            "draw a larger region")
+
+
 def pixel_samples(detector_pixels: str, radius_px: float) -> int:
     """Samples per axis over each pixel's area: 1 where the detector reads points, else
     enough for SAMPLES_PER_RADIUS across the BF radius."""
@@ -214,7 +230,8 @@ def _with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: 
                     "reason": (f"no crystal lattice: the lattice found explains "
                                f"{explained:.1%} of the spectra, {contrast:.1f}x what "
                                f"lattices turned or scaled off it do (a crystal's: "
-                               f"{CRYSTAL_CONTRAST:g}x or more); the per-bin fit is kept")})
+                               f"{CRYSTAL_CONTRAST:g}x or more){_too_few_periods(problem, basis)}"
+                               "; the per-bin fit is kept")})
         fit = lattice_newton(problem, params, free, box)
         params = fit.params
         steps.step()
