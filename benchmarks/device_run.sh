@@ -2,6 +2,8 @@
 # `livessb benchmark` (SPEC §4 workload + an 8×8 map), live-steering preview latency, the
 # live-region drag and crystal mode's cost. Usage (device tool):
 # bash benchmarks/device_run.sh COMMIT [RUNS]
+# The device hands back only a few files of $OUT: every record is packed into
+# $OUT/device_run.tgz at the end (unpack with `tar xzf device_run.tgz` where it lands).
 # The widget benchmarks need anywidget & co.: carry them as wheels in .whl/ (see
 # /work/.library/device/README.md); they are installed into /tmp/site when present. Carry
 # python/livessb/static too (the git-ignored widget bundle).
@@ -28,3 +30,6 @@ python3 benchmarks/live_region_latency.py --device cuda --json "$OUT/live_region
     | tail -3
 python3 benchmarks/virtual_latency.py "$OUT/virtual.json" 2>&1 | tail -1
 python3 benchmarks/lattice_timing.py "$OUT/lattice.json" cuda 3 2>&1 | tail -3
+# one file to hand back (the device returns a few files of $OUT, not a dozen)
+(cd "$OUT" && tar czf device_run.tgz --exclude=device_run.tgz ./* \
+    && find . -maxdepth 1 -type f ! -name device_run.tgz -delete)
