@@ -1,8 +1,10 @@
-"""Host BLAS on one thread (engine.blas_threads) or as the process has it, in one process,
-alternating: the demo's per-bin full fit and 32² region, and crystal-mode 16² regions
-(one whose second-order terms the data do not see, one where they are fitted: three
-L-BFGS runs). Each figure is the median of ROUNDS; the fits' C10 of both settings beside
-them (one BLAS thread changes L-BFGS's rounding, not its minimum).
+"""Crystal mode's host stages with BLAS on one thread (engine.blas_threads) or as the
+process has it, in one process, alternating: crystal-mode 16² regions of the demo (one
+whose second-order terms the data do not see, one where they are fitted: three L-BFGS
+runs), and as a control the per-bin full fit and 32² region, which do not enter the
+extent (their two columns run the same code: the machine's noise). Each figure is the
+median of ROUNDS; the fits' C10 of both settings beside them (one BLAS thread changes
+L-BFGS's rounding, not its minimum).
 
 Usage: python benchmarks/blas_threads_ab.py OUT.json [DEVICE] [ROUNDS]
 """

@@ -1,6 +1,7 @@
-"""Host BLAS on one thread while livessb computes (engine.blas_threads): inside a session's
-fits OpenBLAS runs one thread, and the count found comes back when the last of any
-nested or overlapping extents (a widget's worker thread beside the notebook's) has left."""
+"""Host BLAS on one thread where livessb's host linear algebra is many small calls
+(engine.blas_threads): inside crystal mode's host stages OpenBLAS runs one thread, and the
+count found comes back when the last of any nested or overlapping extents (a widget's
+worker thread beside the notebook's) has left."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ from typing import Any
 import pytest
 from threadpoolctl import threadpool_info
 
-import livessb.session
 from livessb import Session
 from livessb.engine.blas_threads import one_blas_thread
+from livessb.fit import lattice as fit_lattice
+from livessb.simulate.demo import demo_dataset
 
 
 def _blas_threads() -> list[int]:
@@ -61,18 +63,19 @@ def test_overlapping_extents_of_two_threads_give_the_count_back_when_both_left(
     assert _blas_threads() == before
 
 
-def test_a_sessions_fits_run_blas_on_one_thread(demo_session: Session,
-                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def test_crystal_modes_host_stages_run_blas_on_one_thread(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[list[int]] = []
-    real = livessb.session.newton_fit
+    real = fit_lattice.refined_basis
 
     def recording(*args: Any, **kwargs: Any) -> Any:
         seen.append(_blas_threads())
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(livessb.session, "newton_fit", recording)
-    assert demo_session.full_fit is not None
-    before = _blas_threads()
-    demo_session.refine(demo_session.full_fit.params)
-    assert len(seen) == 1 and set(seen[0]) == {1}
-    assert _blas_threads() == before
+    monkeypatch.setattr(fit_lattice, "refined_basis", recording)
+    with Session(demo_dataset(), device="cpu") as s:
+        s.fit(trials=50, seed=1, progress=False)
+        before = _blas_threads()
+        s.fit_region((0, 8, 0, 8), trials=50, seed=1, object_model="lattice")
+        assert seen and all(set(counts) == {1} for counts in seen), seen
+        assert _blas_threads() == before

@@ -16,7 +16,6 @@ from .calibration import calibration_document, save_calibration
 from .dataset import Dataset4D
 from .diagnostics import SessionDiagnostics
 from .engine import make_engine
-from .engine.blas_threads import on_one_blas_thread
 from .engine.protocol import Engine
 from .fit.fixed import FreeView, check_fixed, free_names, refine_start
 from .fit.full_field import FullFieldSearch, fit_full_field
@@ -187,7 +186,6 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
 
     # -- fits -----------------------------------------------------------------------------
     @keeps_fitted_geometry  # cancelled or failed: the session as before the call
-    @on_one_blas_thread  # the host's small linear algebra (engine.blas_threads)
     @with_progress
     def fit(
         self, trials: int = 200, seed: int = 42,
@@ -263,7 +261,6 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         held = check_fixed(fixed, names, box)
         return Box.from_mapping(box, free_names(names, held)), held
 
-    @on_one_blas_thread
     @with_progress
     def fit_region(
         self, bounds: Bounds, trials: int = 200, seed: int = 42, region_id: str | None = None,
@@ -299,7 +296,6 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         self.regions[rid] = region
         return region
 
-    @on_one_blas_thread
     def refine(
         self, params: Mapping[str, float], fixed: Mapping[str, float] | None = None,
         bounds: Bounds | None = None, progress: Progress = False,
@@ -336,7 +332,6 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
                                         start=dict(start)),
             on_box_edge=fit.on_box_edge, bounds=b), checked)
 
-    @on_one_blas_thread
     def fit_map(
         self, tile: Any = (64, 64), step: Any = None, trials: int = 200, seed: int = 42,
         fixed: Mapping[str, float] | None = None,

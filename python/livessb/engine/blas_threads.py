@@ -1,11 +1,13 @@
-"""Host BLAS on one thread while livessb computes.
+"""Host BLAS on one thread where livessb's host linear algebra is many small calls.
 
-A fit's host linear algebra is small (L-BFGS-B's two-loop products, Newton's systems of a
-few parameters, crystal mode's solves over ~100 lattice points): OpenBLAS wakes its
-threads for each call and lets them spin after it, which costs more than the call and,
-on the CPU engine, takes cores from the Numba kernels. Measured on 2 cores
-(benchmarks/README.md, twentieth session): crystal mode's thin-object L-BFGS 5.1 → 2.6 s,
-L-BFGS-B's own step 2.0 → 0.09 ms; the golden record is bit for bit the same.
+Crystal mode's host stages (``fit.lattice.with_lattice``: L-BFGS-B's two-loop products
+over ~250 numbers, solves over ~100 lattice points, dot products of 50 000) make thousands
+of small BLAS calls: OpenBLAS wakes its threads for each and lets them spin after it, which
+costs more than the call (and, on the CPU engine, takes cores from the Numba kernels).
+Measured on 2 cores (benchmarks/README.md, twentieth session): L-BFGS-B's own step 2.0 →
+0.09 ms, the thin object's L-BFGS 5.1 → 2.6 s, a crystal-mode 16² region 7.0 → 4.8 s; the
+per-bin fits, Numba-bound, were the same within the machine's noise and are left as they
+were.
 
 ``one_blas_thread`` sets OpenBLAS (NumPy's and SciPy's libraries) to one thread while any
 thread is inside it, and gives back the count found when the first entered once the last
@@ -18,18 +20,15 @@ Accelerate, OpenBLAS before 0.3.27) is left as it is.
 from __future__ import annotations
 
 import ctypes
-import functools
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar, cast
+from typing import Any
 
 # SciPy's own BLAS (L-BFGS-B's) loaded before the libraries are listed
 import scipy.linalg
 import scipy.optimize  # noqa: F401
 from threadpoolctl import ThreadpoolController
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 class _OneThread:
@@ -82,13 +81,3 @@ def one_blas_thread() -> Iterator[None]:
         yield
     finally:
         _ONE_THREAD.leave()
-
-
-def on_one_blas_thread(fn: F) -> F:
-    """Decorator form of :func:`one_blas_thread`."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        with one_blas_thread():
-            return fn(*args, **kwargs)
-    return cast(F, wrapper)

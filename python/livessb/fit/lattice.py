@@ -46,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from ..engine.blas_threads import one_blas_thread
 from ..physics.geometry import scan_frame_frequencies, subpixel_offsets
 from ..physics.lattice import lattice_periods_A, lattice_points
 from ..physics.lattice_columns import LatticeGeometry
@@ -194,8 +195,10 @@ def with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: f
     no lattice is found, or the one found is no crystal's, the per-bin fit is returned
     with the reason in ``lattice``. ``detector_pixels`` (``Dataset4D.detector_pixels``):
     "integrating" pixels are sampled over their area (``pixel_samples``); ``progress``:
-    the "lattice" stage's steps (``fit.progress``)."""
-    with StepProgress(progress, "lattice", LATTICE_STEPS, "crystal mode") as steps:
+    the "lattice" stage's steps (``fit.progress``). Its host linear algebra runs on one
+    BLAS thread (``engine.blas_threads``: small calls, which OpenBLAS's threads slow)."""
+    with (one_blas_thread(),
+          StepProgress(progress, "lattice", LATTICE_STEPS, "crystal mode") as steps):
         return _with_lattice(result, engine, bounds, theta, transpose, box, detector_pixels,
                              steps)
 
