@@ -54,8 +54,8 @@ LEVEL_RANGE = (0.1, 10.0)
 SECOND_ORDER_SIGNIFICANCE = 10.83  # χ²₁ at p = 0.001: the one number the thin model adds
 # L-BFGS's memory (pairs of steps kept): on seven thin fits of the demo's crystal regions
 # (three joint fits, four BF-ring fits of ~250 free numbers) 30 took 90–528 iterations, 100
-# took 76–153 to the same minimum (losses equal to 2·10⁻¹⁴, C10 to 2·10⁻⁵ Å): 2.6× less
-# time in all; 150 saved 4 % more (benchmarks/README.md, twentieth session)
+# took 76–153 to the same minimum (losses equal or lower by ≤ 6·10⁻¹³, C10 within 2·10⁻⁵
+# Å): 2.6× less time in all; 150 saved 4 % more (benchmarks/README.md, twentieth session)
 THIN_MEMORY = 100
 
 
