@@ -133,17 +133,15 @@ def first_lattice(engine: Any, problem: LatticeProblem) -> np.ndarray:
     """The scan's first lattice guess: ``peak_basis`` of its central window (a scan's peaks
     are sharper than a region's), read once per scan and kept in the engine's
     ``scan_memo`` (with the reason where none is found) for the scan's next fits."""
-    window = central_window(engine.reference.geo.shape)
-    band = 2 * problem.geo.k_alpha
-    key = ("first_lattice", window, problem.step, band)
-    memo = engine.scan_memo
-    if key not in memo:
+    memo = engine.scan_memo  # one scan's counts and geometry: its window, step and band
+    if "first_lattice" not in memo:
+        window = window_counts(engine, central_window(engine.reference.geo.shape))
         try:
-            memo[key] = peak_basis(window_counts(engine, window), problem.step, problem.xp,
-                                   band_inv_A=band)
+            memo["first_lattice"] = peak_basis(window, problem.step, problem.xp,
+                                               band_inv_A=2 * problem.geo.k_alpha)
         except LatticeNotFoundError as e:
-            memo[key] = str(e)
-    found = memo[key]
+            memo["first_lattice"] = str(e)
+    found = memo["first_lattice"]
     if isinstance(found, str):
         raise LatticeNotFoundError(found)
     return np.array(found)

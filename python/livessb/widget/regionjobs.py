@@ -113,10 +113,12 @@ class RegionJobs:
     def _run(self, rid: str, bounds: Bounds, gen: int) -> None:
         w = self._w
         t0 = time.perf_counter()
+        model = w.object_model
+        # only crystal mode's steps take long enough for the panel to say which one runs
+        steps = self._steps(rid, gen) if model == "lattice" else False
         try:
             reg = w.session.fit_region(bounds, trials=w.trials, seed=w.seed,
-                                       region_id=rid, progress=self._steps(rid, gen),
-                                       object_model=w.object_model)
+                                       region_id=rid, progress=steps, object_model=model)
             png = phase_to_png(reg.phase)
         except Exception as exc:
             traceback.print_exception(exc)
