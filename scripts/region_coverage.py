@@ -28,6 +28,7 @@ SETTINGS = {"kept/none": ("kept", "none", "per_bin"),
             "excluded/none": ("excluded", "none", "per_bin"),
             "kept/hann": ("kept", "hann", "per_bin"),
             "excluded/hann": ("excluded", "hann", "per_bin"),
+            "kept/auto": ("kept", "auto", "per_bin"),  # the window check's advice (§10)
             "lattice": ("kept", "none", "lattice")}  # crystal mode (docs/bias-matrix.md §15)
 DEFAULT_SETTINGS = ["kept/none", "excluded/none", "kept/hann", "excluded/hann"]
 

@@ -55,21 +55,23 @@ def _geometry(case: dict[str, Any]) -> LatticeGeometry:
 
 
 def _model_counts(basis: np.ndarray, n: int, step_A: float, seed: int,
-                  double_c10_shift: float = 0.0) -> dict[str, Any]:
+                  double_c10_shift: float = 0.0,
+                  truth: dict[str, float] | None = None) -> dict[str, Any]:
     """Counts crystal mode's model makes on n × n positions: each lattice point g of a
     half plane carries its two lobes' terms (the "discs" columns) with random objects,
     and −g their conjugate (real counts); an undersampled scan aliases them. With
     ``double_c10_shift`` the pixels both discs cover see C10 shifted by it: data the
-    model does not describe."""
+    model does not describe. ``truth``: the parameters (TRUTH's thin crystal if None)."""
+    truth = TRUTH if truth is None else truth
     rng = np.random.default_rng(seed)
     empty = _case(np.zeros((n, n, 1)), step_A)
     g = lattice_points(basis, empty["k_alpha"])
     half = g[(g[:, 0] > 1e-12) | ((np.abs(g[:, 0]) <= 1e-12) & (g[:, 1] > 0))]
     geo = _geometry(empty)
-    A = lattice_columns(geo, half, TRUTH, ())[0]  # (B, 2 n_half)
-    if double_c10_shift:  # the single-overlap terms at TRUTH, the rest at C10 shifted
-        shifted = {**TRUTH, "C10": TRUTH["C10"] + double_c10_shift}
-        A = (lattice_columns(geo, half, TRUTH, (), pixels="single")[0]
+    A = lattice_columns(geo, half, truth, ())[0]  # (B, 2 n_half)
+    if double_c10_shift:  # the single-overlap terms at the truth, the rest at C10 shifted
+        shifted = {**truth, "C10": truth["C10"] + double_c10_shift}
+        A = (lattice_columns(geo, half, truth, (), pixels="single")[0]
              + lattice_columns(geo, half, shifted, ())[0]
              - lattice_columns(geo, half, shifted, (), pixels="single")[0])
     objects = rng.normal(size=A.shape[1]) + 1j * rng.normal(size=A.shape[1])
@@ -80,8 +82,9 @@ def _model_counts(basis: np.ndarray, n: int, step_A: float, seed: int,
     return _case(100.0 + 2 * np.real(np.einsum("grc,bg->rcb", phase, c)), step_A)
 
 
-def _problem(seed: int, double_c10_shift: float = 0.0) -> LatticeProblem:
-    case = _model_counts(_rotated(3.905, 0.3), 20, 0.5, seed, double_c10_shift)
+def _problem(seed: int, double_c10_shift: float = 0.0,
+             truth: dict[str, float] | None = None) -> LatticeProblem:
+    case = _model_counts(_rotated(3.905, 0.3), 20, 0.5, seed, double_c10_shift, truth)
     geo = _geometry(case)
     noisy = np.random.default_rng(seed).poisson(case["I"]).astype(float)
     problem = LatticeProblem(counts=noisy, geo=geo, step=(0.5, 0.5), xp=np)

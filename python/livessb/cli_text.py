@@ -91,6 +91,13 @@ def crystal_mode_text(record: Mapping[str, Any]) -> str:
                  f"< {thin['threshold']:g})")
     else:
         terms = ", first order (thick model kept)"
+    choice = record.get("model_choice") or {}  # thin or thick asked again (fit.lattice_choice)
+    if choice.get("kept") == "thin":
+        held = choice["thick_params"]
+        terms = (f", read thin (the per-bin fit's depth {held['depth']:.3g} Å, tilt "
+                 f"({held['tilt_row_mrad']:.3g}, {held['tilt_col_mrad']:.3g}) mrad do not "
+                 f"improve the model of the pixels' area: T {choice['statistic']:.1f} ≤ "
+                 f"{choice['threshold']:g}){terms}")
     samples = int(record.get("pixel_samples", 1))
     pixels = (f", pixels integrated over {samples}x{samples} samples (simulated counts: "
               "detector_pixels=\"points\")" if samples > 1 else "")

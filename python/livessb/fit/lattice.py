@@ -10,8 +10,11 @@ Newton, errors) runs as always; then, on the same window of BF counts,
    four numbers with the loss's exact gradient; the loss fixes the scale within ~0.1 %,
    docs/bias-matrix.md §14, §16);
 2. the crystal test (``crystal_contrast``), then the free parameters refined by Newton
-   on the lattice loss (its exact gradient and Hessian, ``lattice_hessian``),
-   then the basis and the parameters once more (scale and C10 trade along a valley);
+   on the lattice loss (its exact gradient and Hessian, ``lattice_hessian``); where the
+   per-bin fit kept the thick model, thin or thick is asked again on this model, which
+   reads each pixel's area (``fit.lattice_choice``: a coarse camera's blur made the
+   per-bin fit keep depths and tilts a thin crystal does not have); then the basis and
+   the parameters once more (scale and C10 trade along a valley);
 3. the thin object's every term (``fit.thin_object``: the beams T and the aberrations by
    L-BFGS, the strong object's second-order terms included), where the fit is thin and
    the data see those terms (a χ²₁ test of the energy they add);
@@ -52,8 +55,10 @@ from ..physics.lattice import lattice_periods_A, lattice_points
 from ..physics.lattice_columns import LatticeGeometry
 from ..physics.lattice_peaks import LatticeNotFoundError, peak_basis
 from ..results import Bounds, FitResult
+from .lattice_choice import is_thick, lattice_model_choice
 from .lattice_errors import noise_errors, pair_systematic, systematic_parts
 from .lattice_problem import LatticeProblem, lattice_newton, refined_basis
+from .model_choice import THICK_ONLY
 from .progress import Progress, StepProgress
 from .systematic import combined_errors
 from .thin_object import FirstOrder, thin_object_stage
@@ -220,6 +225,8 @@ def _with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: 
             f"disc's band, more than crystal mode models ({MAX_LATTICE_POINTS}); the "
             "per-bin fit is kept")})
     params = dict(result.params)
+    kept = (result.provenance.get("model_choice") or {}).get("kept")
+    choice = None
     for round_ in range(LATTICE_ROUNDS):
         basis = refined_basis(problem, basis, params)
         problem = problem.at_basis(basis)
@@ -234,6 +241,9 @@ def _with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: 
                                f"{CRYSTAL_CONTRAST:g}x or more){_too_few_periods(problem, basis)}"
                                "; the per-bin fit is kept")})
         fit = lattice_newton(problem, params, free, box)
+        if round_ == 0 and is_thick(params, kept):  # the pixels' area modelled: ask again
+            fit, free, choice = lattice_model_choice(problem, fit, free, box)
+            kept = choice.kept
         params = fit.params
         steps.step()
     noise, sigma2, kappa = noise_errors(problem, fit, free, box)
@@ -244,8 +254,7 @@ def _with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: 
     first = FirstOrder(params=fit.params, objects=problem.solve(fit.params).x, loss=fit.loss,
                        sigma2=sigma2, kappa=kappa, noise_rings=parts["rings"][2])
     thin, thin_record = thin_object_stage(
-        data, problem.geo, basis, problem.counts, first, free, box, problem.xp,
-        (result.provenance.get("model_choice") or {}).get("kept"))
+        data, problem.geo, basis, problem.counts, first, free, box, problem.xp, kept)
     steps.step()
     used = [part[0] for part in parts.values()]
     if thin is not None:  # the rings compared in the thin model too. Every first-order part
@@ -259,6 +268,10 @@ def _with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: 
                          + [result.errors_systematic.get(n, 0.0)]) for n in free}
     final = fit.params if thin is None else {**fit.params, **thin.params}
     errors = combined_errors(noise, systematic, box)
+    # the thin model chosen here: depth and tilt held at 0 by it, as a per-bin thin fit's
+    held = [n for n in THICK_ONLY if n in result.params] if kept == "thin" else []
+    errors.update({n: 0.0 for n in held})
+    systematic.update({n: 0.0 for n in held})
     record = {
         "model": "lattice", "basis_inv_A": basis.tolist(), "points": len(data.g),
         "contrast": contrast,
@@ -267,6 +280,7 @@ def _with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: 
         **{f"errors_{name}": part[0] for name, part in parts.items()},
         **{name: part[1] for name, part in parts.items()},
         "first_order": {n: fit.params[n] for n in free},
+        "model_choice": None if choice is None else choice.to_dict(),
         "thin_object": thin_record,
         "detector_pixels": detector_pixels,
         "pixel_samples": problem.geo.samples_per_axis,  # what the model read
@@ -278,4 +292,5 @@ def _with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: 
         result, params={**result.params, **final},
         errors={**result.errors, **errors},
         errors_systematic={**{n: 0.0 for n in result.errors}, **systematic},
+        undetermined=[n for n in result.params if n in result.undetermined or n in held],
         lattice=record, timings={**result.timings, "lattice_s": record["seconds"]})
