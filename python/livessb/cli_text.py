@@ -143,10 +143,12 @@ def fit_lines(title: str, fit: Any) -> list[str]:
         err = errors.get(name) if isinstance(errors, Mapping) else None
         shown = "not determined" if name in undetermined else _value(name, value, err)
         lines.append(f"  {name:<{width}}  {shown}")
-    from .fit.systematic import why_not_determined  # here: the CLI's start stays light
+    from .fit.periods_advice import advice_of  # here: the CLI's start stays light
+    from .fit.systematic import why_not_determined
 
     # e.g. kept thick, yet no depth; or a detector orientation the losses cannot tell
     lines += [f"  why: {w}" for w in why_not_determined(provenance.get("warnings", []))]
+    lines += [f"  advice: {w}" for w in advice_of(provenance.get("warnings", []))]
     for name in fit.on_box_edge or []:
         lines.append(f"  warning: {name} ended on the edge of the search box: the optimum may "
                      "lie outside it (check the calibration, or widen the box in Python)")

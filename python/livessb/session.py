@@ -277,7 +277,7 @@ class Session(Pretty):  # concise repr and notebook table (livessb.reprs)
         theta, transpose = self._theta, bool(self.transpose)
         t0 = time.perf_counter()
         spec = WindowSpec(trials, seed, fit_box, held, objective, sampler, self.dataset,
-                          self.scan_window, check_object_model(object_model))
+                          self.scan_window, check_object_model(object_model), advise=True)
         result = fit_window(
             engine, b, theta, float(self.rotation_deg or 0.0), transpose, spec,
             self._provenance(trials, seed, fit_box, objective, mode="region", fixed=held,

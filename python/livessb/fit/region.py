@@ -8,7 +8,7 @@ record, and whatever a fit gains (e.g. its errors) reaches both from here.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..engine.protocol import Engine
@@ -17,6 +17,7 @@ from .fixed import FreeView
 from .joint import joint_fit
 from .lattice import box_mapping, with_lattice
 from .model import ThickSampleModel
+from .periods_advice import few_periods_advice
 from .progress import Progress
 from .search import Box
 from .uncertainty import assess, with_assessment
@@ -38,6 +39,9 @@ class WindowSpec:
     # with the unapodised fit (fit.window_check), "auto" reports the advised one
     scan_window: str = "none"
     object_model: str = "per_bin"  # "lattice": crystal mode's refinement (fit.lattice)
+    # a per-bin fit of a window of few lattice periods advises crystal mode in its warnings
+    # (fit.periods_advice): Session.fit_region's regions, not a map's many tiles
+    advise: bool = False
 
 
 def fit_window(
@@ -79,6 +83,11 @@ def fit_window(
                                        adopt=spec.scan_window == "auto")
         finally:
             unapodised.release()
+    if spec.object_model == "per_bin" and spec.advise:
+        advice = few_periods_advice(engine, bounds, theta, transpose, result.params)
+        if advice:
+            result = replace(result, provenance={
+                **result.provenance, "warnings": [*result.provenance.get("warnings", []), advice]})
     if spec.object_model == "lattice":
         result = with_lattice(result, engine, bounds, theta, transpose, box_mapping(spec.box),
                               # a spec without its dataset: a camera's (the default)

@@ -6,6 +6,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from ..cli_text import crystal_mode_text
+from ..fit.periods_advice import advice_of
 from ..params import JOINT, OPTIONAL
 from ..regions import check_bounds
 
@@ -53,12 +54,15 @@ def trust_record(fit: FitResult) -> dict[str, Any]:
     """``{errors, undetermined, on_box_edge, model, crystal}``: 1-σ errors (``{}`` for
     objectives without them), the names not determined, the names on a box edge, the model
     kept (``"thin"``/``"thick"``, ``None`` where no choice was made) and what crystal mode
-    did (``""``: a per-bin fit; the CLI's text)."""
+    did (the CLI's text; for a per-bin fit "", or the advice to fit a window of few lattice
+    periods in crystal mode: fit.periods_advice)."""
     choice = fit.provenance.get("model_choice") or {}
     return {"errors": float_params(fit.errors), "undetermined": [str(n) for n in fit.undetermined],
             "on_box_edge": [str(n) for n in fit.on_box_edge],
             "model": choice.get("kept") if isinstance(choice, dict) else None,
-            "crystal": crystal_mode_text(fit.lattice)}
+            # what crystal mode did, or the advice to use it (a window of few periods)
+            "crystal": crystal_mode_text(fit.lattice)
+            or " ".join(advice_of(fit.provenance.get("warnings", [])))}
 
 
 def full_fit_record(fit: FitResult) -> dict[str, Any]:
