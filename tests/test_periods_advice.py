@@ -33,12 +33,17 @@ def test_a_small_crystal_region_advises_crystal_mode_and_a_wide_one_not(
     assert len(advice) == 1, small.provenance["warnings"]
     assert "16×16-position window spans 2.5 periods of the scan's 3.9" in advice[0], advice
     assert 'object_model="lattice"' in advice[0]
+    few = small.provenance["few_periods"]  # its numbers: the truth's lattice, 16 × 0.6 Å
+    assert few["window"] == [16, 16] and few["period_A"] == pytest.approx(3.905, rel=0.01)
+    assert few["periods"] == pytest.approx(16 * 0.6 / 3.905, rel=0.01)
     assert not advice_of(wide.provenance["warnings"])
     assert crystal.lattice["model"] == "lattice"  # crystal mode ran: nothing to advise
     assert not advice_of(crystal.provenance["warnings"])
     # what a person sees: the CLI's summary and the widget's region panel
     assert f"  advice: {advice[0]}" in fit_lines("region", small)
-    assert trust_record(small)["crystal"] == advice[0]
+    assert trust_record(small)["crystal"] == (
+        "few lattice periods: this 16×16 window spans 2.5 periods of the 3.91 Å lattice, "
+        "where the per-bin C10 can be several % off: tick crystal")
     assert trust_record(wide)["crystal"] == ""
 
 

@@ -34,7 +34,7 @@ def test_crystal_mode_fits_regions_with_the_lattice_and_is_kept_in_the_calibrati
         assert per_bin["status"] == "done"
         # the per-bin fit of 2.5 periods advises the box (fit.periods_advice)
         assert per_bin["crystal"].startswith(
-            "few lattice periods: the 16×16-position window spans 2.5 periods"), per_bin
+            "few lattice periods: this 16×16 window spans 2.5 periods"), per_bin
         sent = Sent(w)
         steps: list[str] = []
         w.observe(lambda change: steps.append(change["new"].get("r1", {}).get("step", "")),

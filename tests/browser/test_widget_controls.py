@@ -364,7 +364,13 @@ def test_crystal_mode_box_fits_the_regions_with_the_lattice(
     rid = run_json(page, "(w.wait(300), w.regions[-1]['id'])[1]")
     wait_status(root, "done")
     per_bin = run_json(page, f"w.region_results[{rid!r}]")
-    assert per_bin["crystal"] == ""
+    # the per-bin fit of 2.5 periods advises the box, in the panel's crystal row
+    assert per_bin["crystal"].startswith("few lattice periods: this 16×16 window"), \
+        per_bin["crystal"]
+    advice = root.locator(f'[data-region-id="{rid}"] [data-param="crystal"]').first
+    advice.wait_for(state="visible", timeout=60_000)
+    assert advice.inner_text() == per_bin["crystal"]
+    widget_shot(page, root, "19-crystal-mode-advised")
     box.click()
     # while it fits, the panel's status line says which of crystal mode's steps runs
     status = root.locator(f'[data-region-id="{rid}"] [role="status"]').first

@@ -7,7 +7,8 @@ so its errors cannot grow to cover it (noise-free on the demo's crystal: +2.0 Å
 periods, +1.4 at 4.3, within 0.5 from 4.9 on; its 16² regions at 5·10⁴ e⁻ cover their
 truth in 4 of 9: docs/bias-matrix.md §12, §20). Crystal mode models the leakage (9 of 9).
 So a per-bin fit of a crystal window that spans fewer than ``ADVICE_PERIODS`` periods of
-the scan's lattice says so, in its warnings, and names crystal mode.
+the scan's lattice says so, in its warnings (and ``provenance["few_periods"]``: window,
+periods, period_A), and names crystal mode.
 
 The scan's lattice is crystal mode's first lattice (``fit.lattice.first_lattice``: the
 peaks of the scan's central ≤ 128² positions, read once per scan, 0.5 s on a 2-core CPU);
@@ -22,6 +23,7 @@ targets never pay for it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..physics.lattice import lattice_periods_A
@@ -34,35 +36,70 @@ ADVICE_MAX_POSITIONS = 64  # windows at least this wide on both axes are not loo
 FEW_PERIODS = "few lattice periods"  # how the advice begins (the CLI and widget show it)
 
 
-def few_periods_advice(engine: Any, bounds: Bounds, theta: float, transpose: bool,
-                       params: Mapping[str, float]) -> str:
-    """The advice for a per-bin fit (``params``) of the window ``bounds``, or "" (a wide
-    window, no lattice found, enough periods, or no crystal's)."""
+@dataclass(frozen=True)
+class FewPeriods:
+    """A window of few lattice periods: its size (positions), the periods it spans and the
+    lattice's longest period."""
+
+    window: tuple[int, int]
+    periods: float
+    period_A: float
+
+    def warning(self) -> str:
+        """The advice in the fit's warnings (the CLI's ``advice:`` line)."""
+        h, w = self.window
+        return (f"{FEW_PERIODS}: the {h}×{w}-position window spans {self.periods:.1f} periods "
+                f"of the scan's {self.period_A:.3g} Å lattice, fewer than {ADVICE_PERIODS:g}, "
+                "where the per-bin fit's C10 can be several % off with errors that do not "
+                "cover it (docs/bias-matrix.md §12): fit it in crystal mode "
+                "(object_model=\"lattice\", the widget's crystal box)")
+
+    def panel_text(self) -> str:
+        """The same, short enough for the widget's region panel."""
+        h, w = self.window
+        return (f"{FEW_PERIODS}: this {h}×{w} window spans {self.periods:.1f} periods of the "
+                f"{self.period_A:.3g} Å lattice, where the per-bin C10 can be several % off: "
+                "tick crystal")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"window": list(self.window), "periods": self.periods, "period_A": self.period_A}
+
+
+def few_periods(engine: Any, bounds: Bounds, theta: float, transpose: bool,
+                params: Mapping[str, float]) -> FewPeriods | None:
+    """The window ``bounds`` of a per-bin fit (``params``) where it spans few periods of a
+    crystal's lattice, or None (a wide window, no lattice found, enough periods, or no
+    crystal's)."""
     h, w = bounds[1] - bounds[0], bounds[3] - bounds[2]
     if min(h, w) >= ADVICE_MAX_POSITIONS:
-        return ""
+        return None
     problem = lattice_problem(engine, bounds, theta, transpose, detector_pixels="points")
     try:
         basis = first_lattice(engine, problem)
     except LatticeNotFoundError:
-        return ""
+        return None
     period = max(lattice_periods_A(basis))
     periods = min(h * problem.step[0], w * problem.step[1]) / period
     if periods >= ADVICE_PERIODS:
-        return ""
+        return None
     memo = engine.scan_memo  # crystal or not: the scan's, read on its first small window
     if "advice_crystal" not in memo:
         contrast, _ = crystal_contrast(problem.at_basis(basis), basis, params)
         memo["advice_crystal"] = contrast >= CRYSTAL_CONTRAST
     if not memo["advice_crystal"]:
-        return ""
-    return (f"{FEW_PERIODS}: the {h}×{w}-position window spans {periods:.1f} periods of the "
-            f"scan's {period:.3g} Å lattice, fewer than {ADVICE_PERIODS:g}, where the per-bin "
-            "fit's C10 can be several % off with errors that do not cover it "
-            "(docs/bias-matrix.md §12): fit it in crystal mode (object_model=\"lattice\", "
-            "the widget's crystal box)")
+        return None
+    return FewPeriods((h, w), float(periods), float(period))
 
 
 def advice_of(warnings: Sequence[str]) -> list[str]:
-    """The few-periods advice among a fit's warnings (the CLI and the widget show it)."""
+    """The few-periods advice among a fit's warnings (the CLI's ``advice:`` lines)."""
     return [w for w in warnings if w.startswith(FEW_PERIODS)]
+
+
+def panel_advice(provenance: Mapping[str, Any]) -> str:
+    """The widget panel's short advice of a fit's ``provenance`` ("" where none)."""
+    record = provenance.get("few_periods")
+    if not isinstance(record, Mapping):
+        return ""
+    return FewPeriods((int(record["window"][0]), int(record["window"][1])),
+                      float(record["periods"]), float(record["period_A"])).panel_text()

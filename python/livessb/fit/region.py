@@ -17,7 +17,7 @@ from .fixed import FreeView
 from .joint import joint_fit
 from .lattice import box_mapping, with_lattice
 from .model import ThickSampleModel
-from .periods_advice import few_periods_advice
+from .periods_advice import few_periods
 from .progress import Progress
 from .search import Box
 from .uncertainty import assess, with_assessment
@@ -84,10 +84,11 @@ def fit_window(
         finally:
             unapodised.release()
     if spec.object_model == "per_bin" and spec.advise:
-        advice = few_periods_advice(engine, bounds, theta, transpose, result.params)
-        if advice:
+        few = few_periods(engine, bounds, theta, transpose, result.params)
+        if few is not None:
             result = replace(result, provenance={
-                **result.provenance, "warnings": [*result.provenance.get("warnings", []), advice]})
+                **result.provenance, "few_periods": few.to_dict(),
+                "warnings": [*result.provenance.get("warnings", []), few.warning()]})
     if spec.object_model == "lattice":
         result = with_lattice(result, engine, bounds, theta, transpose, box_mapping(spec.box),
                               # a spec without its dataset: a camera's (the default)

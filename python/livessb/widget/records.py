@@ -6,7 +6,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from ..cli_text import crystal_mode_text
-from ..fit.periods_advice import advice_of
+from ..fit.periods_advice import panel_advice
 from ..params import JOINT, OPTIONAL
 from ..regions import check_bounds
 
@@ -61,8 +61,7 @@ def trust_record(fit: FitResult) -> dict[str, Any]:
             "on_box_edge": [str(n) for n in fit.on_box_edge],
             "model": choice.get("kept") if isinstance(choice, dict) else None,
             # what crystal mode did, or the advice to use it (a window of few periods)
-            "crystal": crystal_mode_text(fit.lattice)
-            or " ".join(advice_of(fit.provenance.get("warnings", [])))}
+            "crystal": crystal_mode_text(fit.lattice) or panel_advice(fit.provenance)}
 
 
 def full_fit_record(fit: FitResult) -> dict[str, Any]:
