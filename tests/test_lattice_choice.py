@@ -55,6 +55,16 @@ def test_a_thin_crystal_is_read_thin_and_a_thick_one_thick(seed: int) -> None:
 FIXTURE = Path(__file__).parent / "fixtures" / "abtem" / "sto1_C10m150.npz"
 
 
+def _binned_fixture() -> tuple[livessb.Dataset4D, float]:
+    d = np.load(FIXTURE)
+    ds = bin_dataset(livessb.Dataset4D(
+        d["counts"], voltage_kV=float(d["voltage_kV"]),
+        semiangle_mrad=float(d["semiangle_mrad"]), scan_step_A=tuple(d["scan_step_A"]),
+        detector_sampling_mrad=float(d["detector_sampling_mrad"]), detector_pixels="points"),
+        2)
+    return ds, float(d["truth_C10"])
+
+
 def test_crystal_mode_reads_a_binned_thin_crystal_thin_where_the_per_bin_fit_kept_thick(
         monkeypatch: pytest.MonkeyPatch) -> None:
     # abTEM's one-cell SrTiO3 at C10 −150 Å summed 2 × 2 on the detector (an integrating
@@ -62,14 +72,8 @@ def test_crystal_mode_reads_a_binned_thin_crystal_thin_where_the_per_bin_fit_kep
     # model with a depth and tilt the crystal does not have (as it did on the matrix's
     # binned +40 and +150 Å cases, docs/bias-matrix.md §18): crystal mode, which models
     # each pixel's area, reads it thin and goes on to the thin object's terms.
-    d = np.load(FIXTURE)
-    ds = bin_dataset(livessb.Dataset4D(
-        d["counts"], voltage_kV=float(d["voltage_kV"]),
-        semiangle_mrad=float(d["semiangle_mrad"]), scan_step_A=tuple(d["scan_step_A"]),
-        detector_sampling_mrad=float(d["detector_sampling_mrad"]), detector_pixels="points"),
-        2)
+    ds, truth_c10 = _binned_fixture()
     assert ds.detector_pixels == "integrating"
-    truth_c10 = float(d["truth_C10"])
     real = session_module.with_lattice
 
     def as_if_thick(result: FitResult, *args: Any, **kwargs: Any) -> FitResult:
@@ -95,3 +99,15 @@ def test_crystal_mode_reads_a_binned_thin_crystal_thin_where_the_per_bin_fit_kep
     off = fit.params["C10"] - truth_c10
     assert abs(off) <= max(0.01 * abs(truth_c10), 0.5) and abs(off) <= 2 * fit.errors["C10"]
     assert math.isfinite(fit.errors["C10"]) and fit.errors["C10"] > 0
+
+
+def test_a_depth_the_caller_holds_is_kept_and_the_thin_stage_left_out() -> None:
+    # fixed={"depth": 30}: no thin-or-thick choice (the per-bin fit made none), crystal mode
+    # keeps the held depth, and the thin object's terms (which have no depth) are not fitted.
+    ds, _ = _binned_fixture()
+    with livessb.Session(ds, device="cpu") as s:
+        fit = s.fit(progress=False, object_model="lattice", fixed={"depth": 30.0})
+    assert fit.lattice["model"] == "lattice" and fit.lattice["model_choice"] is None
+    assert fit.params["depth"] == 30.0
+    assert fit.lattice["thin_object"]["reason"].startswith("the thick model is kept")
+

@@ -55,7 +55,7 @@ from ..physics.lattice import lattice_periods_A, lattice_points
 from ..physics.lattice_columns import LatticeGeometry
 from ..physics.lattice_peaks import LatticeNotFoundError, peak_basis
 from ..results import Bounds, FitResult
-from .lattice_choice import is_thick, lattice_model_choice
+from .lattice_choice import asked_again, lattice_model_choice
 from .lattice_errors import noise_errors, pair_systematic, systematic_parts
 from .lattice_problem import LatticeProblem, lattice_newton, refined_basis
 from .model_choice import THICK_ONLY
@@ -241,7 +241,7 @@ def _with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: 
                                f"{CRYSTAL_CONTRAST:g}x or more){_too_few_periods(problem, basis)}"
                                "; the per-bin fit is kept")})
         fit = lattice_newton(problem, params, free, box)
-        if round_ == 0 and is_thick(params, kept):  # the pixels' area modelled: ask again
+        if round_ == 0 and asked_again(kept, box):  # the pixels' area modelled: ask again
             fit, free, choice = lattice_model_choice(problem, fit, free, box)
             kept = choice.kept
         params = fit.params
@@ -251,6 +251,8 @@ def _with_lattice(result: FitResult, engine: Any, bounds: Bounds | None, theta: 
              for name, (pair, nested) in systematic_parts(problem, fit.params).items()}
     steps.step()
     data = problem._data()
+    if float(fit.params.get("depth", 0.0)) != 0.0:
+        kept = "thick"  # a depth held where given: the thin object's terms have none
     first = FirstOrder(params=fit.params, objects=problem.solve(fit.params).x, loss=fit.loss,
                        sigma2=sigma2, kappa=kappa, noise_rings=parts["rings"][2])
     thin, thin_record = thin_object_stage(

@@ -43,9 +43,10 @@ class LatticeChoice:
         return asdict(self)
 
 
-def is_thick(params: Mapping[str, float], kept: str | None) -> bool:
-    """Whether the per-bin fit kept the thick model (a depth or tilt not 0 counts too)."""
-    return kept == "thick" or any(float(params.get(n, 0.0)) != 0.0 for n in THICK_ONLY)
+def asked_again(kept: str | None, box: Mapping[str, tuple[float, float]]) -> bool:
+    """Whether the choice is made again: the per-bin fit chose, and kept the thick model
+    (depth and tilt in the search box; a depth the caller holds stays as it is)."""
+    return kept == "thick" and all(n in box for n in THICK_ONLY)
 
 
 def lattice_model_choice(problem: LatticeProblem, thick: NewtonOutcome, free: Sequence[str],

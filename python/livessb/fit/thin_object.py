@@ -77,8 +77,8 @@ def thin_names(free: Sequence[str], kept: str | None = None
     per-bin fit's model choice ("thick" where depth and tilt were kept, even if found not
     determined)."""
     if "depth" in free or kept == "thick":
-        return [], "the thick model is kept (depth fitted): the thin object's terms hold " \
-                   "for thin crystals"
+        return [], "the thick model is kept (a depth fitted or held): the thin object's " \
+                   "terms hold for thin crystals"
     beyond = [n for n in free if n not in THIN_OBJECT_PARAMS
               and n not in ("tilt_row_mrad", "tilt_col_mrad")]
     if beyond:
