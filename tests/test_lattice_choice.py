@@ -13,12 +13,13 @@ import pytest
 
 import livessb
 from livessb import session as session_module
-from livessb.cli_text import crystal_mode_text
+from livessb.cli_text import crystal_mode_text, fit_lines
 from livessb.fit.lattice_choice import lattice_model_choice
 from livessb.fit.lattice_problem import lattice_newton
 from livessb.fit.model_choice import CHI2_3_P001, THICK_ONLY
 from livessb.io.binning import bin_dataset
 from livessb.results import FitResult
+from livessb.widget.records import trust_record
 from test_lattice_fit import _problem
 from test_lattice_profiles import TRUTH
 
@@ -93,6 +94,9 @@ def test_crystal_mode_reads_a_binned_thin_crystal_thin_where_the_per_bin_fit_kep
     assert all(fit.params[n] == 0.0 and fit.errors[n] == 0.0 for n in THICK_ONLY)
     assert set(THICK_ONLY) <= set(fit.undetermined)
     assert "statistic" in lattice["thin_object"], lattice["thin_object"]  # the stage ran
+    assert trust_record(fit)["model"] == "thin"  # the widget's model row: crystal mode's
+    assert any(line.startswith("  model: thin (the thick model (depth 20")
+               for line in fit_lines("full", fit)), fit_lines("full", fit)
     said = crystal_mode_text(lattice)
     assert "read thin (the per-bin fit's depth 20 Å, tilt (8, -5) mrad" in said, said
     # measured: ΔC10 −0.39 ± 0.95 Å (as without the wrong start), target 1.5 Å

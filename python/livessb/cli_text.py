@@ -127,6 +127,8 @@ def fit_lines(title: str, fit: Any) -> list[str]:
     lines = [head]
     provenance = getattr(fit, "provenance", None) or {}
     choice = provenance.get("model_choice")
+    # crystal mode's own choice where it made one again (fit.lattice_choice)
+    choice = (getattr(fit, "lattice", None) or {}).get("model_choice") or choice
     if isinstance(choice, Mapping) and choice.get("kept"):
         reason = choice.get("reason")
         lines.append(f"  model: {choice['kept']}" + (f" ({reason})" if reason else ""))

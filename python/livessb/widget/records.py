@@ -56,7 +56,8 @@ def trust_record(fit: FitResult) -> dict[str, Any]:
     kept (``"thin"``/``"thick"``, ``None`` where no choice was made) and what crystal mode
     did (the CLI's text; for a per-bin fit "", or the advice to fit a window of few lattice
     periods in crystal mode: fit.periods_advice)."""
-    choice = fit.provenance.get("model_choice") or {}
+    # crystal mode's own thin-or-thick choice where it made one again (fit.lattice_choice)
+    choice = (fit.lattice or {}).get("model_choice") or fit.provenance.get("model_choice") or {}
     return {"errors": float_params(fit.errors), "undetermined": [str(n) for n in fit.undetermined],
             "on_box_edge": [str(n) for n in fit.on_box_edge],
             "model": choice.get("kept") if isinstance(choice, dict) else None,
