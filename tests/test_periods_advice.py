@@ -26,7 +26,13 @@ def test_a_small_crystal_region_advises_crystal_mode_and_a_wide_one_not(
     with Session(demo, device="cpu") as s:
         full = s.fit(trials=60, seed=1, progress=False)
         assert not advice_of(full.provenance["warnings"])  # a full field is not a region
+        # 12² (1.8 periods) first: too few periods to tell a crystal, so no verdict and no
+        # advice yet (a narrow window's test once made the scan "no crystal" for good)
+        narrow = s.fit_region((40, 52, 40, 52), trials=60, seed=1).fit
+        assert not advice_of(narrow.provenance["warnings"])
         small = s.fit_region((40, 56, 40, 56), trials=60, seed=1).fit
+        narrow = s.fit_region((40, 52, 40, 52), trials=60, seed=1).fit  # now a crystal's
+        assert "draw it over 2.4 periods or more" in advice_of(narrow.provenance["warnings"])[0]
         wide = s.fit_region((24, 72, 24, 72), trials=60, seed=1).fit
         crystal = s.fit_region((40, 56, 40, 56), trials=60, seed=1, object_model="lattice").fit
     advice = advice_of(small.provenance["warnings"])

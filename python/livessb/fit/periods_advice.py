@@ -12,10 +12,12 @@ periods, period_A), and names crystal mode.
 
 The scan's lattice is crystal mode's first lattice (``fit.lattice.first_lattice``: the
 peaks of the scan's central ≤ 128² positions, read once per scan, 0.5 s on a 2-core CPU);
-the window is a crystal's where crystal mode's own test says so (``crystal_contrast`` at
-the fit's parameters: the lattice's model explains ``CRYSTAL_CONTRAST`` times what lattices
-turned or scaled off it do; 0.1 s a 16² window): an amorphous specimen's speckle, whose
-peaks also give a lattice, is not advised about. Only windows narrower than
+the scan is a crystal's where crystal mode's own test says so on the first small window of
+at least ``MIN_PERIODS`` periods (``crystal_contrast`` at the fit's parameters: the
+lattice's model explains ``CRYSTAL_CONTRAST`` times what lattices turned or scaled off it
+do; 0.1 s a 16² window on a 2-core CPU, ~37 ms on an H100; the verdict kept for the scan,
+a narrower window never judging it): an amorphous specimen's speckle, whose peaks also
+give a lattice, is not advised about. Only windows narrower than
 ``ADVICE_MAX_POSITIONS`` positions look, so the large regions and maps of the speed
 targets never pay for it.
 """
@@ -29,7 +31,13 @@ from typing import Any
 from ..physics.lattice import lattice_periods_A
 from ..physics.lattice_peaks import LatticeNotFoundError
 from ..results import Bounds
-from .lattice import CRYSTAL_CONTRAST, crystal_contrast, first_lattice, lattice_problem
+from .lattice import (
+    CRYSTAL_CONTRAST,
+    MIN_PERIODS,
+    crystal_contrast,
+    first_lattice,
+    lattice_problem,
+)
 
 ADVICE_PERIODS = 5.0  # below: the per-bin fit's C10 can be several % off (module docstring)
 ADVICE_MAX_POSITIONS = 64  # windows at least this wide on both axes are not looked at
@@ -51,15 +59,21 @@ class FewPeriods:
         return (f"{FEW_PERIODS}: the {h}×{w}-position window spans {self.periods:.1f} periods "
                 f"of the scan's {self.period_A:.3g} Å lattice, fewer than {ADVICE_PERIODS:g}, "
                 "where the per-bin fit's C10 can be several % off with errors that do not "
-                "cover it (docs/bias-matrix.md §12): fit it in crystal mode "
+                f"cover it (docs/bias-matrix.md §12): {self._what_to_do()} "
                 "(object_model=\"lattice\", the widget's crystal box)")
+
+    def _what_to_do(self) -> str:
+        if self.periods < MIN_PERIODS:  # crystal mode's own floor (fit.lattice)
+            return f"draw it over {MIN_PERIODS:g} periods or more and fit it in crystal mode"
+        return "fit it in crystal mode"
 
     def panel_text(self) -> str:
         """The same, short enough for the widget's region panel."""
         h, w = self.window
         return (f"{FEW_PERIODS}: this {h}×{w} window spans {self.periods:.1f} periods of the "
                 f"{self.period_A:.3g} Å lattice, where the per-bin C10 can be several % off: "
-                "tick crystal")
+                + ("draw it larger, tick crystal" if self.periods < MIN_PERIODS
+                   else "tick crystal"))
 
     def to_dict(self) -> dict[str, Any]:
         return {"window": list(self.window), "periods": self.periods, "period_A": self.period_A}
@@ -84,6 +98,8 @@ def few_periods(engine: Any, bounds: Bounds, theta: float, transpose: bool,
         return None
     memo = engine.scan_memo  # crystal or not: the scan's, read on its first small window
     if "advice_crystal" not in memo:
+        if periods < MIN_PERIODS:  # too few periods for the test (crystal mode's floor)
+            return None
         contrast, _ = crystal_contrast(problem.at_basis(basis), basis, params)
         memo["advice_crystal"] = contrast >= CRYSTAL_CONTRAST
     if not memo["advice_crystal"]:
